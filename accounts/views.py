@@ -1,0 +1,19 @@
+from django.contrib.auth.mixins import LoginRequiredMixin
+from django.views.generic import TemplateView
+
+from budgets.models import Membership
+
+
+class HomeView(LoginRequiredMixin, TemplateView):
+    """The signed-in landing page: my projects and my role in each."""
+
+    template_name = "accounts/home.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["memberships"] = (
+            Membership.objects.filter(user=self.request.user)
+            .select_related("project")
+            .order_by("project__name", "role")
+        )
+        return context

@@ -1,0 +1,49 @@
+from django.contrib import admin
+
+from budgets.models import BudgetRequest, CapChange, LedgerEntry, Membership, Project
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = ["name", "slug", "epsilon_cap", "delta_cap", "created_by", "created_at"]
+    prepopulated_fields = {"slug": ["name"]}
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ["project", "user", "role"]
+    list_filter = ["role"]
+
+
+@admin.register(BudgetRequest)
+class BudgetRequestAdmin(admin.ModelAdmin):
+    list_display = ["title", "project", "epsilon", "delta", "status", "requested_by"]
+    list_filter = ["status"]
+
+
+@admin.register(LedgerEntry)
+class LedgerEntryAdmin(admin.ModelAdmin):
+    """Read-only: the ledger is append-only, through services alone."""
+
+    list_display = ["created_at", "project", "kind", "epsilon", "delta", "request", "actor"]
+    list_filter = ["kind"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(CapChange)
+class CapChangeAdmin(admin.ModelAdmin):
+    list_display = ["created_at", "project", "actor", "new_epsilon_cap", "new_delta_cap"]
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False

@@ -1,0 +1,96 @@
+"""Uploaded datasets, their columnar copies and the public domains declared for them.
+
+What is private: the uploaded file, the Parquet copy, and each column's profile
+(suggestions computed from the data, shown to the project's owners only).
+What is public: the declared domain of each column and the privacy unit. No
+aggregate of the data (not even its row count) is stored here.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from budgets.models import Project
+
+
+class Dataset(models.Model):
+    class Status(models.TextChoices):
+        UPLOADED = "uploaded", "Uploaded"
+        INGESTING = "ingesting", "Ingesting"
+        READY = "ready", "Ready"
+        FAILED = "failed", "Failed"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="datasets")
+    name = models.CharField(max_length=200)
+    uploaded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    uploaded_at = models.DateTimeField(auto_now_add=True)
+    source_file = models.CharField(max_length=500, blank=True, help_text="Path under MEDIA_ROOT.")
+    parquet_file = models.CharField(max_length=500, blank=True, help_text="Path under MEDIA_ROOT.")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.UPLOADED)
+    progress = models.FloatField(default=0.0, help_text="Fraction of the upload's bytes ingested.")
+    failure_reason = models.TextField(blank=True)
+    # Privacy unit: one row, or one person identified by id_column with at most
+    # contribution_bound rows kept per person.
+    id_column = models.CharField(max_length=200, blank=True)
+    contribution_bound = models.PositiveIntegerField(default=1)
+    declared = models.BooleanField(default=False, help_text="Public domains have been declared.")
+
+    class Meta:
+        ordering = ["-uploaded_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(contribution_bound__gte=1), name="dataset_contribution_bound_gte_1"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Column(models.Model):
+    class Type(models.TextChoices):
+        INTEGER = "integer", "Integer"
+        FLOAT = "float", "Decimal number"
+        STRING = "string", "Text"
+
+    class Kind(models.TextChoices):
+        UNDECLARED = "undeclared", "Not declared yet"
+        CATEGORICAL = "categorical", "Categorical"
+        NUMERIC = "numeric", "Numeric"
+        EXCLUDED = "excluded", "Excluded"
+
+    class Missing(models.TextChoices):
+        DROP = "drop", "Dropped from the statistic"
+        CATEGORY = "category", "Counted in an explicit 'missing' category"
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="columns")
+    name = models.CharField(max_length=200)
+    position = models.PositiveIntegerField()
+    suggested_type = models.CharField(max_length=16, choices=Type.choices)
+    profile = models.JSONField(default=dict, help_text="Private suggestions for the owners only.")
+    # The public domain, declared by an owner.
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.UNDECLARED)
+    categories = models.JSONField(default=list, blank=True)
+    lower = models.DecimalField(max_digits=30, decimal_places=10, null=True, blank=True)
+    upper = models.DecimalField(max_digits=30, decimal_places=10, null=True, blank=True)
+    bin_edges = models.JSONField(default=list, blank=True)
+    missing = models.CharField(max_length=16, choices=Missing.choices, default=Missing.DROP)
+
+    class Meta:
+        ordering = ["dataset", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "name"], name="column_unique_name"),
+            models.CheckConstraint(
+                condition=Q(lower__isnull=True)
+                | Q(upper__isnull=True)
+                | Q(lower__lte=models.F("upper")),
+                name="column_lower_le_upper",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name

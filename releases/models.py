@@ -1,0 +1,135 @@
+"""Releases, their statistics, lifecycle events and (noisy) results.
+
+Only noisy values are ever persisted. Results are written once, in the same
+transaction that charges the ledger, and never change afterwards.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from budgets.models import DELTA_FIELD, EPSILON_FIELD, BudgetRequest, Project
+from datasets.models import Column, Dataset
+
+
+class Release(models.Model):
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        SUBMITTED = "submitted", "Submitted for review"
+        APPROVED = "approved", "Approved"
+        QUEUED = "queued", "Queued"
+        COMPUTING = "computing", "Computing"
+        COMPUTED = "computed", "Computed"
+        PUBLISHED = "published", "Published"
+        REJECTED = "rejected", "Rejected"
+        WITHDRAWN = "withdrawn", "Withdrawn"
+        FAILED = "failed", "Failed"
+
+    class Mechanism(models.TextChoices):
+        LAPLACE = "laplace", "Laplace (pure epsilon-DP)"
+        GAUSSIAN = "gaussian", "Gaussian ((epsilon, delta)-DP)"
+
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="releases")
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="releases")
+    title = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
+    mechanism = models.CharField(max_length=16, choices=Mechanism.choices, default="laplace")
+    confidence = models.DecimalField(max_digits=4, decimal_places=3, default=0.95)
+    epsilon = models.DecimalField(**EPSILON_FIELD, help_text="Total epsilon of the release.")
+    delta = models.DecimalField(**DELTA_FIELD, default=0)
+    # Frozen at submission: the full specification and its SHA-256.
+    spec = models.JSONField(null=True, blank=True)
+    spec_hash = models.CharField(max_length=64, blank=True)
+    budget_request = models.OneToOneField(
+        BudgetRequest, on_delete=models.PROTECT, null=True, blank=True, related_name="release"
+    )
+    progress = models.FloatField(default=0.0)
+    failure_reason = models.TextField(blank=True)
+    computed_at = models.DateTimeField(null=True, blank=True)
+    published_at = models.DateTimeField(null=True, blank=True)
+    published_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(epsilon__gt=0), name="release_epsilon_gt_0"),
+            models.CheckConstraint(
+                condition=Q(delta__gte=0) & Q(delta__lt=1), name="release_delta_in_0_1"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class Statistic(models.Model):
+    class Kind(models.TextChoices):
+        COUNT = "count", "Count"
+        HISTOGRAM = "histogram", "Histogram"
+        SUM = "sum", "Clipped sum"
+        MEAN = "mean", "Mean"
+        ARGMAX = "argmax", "Most common category"
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="statistics")
+    position = models.PositiveIntegerField(default=0)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    label = models.CharField(max_length=200, blank=True)
+    column = models.ForeignKey(
+        Column, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    column2 = models.ForeignKey(
+        Column, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    # count of rows in one declared category (count only)
+    category = models.CharField(max_length=200, blank=True)
+    weight = models.DecimalField(max_digits=12, decimal_places=6, default=1)
+    hold = models.BooleanField(default=False)
+    target_halfwidth = models.FloatField(null=True, blank=True)
+    n_guess = models.PositiveBigIntegerField(null=True, blank=True, help_text="Mean planning only.")
+    epsilon = models.DecimalField(**EPSILON_FIELD, null=True, blank=True)
+    delta = models.DecimalField(**DELTA_FIELD, null=True, blank=True)
+
+    class Meta:
+        ordering = ["release", "position", "id"]
+
+    def __str__(self) -> str:
+        return self.label or self.kind
+
+
+class ReleaseEvent(models.Model):
+    """One row per lifecycle transition: who moved the release, when, from, to."""
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="events")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    from_status = models.CharField(max_length=16, blank=True)
+    to_status = models.CharField(max_length=16)
+    comment = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+
+class ReleaseResult(models.Model):
+    """The noisy results of a release: written once, never changed.
+
+    `payload` is a list, one entry per statistic, each holding the statistic's
+    public description (kind, columns, cell labels) and the explanation returned
+    by dpportal.privacy (noisy values, mechanism, scale or sigma, sensitivity,
+    epsilon, delta, granularity). It never contains a true aggregate.
+    """
+
+    release = models.OneToOneField(Release, on_delete=models.PROTECT, related_name="result")
+    payload = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
