@@ -1,0 +1,11 @@
+FROM python:3.11-slim
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+WORKDIR /app
+COPY requirements.txt .
+RUN pip install --no-cache-dir -r requirements.txt
+COPY . .
+RUN DEBUG=1 python manage.py collectstatic --noinput
+RUN useradd --system --uid 1000 dpportal && mkdir -p /data && chown dpportal /data
+USER dpportal
+EXPOSE 8000
+CMD ["gunicorn", "dpportal.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3"]
