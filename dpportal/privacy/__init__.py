@@ -1,0 +1,21 @@
+"""dpportal.privacy: the differential-privacy math of dpportal, auditable on its own.
+
+Plain Python + numpy; no Django, Celery, `releases` or `budgets` import (a test
+checks this in a subprocess). Modules, in dependency order:
+
+- errors       PrivacyParameterError, the one exception for bad parameters
+- params       exact conversion (Fraction) and validation of parameters
+- rng          uniform 64-bit words: os.urandom (default) or a seeded test source
+- exact        exact integer primitives: U(n), Bernoulli(a/b), Bernoulli(exp(-a/b))
+- samplers     exact discrete Laplace and discrete Gaussian (Canonne, Kamath, Steinke 2020)
+- tails        tail probabilities of the noise (for intervals and delta)
+- calibration  Laplace scale, analytic/classic/discrete Gaussian sigma and delta
+- sensitivity  sensitivities x L, and the public grid for sums
+- accounting   exact (epsilon, delta) costs and their composition
+- noise        NoiseSpec: the exact noise of one statistic from public parameters
+- accuracy     interval half-widths, per cell and simultaneous
+- mechanisms   release_counts / release_sum / release_mean / release_argmax
+- planning     accuracy preview and its inverse (epsilon for a target half-width)
+
+Importing this package imports nothing else; import the submodule you need.
+"""

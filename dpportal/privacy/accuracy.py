@@ -1,0 +1,202 @@
+"""Accuracy: half-widths of confidence intervals for the noise, per cell and simultaneous.
+
+At confidence 1 - beta a noisy value y = x + Y has |Y| <= h with probability
+>= 1 - beta, so [y - h, y + h] contains the true x. For k cells at once the
+union bound gives each cell beta/k (Dwork & Roth 2014, Thm 3.8 for Laplace).
+
+- continuous Laplace, scale b: Pr[|Y| >= t b] = exp(-t), so h = b ln(1/beta),
+  simultaneous h = b ln(k/beta) (Dwork & Roth 2014, Fact 3.7, Thm 3.8);
+- discrete Laplace (what is sampled): the smallest integer m with
+  Pr[|Y| > m] = 2 a**(m+1) / (1 + a) <= beta/k, a = exp(-1/b);
+- continuous Gaussian: h = sigma z, z the upper beta/(2k) normal quantile;
+- discrete Gaussian (what is sampled): the smallest integer m with
+  Pr[|Y| > m] <= beta/k (exact tail, dpportal.privacy.tails).
+
+Intervals describe the noisy value before any post-processing (rounding,
+clamping at 0, hiding small cells).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from decimal import Decimal, localcontext
+from fractions import Fraction
+from typing import Any
+
+from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.params import check_cells, check_confidence, to_fraction
+from dpportal.privacy.tails import dgauss_log_sf, dlap_tail, normal_upper_quantile
+
+__all__ = [
+    "laplace_halfwidth",
+    "discrete_laplace_halfwidth",
+    "gaussian_halfwidth",
+    "discrete_gaussian_halfwidth",
+    "noise_halfwidth",
+    "result_halfwidth",
+    "mean_interval_from_parts",
+    "mean_interval",
+]
+
+
+def _positive(value: object, name: str) -> Fraction:
+    x = to_fraction(value, name)
+    if x <= 0:
+        raise PrivacyParameterError(f"{name} must be > 0, got {value!r}")
+    return x
+
+
+def _beta_per_cell(confidence: object, k: object) -> Fraction:
+    return (1 - check_confidence(confidence)) / check_cells(k)
+
+
+def laplace_halfwidth(scale: object, confidence: object, k: object = 1) -> float:
+    """h = b ln(k / beta), beta = 1 - confidence (Dwork & Roth 2014, Thm 3.8; k = 1: Fact 3.7)."""
+    b = _positive(scale, "scale")
+    return float(b) * -math.log(float(_beta_per_cell(confidence, k)))
+
+
+def discrete_laplace_halfwidth(scale: object, confidence: object, k: object = 1) -> int:
+    """Smallest integer m >= 0 with Pr[|Y| > m] = 2 a**(m+1)/(1+a) <= beta/k, a = e**(-1/b).
+
+    Solved in closed form, m + 1 >= b ln(2k / (beta (1 + a))), then checked
+    against the exact tail in 50-digit arithmetic.
+    """
+    b = _positive(scale, "scale")
+    target = _beta_per_cell(confidence, k)
+    with localcontext() as ctx:
+        ctx.prec = 50
+        bd = Decimal(b.numerator) / Decimal(b.denominator)
+        a = (-1 / bd).exp()
+        tgt = Decimal(target.numerator) / Decimal(target.denominator)
+        guess = bd * (2 / (tgt * (1 + a))).ln()
+        m = max(0, int(guess.to_integral_value(rounding="ROUND_CEILING")) - 1)
+        while m > 0 and dlap_tail(b, m - 1) <= tgt:
+            m -= 1
+        while dlap_tail(b, m) > tgt:
+            m += 1
+    return m
+
+
+def gaussian_halfwidth(sigma: object, confidence: object, k: object = 1) -> float:
+    """h = sigma z with Pr[N(0,1) > z] = beta/(2k): two-sided, union bound over k cells."""
+    s = _positive(sigma, "sigma")
+    return float(s) * normal_upper_quantile(float(_beta_per_cell(confidence, k)) / 2)
+
+
+def discrete_gaussian_halfwidth(sigma: object, confidence: object, k: object = 1) -> int:
+    """Smallest integer m >= 0 with Pr[|Y| > m] = 2 Pr[Y >= m+1] <= beta/k, Y discrete Gaussian."""
+    s = _positive(sigma, "sigma")
+    log_target = math.log(float(_beta_per_cell(confidence, k)))
+
+    def too_wide(m: int) -> bool:  # True if m would miss more often than beta/k
+        return math.log(2.0) + dgauss_log_sf(s, m + 1) > log_target
+
+    m = max(0, math.floor(gaussian_halfwidth(s, confidence, k)))
+    while m > 0 and not too_wide(m - 1):
+        m -= 1
+    while too_wide(m):
+        m += 1
+    return m
+
+
+def noise_halfwidth(*, noise: str, parameter: object, confidence: object, k: object = 1) -> int:
+    """Half-width in units of the sampled noise.
+
+    noise: "discrete_laplace" (parameter = scale) or "discrete_gaussian" (parameter = sigma).
+    """
+    if noise == "discrete_laplace":
+        return discrete_laplace_halfwidth(parameter, confidence, k)
+    if noise == "discrete_gaussian":
+        return discrete_gaussian_halfwidth(parameter, confidence, k)
+    raise PrivacyParameterError(f"unknown noise {noise!r}")
+
+
+def _explanation_halfwidth_units(
+    explanation: Mapping[str, Any], confidence: object, simultaneous: bool
+) -> int:
+    k = explanation.get("cells", 1) if simultaneous else 1
+    noise = explanation["noise"]
+    key = "scale" if noise == "discrete_laplace" else "sigma"
+    return noise_halfwidth(
+        noise=noise, parameter=Fraction(explanation[key]), confidence=confidence, k=k
+    )
+
+
+def result_halfwidth(
+    explanation: Mapping[str, Any], *, confidence: object, simultaneous: bool = False
+) -> float:
+    """Half-width, in value units, of a stored result at any confidence, from its to_dict().
+
+    Uses only the stored public parameters (noise, scale or sigma, cells,
+    granularity). Per cell by default; simultaneous=True covers all cells at once
+    (beta/k each). Sums: grid units times the granularity. For a mean use
+    `mean_interval`; for an argmax this is the half-width of each noisy count.
+    """
+    if explanation.get("statistic") == "mean":
+        raise PrivacyParameterError("a mean has an asymmetric interval: use mean_interval")
+    units = _explanation_halfwidth_units(explanation, confidence, simultaneous)
+    return float(units * Fraction(explanation.get("granularity", "1")))
+
+
+def mean_interval_from_parts(
+    *,
+    noisy_sum_units: int,
+    sum_halfwidth_units: int,
+    noisy_count: int,
+    count_halfwidth: int,
+    granularity: Fraction,
+    lower: Fraction,
+    upper: Fraction,
+) -> tuple[Fraction, Fraction, Fraction, bool]:
+    """(estimate, low, high, count_nonpositive) for a mean, by interval arithmetic.
+
+    With the true sum in [a, b] = S +- hs and the true count in [c, d] =
+    [max(N - hc, 1), N + hc] (a mean needs a count >= 1), the true mean S'/n'
+    lies in [min(a/c, a/d), max(b/c, b/d)]; the interval is clamped to
+    [lower, upper], where the clipped mean always lies. If d < 1 there is no
+    information and the interval is [lower, upper]. Estimate: clamp(S / N) if
+    N > 0; if the noisy count N <= 0 the estimate is the midpoint (lower + upper)/2
+    and count_nonpositive is True (the dashboard should say "too few rows").
+    """
+
+    def clamp(x: Fraction) -> Fraction:
+        return min(max(x, lower), upper)
+
+    s = noisy_sum_units * granularity
+    hs = sum_halfwidth_units * granularity
+    if noisy_count > 0:
+        estimate, nonpositive = clamp(s / noisy_count), False
+    else:
+        estimate, nonpositive = (lower + upper) / 2, True
+    c = max(Fraction(noisy_count - count_halfwidth), Fraction(1))
+    d = Fraction(noisy_count + count_halfwidth)
+    if d < c:
+        return estimate, lower, upper, nonpositive
+    a, b = s - hs, s + hs
+    low, high = clamp(min(a / c, a / d)), clamp(max(b / c, b / d))
+    return estimate, low, high, nonpositive
+
+
+def mean_interval(
+    explanation: Mapping[str, Any], *, confidence: object
+) -> tuple[float, float, float]:
+    """(estimate, low, high) of a stored mean at any confidence, from its to_dict().
+
+    Each part's interval is taken at confidence 1 - beta/2, so both hold at once
+    with probability >= 1 - beta (union bound); see mean_interval_from_parts.
+    """
+    conf = check_confidence(confidence)
+    part_conf = (1 + conf) / 2
+    sum_exp, count_exp = explanation["sum"], explanation["count"]
+    estimate, low, high, _ = mean_interval_from_parts(
+        noisy_sum_units=int(sum_exp["values"][0]),
+        sum_halfwidth_units=_explanation_halfwidth_units(sum_exp, part_conf, False),
+        noisy_count=int(count_exp["values"][0]),
+        count_halfwidth=_explanation_halfwidth_units(count_exp, part_conf, False),
+        granularity=Fraction(sum_exp["granularity"]),
+        lower=Fraction(explanation["lower"]),
+        upper=Fraction(explanation["upper"]),
+    )
+    return float(estimate), float(low), float(high)
