@@ -2,6 +2,7 @@ from django.contrib.auth.mixins import LoginRequiredMixin
 from django.views.generic import TemplateView
 
 from budgets.models import Membership
+from budgets.selectors import budget_request_list_pending_for_reviewer
 
 
 class HomeView(LoginRequiredMixin, TemplateView):
@@ -16,4 +17,7 @@ class HomeView(LoginRequiredMixin, TemplateView):
             .select_related("project")
             .order_by("project__name", "role")
         )
+        context["pending_review_count"] = budget_request_list_pending_for_reviewer(
+            user=self.request.user
+        ).count()
         return context

@@ -8,6 +8,13 @@ class ProjectAdmin(admin.ModelAdmin):
     list_display = ["name", "slug", "epsilon_cap", "delta_cap", "created_by", "created_at"]
     prepopulated_fields = {"slug": ["name"]}
 
+    def get_readonly_fields(self, request, obj=None):
+        # Caps change through the budget page only, so every change leaves a CapChange.
+        return ("epsilon_cap", "delta_cap") if obj is not None else ()
+
+    def get_prepopulated_fields(self, request, obj=None):
+        return {} if obj is not None else self.prepopulated_fields
+
 
 @admin.register(Membership)
 class MembershipAdmin(admin.ModelAdmin):
@@ -17,8 +24,19 @@ class MembershipAdmin(admin.ModelAdmin):
 
 @admin.register(BudgetRequest)
 class BudgetRequestAdmin(admin.ModelAdmin):
+    """Read-only: requests move through the review workflow (and its ledger) alone."""
+
     list_display = ["title", "project", "epsilon", "delta", "status", "requested_by"]
     list_filter = ["status"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
 
 
 @admin.register(LedgerEntry)

@@ -115,6 +115,26 @@ class BudgetRequest(models.Model):
         return f"{self.title} ({self.status})"
 
 
+class AppendOnlyError(Exception):
+    """Raised on any attempt to change or remove a ledger entry."""
+
+
+class LedgerEntryQuerySet(models.QuerySet):
+    """Ledger rows can be added and read, never changed or removed in bulk."""
+
+    def update(self, **kwargs):
+        raise AppendOnlyError("The ledger is append-only: entries cannot be updated.")
+
+    def delete(self):
+        raise AppendOnlyError("The ledger is append-only: entries cannot be deleted.")
+
+    def bulk_update(self, objs, fields, batch_size=None):
+        raise AppendOnlyError("The ledger is append-only: entries cannot be updated.")
+
+    def update_or_create(self, defaults=None, create_defaults=None, **kwargs):
+        raise AppendOnlyError("The ledger is append-only: entries cannot be updated.")
+
+
 class LedgerEntry(models.Model):
     """One movement of privacy budget. Append-only: never updated, never deleted.
 
@@ -140,6 +160,8 @@ class LedgerEntry(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     note = models.CharField(max_length=500, blank=True)
 
+    objects = LedgerEntryQuerySet.as_manager()
+
     class Meta:
         ordering = ["created_at", "id"]
         verbose_name_plural = "ledger entries"
@@ -159,6 +181,18 @@ class LedgerEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} eps={self.epsilon} delta={self.delta}"
+
+    # Append-only is a rule of the row itself, not workflow state: an existing row
+    # is never written again, and no row is ever deleted (a PostgreSQL trigger
+    # enforces the same below the ORM, see migration 0002).
+    def save(self, *args, **kwargs):
+        if self.pk is not None and not self._state.adding:
+            raise AppendOnlyError("The ledger is append-only: entries cannot be updated.")
+        kwargs["force_insert"] = True
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise AppendOnlyError("The ledger is append-only: entries cannot be deleted.")
 
 
 class CapChange(models.Model):

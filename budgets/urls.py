@@ -1,4 +1,15 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from budgets import views
 
 app_name = "budgets"
-urlpatterns: list = []
+urlpatterns = [
+    path("new/", views.project_create_view, name="project_create"),
+    path("inbox/", views.inbox_view, name="inbox"),
+    path("requests/<int:pk>/", views.request_detail_view, name="request_detail"),
+    path("requests/<int:pk>/approve/", views.request_approve_view, name="request_approve"),
+    path("requests/<int:pk>/reject/", views.request_reject_view, name="request_reject"),
+    path("<slug:slug>/", views.project_detail_view, name="project_detail"),
+    path("<slug:slug>/budget/", views.project_budget_view, name="project_budget"),
+    path("<slug:slug>/members/", views.project_member_add_view, name="member_add"),
+]

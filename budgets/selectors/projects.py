@@ -1,4 +1,4 @@
-"""Reads for projects and memberships (see STYLE.md: selectors read)."""
+"""Reads of projects and memberships: who may see a project, in which roles."""
 
 from __future__ import annotations
 
@@ -13,9 +13,7 @@ def project_roles(*, project: Project, user: AbstractBaseUser | AnonymousUser) -
     """The roles `user` holds in `project` (empty for anonymous users and non-members)."""
     if not user.is_authenticated:
         return set()
-    return set(
-        Membership.objects.filter(project=project, user=user).values_list("role", flat=True)
-    )
+    return set(Membership.objects.filter(project=project, user=user).values_list("role", flat=True))
 
 
 def project_get_for_member(
@@ -37,3 +35,11 @@ def project_get_for_member(
 
 def project_list_for_user(*, user: AbstractBaseUser) -> QuerySet[Project]:
     return Project.objects.filter(memberships__user=user).distinct().order_by("name")
+
+
+def project_get_public(*, slug: str) -> Project:
+    """Any project, for its public registry (NotFound if there is none)."""
+    project = Project.objects.filter(slug=slug).first()
+    if project is None:
+        raise NotFound("No such project.")
+    return project

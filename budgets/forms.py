@@ -1,0 +1,48 @@
+"""Forms of the budget pages: shape only; the services validate the values."""
+
+from __future__ import annotations
+
+from django import forms
+
+from budgets.models import Membership
+from budgets.services import COMMENT_MAX_LENGTH
+
+
+class ProjectCreateForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    slug = forms.SlugField(
+        max_length=80, required=False, help_text="Short name used in addresses; from the name."
+    )
+    description = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}), help_text="What the data is used for (public)."
+    )
+    privacy_unit_description = forms.CharField(
+        label="Privacy unit",
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Who is protected, e.g. 'one respondent of the 2026 survey' (public).",
+    )
+    # Text, not DecimalField: exact decimals are parsed and explained by the services.
+    epsilon_cap = forms.CharField(label="Epsilon cap", max_length=40, initial="1")
+    delta_cap = forms.CharField(label="Delta cap", max_length=40, initial="0")
+
+
+class MemberAddForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    role = forms.ChoiceField(choices=Membership.Role.choices)
+
+
+class CapsForm(forms.Form):
+    epsilon_cap = forms.CharField(label="Epsilon cap", max_length=40)
+    delta_cap = forms.CharField(label="Delta cap", max_length=40)
+    note = forms.CharField(max_length=500, required=False)
+
+
+class DecisionForm(forms.Form):
+    comment = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}),
+        required=False,
+        max_length=COMMENT_MAX_LENGTH,
+        error_messages={
+            "max_length": f"The comment may be at most {COMMENT_MAX_LENGTH} characters long."
+        },
+    )

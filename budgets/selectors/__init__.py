@@ -1,0 +1,54 @@
+"""Reads for projects, memberships and the budget (see STYLE.md: selectors read).
+
+A package by capability; every public name is importable from here:
+projects (membership and visibility), budget (totals, requests, the ledger),
+audit (the invariants), registry (the public epsilon registry).
+"""
+
+from budgets.selectors.audit import (
+    RELEASE_CLOSED_STATUSES,
+    RELEASE_SPENT_STATUSES,
+    ledger_audit,
+)
+from budgets.selectors.budget import (
+    BudgetSummary,
+    budget_request_get_for_member,
+    budget_request_list_pending_for_reviewer,
+    budget_summary,
+    ledger_list_for_project,
+)
+from budgets.selectors.projects import (
+    project_get_for_member,
+    project_get_public,
+    project_list_for_user,
+    project_roles,
+)
+from budgets.selectors.registry import (
+    ACCOUNTING_RULE,
+    BURN_WINDOW_DAYS,
+    GROUP_SIZES,
+    RATE_PLACES,
+    REGISTRY_VERSION,
+    project_registry,
+)
+
+__all__ = [
+    "ACCOUNTING_RULE",
+    "BURN_WINDOW_DAYS",
+    "GROUP_SIZES",
+    "RATE_PLACES",
+    "REGISTRY_VERSION",
+    "RELEASE_CLOSED_STATUSES",
+    "RELEASE_SPENT_STATUSES",
+    "BudgetSummary",
+    "budget_request_get_for_member",
+    "budget_request_list_pending_for_reviewer",
+    "budget_summary",
+    "ledger_audit",
+    "ledger_list_for_project",
+    "project_get_for_member",
+    "project_get_public",
+    "project_list_for_user",
+    "project_registry",
+    "project_roles",
+]

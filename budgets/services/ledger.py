@@ -1,0 +1,132 @@
+"""The ledger's moves after an approval: CHARGE (privacy spent) or RELEASE (returned).
+
+Also the lock every budget write takes (project row first, then the request row).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+
+from budgets.models import BudgetRequest, LedgerEntry, Membership, Project
+from budgets.services.validation import _check_note
+from dpportal.errors import InvalidTransition, NotFound
+
+logger = logging.getLogger(__name__)
+
+
+def _lock_request(*, budget_request_id: object) -> tuple[Project, BudgetRequest]:
+    """Lock the project row FIRST, then the request row (one lock order everywhere).
+
+    Every write that can move a project's committed budget takes the project row
+    lock, so checks against the caps see every earlier approval (no overspend race).
+    """
+    try:
+        request_id = int(budget_request_id)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise NotFound("No such budget request.")
+    project_id = (
+        BudgetRequest.objects.filter(pk=request_id).values_list("project_id", flat=True).first()
+    )
+    if project_id is None:
+        raise NotFound("No such budget request.")
+    project = Project.objects.select_for_update().get(pk=project_id)
+    budget_request = BudgetRequest.objects.select_for_update().get(pk=request_id)
+    return project, budget_request
+
+
+def _user_roles(*, project: Project, user: AbstractBaseUser | None) -> set[str]:
+    if user is None or not getattr(user, "is_authenticated", False):
+        return set()
+    return set(Membership.objects.filter(project=project, user=user).values_list("role", flat=True))
+
+
+def _open_reservation(*, budget_request: BudgetRequest) -> LedgerEntry | None:
+    entries = list(LedgerEntry.objects.filter(request=budget_request))
+    reserve = next((e for e in entries if e.kind == LedgerEntry.Kind.RESERVE), None)
+    settled = any(e.kind != LedgerEntry.Kind.RESERVE for e in entries)
+    return None if reserve is None or settled else reserve
+
+
+def budget_charge(
+    *, budget_request: BudgetRequest, actor: AbstractBaseUser | None = None, note: str = ""
+) -> LedgerEntry:
+    """Convert the request's open reservation into a CHARGE (privacy is now spent).
+
+    Called by the release worker inside the transaction that stores the noisy
+    results, so the charge and the results commit together or not at all; nests
+    as a savepoint and never commits on its own.
+    """
+    return _settle_open(
+        budget_request=budget_request,
+        kind=LedgerEntry.Kind.CHARGE,
+        actor=actor,
+        note=_check_note(note) or "results stored",
+    )
+
+
+def budget_release(
+    *, budget_request: BudgetRequest, actor: AbstractBaseUser | None = None, note: str = ""
+) -> LedgerEntry:
+    """Return the request's open reservation (a failure before any noise was drawn)."""
+    return _settle_open(
+        budget_request=budget_request,
+        kind=LedgerEntry.Kind.RELEASE,
+        actor=actor,
+        note=_check_note(note) or "reservation returned",
+    )
+
+
+def _settle_open(
+    *, budget_request: BudgetRequest, kind: str, actor: AbstractBaseUser | None, note: str
+) -> LedgerEntry:
+    with transaction.atomic():
+        project, locked = _lock_request(budget_request_id=budget_request.pk)
+        # Idempotency: the locked row and the ledger decide, never the caller's copy.
+        if locked.status != BudgetRequest.Status.APPROVED:
+            raise InvalidTransition(
+                f"This request is {locked.get_status_display().lower()}; "
+                "it holds no reservation to settle."
+            )
+        reserve = _open_reservation(budget_request=locked)
+        if reserve is None:
+            raise InvalidTransition(
+                "This request has no open reservation: it was already charged or returned."
+            )
+        entry = _settle(
+            project=project,
+            budget_request=locked,
+            reserve=reserve,
+            kind=kind,
+            actor=actor,
+            note=note,
+        )
+    logger.info("budget request %s settled: %s", budget_request.pk, kind)
+    return entry
+
+
+def _settle(
+    *,
+    project: Project,
+    budget_request: BudgetRequest,
+    reserve: LedgerEntry,
+    kind: str,
+    actor: AbstractBaseUser | None,
+    note: str,
+) -> LedgerEntry:
+    try:
+        with transaction.atomic():
+            return LedgerEntry.objects.create(
+                project=project,
+                request=budget_request,
+                kind=kind,
+                epsilon=reserve.epsilon,
+                delta=reserve.delta,
+                actor=actor if actor is not None and actor.is_authenticated else None,
+                note=note,
+            )
+    except IntegrityError:
+        # The partial unique index: a second settlement of one reservation.
+        raise InvalidTransition("This request's reservation was already charged or returned.")

@@ -1,0 +1,146 @@
+"""Writes of projects, their members and their caps."""
+
+from __future__ import annotations
+
+import logging
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils.text import slugify
+
+from budgets.amounts import fmt as _fmt
+from budgets.models import CapChange, Membership, Project
+from budgets.selectors import budget_summary as _ledger_totals
+from budgets.services.ledger import _user_roles
+from budgets.services.validation import _check_note, parse_caps
+from dpportal.errors import NotFound, PermissionDenied, ValidationFailed
+
+logger = logging.getLogger(__name__)
+
+
+#: slugs that would clash with the pages under /projects/
+RESERVED_SLUGS = frozenset({"new", "inbox", "requests"})
+
+
+@transaction.atomic
+def project_create(
+    *,
+    name: str,
+    description: str,
+    privacy_unit_description: str,
+    epsilon_cap: object,
+    delta_cap: object,
+    created_by: AbstractBaseUser,
+    slug: str | None = None,
+) -> Project:
+    """Create a project; its creator becomes its first owner."""
+    name = (name or "").strip()
+    if not name:
+        raise ValidationFailed("A project needs a name.")
+    if len(name) > 200:
+        raise ValidationFailed("A project's name may be at most 200 characters.")
+    slug = slugify(slug or name)[:80]
+    if not slug:
+        raise ValidationFailed("The project's short name (slug) must contain letters or digits.")
+    if slug in RESERVED_SLUGS:
+        raise ValidationFailed(f"'{slug}' is reserved; please choose another short name.")
+    if Project.objects.filter(slug=slug).exists():
+        raise ValidationFailed(f"A project with the short name '{slug}' already exists.")
+    epsilon, delta = parse_caps(epsilon_cap, delta_cap)
+    project = Project.objects.create(
+        name=name,
+        slug=slug,
+        description=(description or "").strip(),
+        privacy_unit_description=(privacy_unit_description or "").strip(),
+        epsilon_cap=epsilon,
+        delta_cap=delta,
+        created_by=created_by,
+    )
+    Membership.objects.create(project=project, user=created_by, role=Membership.Role.OWNER)
+    return project
+
+
+def membership_add(*, project: Project, user: AbstractBaseUser, role: str) -> Membership:
+    """Give `user` a role in `project` (idempotent)."""
+    if role not in Membership.Role.values:
+        raise ValidationFailed(f"Unknown role '{role}'.")
+    membership, _ = Membership.objects.get_or_create(project=project, user=user, role=role)
+    return membership
+
+
+def project_caps_update(
+    *,
+    project: Project,
+    actor: AbstractBaseUser,
+    epsilon_cap: object,
+    delta_cap: object,
+    note: str = "",
+) -> Project:
+    """Change a project's caps, recording a CapChange.
+
+    Owners may lower a cap, never below what is committed; raising one needs staff.
+    """
+    note = _check_note(note)
+    new_eps, new_delta = parse_caps(epsilon_cap, delta_cap)
+    with transaction.atomic():
+        # Lock: a concurrent approval must not slip in between the check and the change.
+        locked = Project.objects.select_for_update().get(pk=project.pk)
+        is_staff = bool(getattr(actor, "is_staff", False))
+        roles = _user_roles(project=locked, user=actor)
+        if not roles and not is_staff:
+            raise NotFound("No such project.")
+        if Membership.Role.OWNER not in roles and not is_staff:
+            raise PermissionDenied("Only an owner of the project may change its caps.")
+        raising = new_eps > locked.epsilon_cap or new_delta > locked.delta_cap
+        if raising and not is_staff:
+            raise PermissionDenied(
+                "Raising a cap needs a staff member; owners may only lower the caps."
+            )
+        totals = _ledger_totals(project=locked)
+        if new_eps < totals.epsilon_committed:
+            raise ValidationFailed(
+                f"The epsilon cap cannot go below the {_fmt(totals.epsilon_committed)} "
+                "already committed."
+            )
+        if new_delta < totals.delta_committed:
+            raise ValidationFailed(
+                f"The delta cap cannot go below the {_fmt(totals.delta_committed)} "
+                "already committed."
+            )
+        if new_eps == locked.epsilon_cap and new_delta == locked.delta_cap:
+            raise ValidationFailed("The new caps are the same as the current ones.")
+        CapChange.objects.create(
+            project=locked,
+            actor=actor,
+            old_epsilon_cap=locked.epsilon_cap,
+            new_epsilon_cap=new_eps,
+            old_delta_cap=locked.delta_cap,
+            new_delta_cap=new_delta,
+            note=note,
+        )
+        locked.epsilon_cap = new_eps
+        locked.delta_cap = new_delta
+        locked.save(update_fields=["epsilon_cap", "delta_cap"])
+    logger.info("caps of project %s changed", locked.pk)
+    project.epsilon_cap, project.delta_cap = new_eps, new_delta
+    return locked
+
+
+def project_member_add(
+    *, project: Project, actor: AbstractBaseUser, username: str, role: str
+) -> Membership:
+    """An owner gives the user named `username` a role in `project`."""
+    if Membership.Role.OWNER not in _user_roles(project=project, user=actor):
+        raise PermissionDenied("Only an owner of the project may add members.")
+    username = (username or "").strip()
+    if not username:
+        raise ValidationFailed("Give the username of the person to add.")
+    if role not in Membership.Role.values:
+        raise ValidationFailed(f"Unknown role '{role}'.")
+    user = get_user_model().objects.filter(username=username, is_active=True).first()
+    if user is None:
+        raise ValidationFailed(f"There is no user named '{username}'.")
+    if Membership.objects.filter(project=project, user=user, role=role).exists():
+        raise ValidationFailed(f"{username} already holds the {role} role in this project.")
+    return membership_add(project=project, user=user, role=role)

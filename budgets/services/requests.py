@@ -1,0 +1,215 @@
+"""Budget requests: filed by an owner, decided by another reviewer, or withdrawn.
+
+An approval RESERVEs the request's cost in the ledger; withdrawing an approved
+request RELEASEs it.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from budgets.amounts import add as _add
+from budgets.amounts import fmt as _fmt
+from budgets.amounts import sub as _sub
+from budgets.models import BudgetRequest, LedgerEntry, Membership, Project
+from budgets.selectors import budget_summary as _ledger_totals
+from budgets.services.ledger import _lock_request, _open_reservation, _settle, _user_roles
+from budgets.services.validation import TITLE_MAX_LENGTH, _check_comment, parse_cost
+from dpportal.errors import (
+    BudgetExceeded,
+    InvalidTransition,
+    NotFound,
+    PermissionDenied,
+    SelfApproval,
+    ValidationFailed,
+)
+
+logger = logging.getLogger(__name__)
+
+_DONE = {"approve": "approved", "reject": "rejected"}
+
+
+def budget_request_create(
+    *,
+    project: Project,
+    title: str,
+    epsilon: object,
+    delta: object,
+    summary: dict,
+    spec_hash: str,
+    requested_by: AbstractBaseUser,
+) -> BudgetRequest:
+    """File a request for `epsilon`/`delta` of `project`'s budget (status pending).
+
+    No ledger entry yet: only an approval reserves budget.
+    """
+    title = (title or "").strip() if isinstance(title, str) else ""
+    if not title:
+        raise ValidationFailed("A budget request needs a title.")
+    if len(title) > TITLE_MAX_LENGTH:
+        raise ValidationFailed(f"The title may be at most {TITLE_MAX_LENGTH} characters.")
+    eps, dlt = parse_cost(epsilon, delta)
+    if eps > project.epsilon_cap:
+        raise ValidationFailed(
+            f"epsilon {eps} is above the project's epsilon cap of {project.epsilon_cap}."
+        )
+    if dlt > project.delta_cap:
+        raise ValidationFailed(
+            f"delta {dlt} is above the project's delta cap of {project.delta_cap}."
+        )
+    if not isinstance(summary, dict):
+        raise ValidationFailed("The request's summary must be a JSON object.")
+    if not isinstance(spec_hash, str) or not (0 < len(spec_hash) <= 64):
+        raise ValidationFailed("The request needs the specification's hash (at most 64 chars).")
+    if Membership.Role.OWNER not in _user_roles(project=project, user=requested_by):
+        raise PermissionDenied("Only an owner of the project may request budget.")
+    budget_request = BudgetRequest.objects.create(
+        project=project,
+        title=title,
+        epsilon=eps,
+        delta=dlt,
+        summary=summary,
+        spec_hash=spec_hash,
+        requested_by=requested_by,
+    )
+    logger.info("budget request %s filed in project %s", budget_request.pk, project.pk)
+    return budget_request
+
+
+def _check_decision(
+    *, project: Project, budget_request: BudgetRequest, reviewer: AbstractBaseUser, verb: str
+) -> None:
+    """May `reviewer` approve or reject (`verb`) this request now? Else the error that says why."""
+    roles = _user_roles(project=project, user=reviewer)
+    if not roles:
+        raise NotFound("No such budget request.")
+    if Membership.Role.REVIEWER not in roles:
+        raise PermissionDenied(f"Only a reviewer of the project may {verb} budget requests.")
+    if budget_request.requested_by_id == reviewer.pk:
+        hint = " (you may withdraw it instead)" if verb == "reject" else ""
+        raise SelfApproval(f"You made this request, so another reviewer must decide on it{hint}.")
+    if budget_request.status != BudgetRequest.Status.PENDING:
+        raise InvalidTransition(
+            f"This request is {budget_request.get_status_display().lower()}; "
+            f"only a pending request can be {_DONE[verb]}."
+        )
+
+
+def _record_decision(
+    *, budget_request: BudgetRequest, status: str, reviewer: AbstractBaseUser, comment: str
+) -> None:
+    budget_request.status = status
+    budget_request.decided_by = reviewer
+    budget_request.decided_at = timezone.now()
+    budget_request.comment = comment
+    budget_request.save(update_fields=["status", "decided_by", "decided_at", "comment"])
+
+
+def budget_request_approve(
+    *, budget_request_id: int, reviewer: AbstractBaseUser, comment: str = ""
+) -> BudgetRequest:
+    """Approve a pending request and RESERVE its cost in the ledger.
+
+    Refused (BudgetExceeded, naming what remains) when committed + cost would pass
+    either cap; the requester can never approve their own request.
+    """
+    comment = _check_comment(comment)
+    with transaction.atomic():
+        project, budget_request = _lock_request(budget_request_id=budget_request_id)
+        _check_decision(
+            project=project, budget_request=budget_request, reviewer=reviewer, verb="approve"
+        )
+        totals = _ledger_totals(project=project)
+        eps_after = _add(totals.epsilon_committed, budget_request.epsilon)
+        delta_after = _add(totals.delta_committed, budget_request.delta)
+        if eps_after > project.epsilon_cap or delta_after > project.delta_cap:
+            eps_left = _sub(project.epsilon_cap, totals.epsilon_committed)
+            delta_left = _sub(project.delta_cap, totals.delta_committed)
+            raise BudgetExceeded(
+                f"Budget exceeded: this request costs epsilon {_fmt(budget_request.epsilon)}, "
+                f"delta {_fmt(budget_request.delta)}, but only epsilon {_fmt(eps_left)}, "
+                f"delta {_fmt(delta_left)} remain in the project.",
+                extra={"epsilon_remaining": str(eps_left), "delta_remaining": str(delta_left)},
+            )
+        _record_decision(
+            budget_request=budget_request,
+            status=BudgetRequest.Status.APPROVED,
+            reviewer=reviewer,
+            comment=comment,
+        )
+        LedgerEntry.objects.create(
+            project=project,
+            request=budget_request,
+            kind=LedgerEntry.Kind.RESERVE,
+            epsilon=budget_request.epsilon,
+            delta=budget_request.delta,
+            actor=reviewer,
+            note="approved",
+        )
+    logger.info("budget request %s approved; cost reserved", budget_request.pk)
+    return budget_request
+
+
+def budget_request_reject(
+    *, budget_request_id: int, reviewer: AbstractBaseUser, comment: str
+) -> BudgetRequest:
+    """Reject a pending request with a reason (no ledger entry)."""
+    comment = _check_comment(comment, required=True)
+    with transaction.atomic():
+        project, budget_request = _lock_request(budget_request_id=budget_request_id)
+        _check_decision(
+            project=project, budget_request=budget_request, reviewer=reviewer, verb="reject"
+        )
+        _record_decision(
+            budget_request=budget_request,
+            status=BudgetRequest.Status.REJECTED,
+            reviewer=reviewer,
+            comment=comment,
+        )
+    logger.info("budget request %s rejected", budget_request.pk)
+    return budget_request
+
+
+def budget_request_withdraw(*, budget_request_id: int, actor: AbstractBaseUser) -> BudgetRequest:
+    """Withdraw a request: pending -> withdrawn, or approved -> withdrawn + RELEASE.
+
+    Only the requester or an owner of the project may withdraw. An approved request
+    whose reservation was already charged (noise drawn) can never be withdrawn.
+    """
+    with transaction.atomic():
+        project, budget_request = _lock_request(budget_request_id=budget_request_id)
+        roles = _user_roles(project=project, user=actor)
+        if not roles:
+            raise NotFound("No such budget request.")
+        if budget_request.requested_by_id != actor.pk and Membership.Role.OWNER not in roles:
+            raise PermissionDenied("Only the requester or an owner may withdraw this request.")
+        if budget_request.status == BudgetRequest.Status.PENDING:
+            pass
+        elif budget_request.status == BudgetRequest.Status.APPROVED:
+            reserve = _open_reservation(budget_request=budget_request)
+            if reserve is None:
+                raise InvalidTransition(
+                    "This request's budget has already been spent or returned; "
+                    "it can no longer be withdrawn."
+                )
+            _settle(
+                project=project,
+                budget_request=budget_request,
+                reserve=reserve,
+                kind=LedgerEntry.Kind.RELEASE,
+                actor=actor,
+                note="withdrawn",
+            )
+        else:
+            raise InvalidTransition(
+                f"This request is {budget_request.get_status_display().lower()}; "
+                "only a pending or approved request can be withdrawn."
+            )
+        budget_request.status = BudgetRequest.Status.WITHDRAWN
+        budget_request.save(update_fields=["status"])
+    logger.info("budget request %s withdrawn", budget_request.pk)
+    return budget_request

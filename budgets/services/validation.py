@@ -1,0 +1,89 @@
+"""Parsing and checking of the values the budget services accept (exact Decimals, texts)."""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+
+from budgets.amounts import EXACT as _EXACT
+from budgets.models import DELTA_FIELD, EPSILON_FIELD
+from dpportal.errors import ValidationFailed
+
+COMMENT_MAX_LENGTH = 2000
+TITLE_MAX_LENGTH = 200
+NOTE_MAX_LENGTH = 500
+
+
+def parse_epsilon(value: object, *, field: str = "epsilon") -> Decimal:
+    """An epsilon as an exact Decimal: finite and > 0, else ValidationFailed."""
+    number = _parse_decimal(value, field=field)
+    if number <= 0:
+        raise ValidationFailed(f"{field} must be greater than 0.")
+    return number
+
+
+def parse_delta(value: object, *, field: str = "delta") -> Decimal:
+    """A delta as an exact Decimal in [0, 1), else ValidationFailed."""
+    number = _parse_decimal(value, field=field)
+    if not (0 <= number < 1):
+        raise ValidationFailed(f"{field} must be at least 0 and below 1.")
+    return number
+
+
+def _parse_decimal(value: object, *, field: str) -> Decimal:
+    if isinstance(value, float):
+        value = repr(value)
+    try:
+        number = Decimal(str(value).strip())
+    except (InvalidOperation, ValueError):
+        raise ValidationFailed(f"{field} must be a number.")
+    if not number.is_finite():
+        raise ValidationFailed(f"{field} must be a finite number.")
+    return number
+
+
+def _check_fits_field(value: Decimal, *, field: str, places: int) -> None:
+    if value != value.quantize(Decimal(1).scaleb(-places), context=_EXACT):
+        raise ValidationFailed(f"{field} may have at most {places} decimal places.")
+
+
+def _check_comment(comment: object, *, required: bool = False) -> str:
+    if comment is None:
+        comment = ""
+    if not isinstance(comment, str):
+        raise ValidationFailed("The comment must be text.")
+    comment = comment.strip()
+    if len(comment) > COMMENT_MAX_LENGTH:
+        raise ValidationFailed(
+            f"The comment is {len(comment)} characters long; the limit is {COMMENT_MAX_LENGTH}."
+        )
+    if required and not comment:
+        raise ValidationFailed("Please give a reason in the comment.")
+    return comment
+
+
+def _check_note(note: object) -> str:
+    note = "" if note is None else str(note)
+    if len(note) > NOTE_MAX_LENGTH:
+        raise ValidationFailed(f"A ledger note may be at most {NOTE_MAX_LENGTH} characters.")
+    return note
+
+
+def parse_cost(
+    epsilon: object, delta: object, *, epsilon_field: str = "epsilon", delta_field: str = "delta"
+) -> tuple[Decimal, Decimal]:
+    """An (epsilon, delta) pair as exact Decimals that fit the ledger's columns."""
+    eps = parse_epsilon(epsilon, field=epsilon_field)
+    dlt = parse_delta(delta, field=delta_field)
+    _check_fits_field(eps, field=epsilon_field, places=EPSILON_FIELD["decimal_places"])
+    _check_fits_field(dlt, field=delta_field, places=DELTA_FIELD["decimal_places"])
+    return eps, dlt
+
+
+def parse_caps(epsilon_cap: object, delta_cap: object) -> tuple[Decimal, Decimal]:
+    """A project's (epsilon cap, delta cap), checked like any cost and against the column's size."""
+    eps, dlt = parse_cost(
+        epsilon_cap, delta_cap, epsilon_field="epsilon cap", delta_field="delta cap"
+    )
+    if eps >= Decimal(10) ** (EPSILON_FIELD["max_digits"] - EPSILON_FIELD["decimal_places"]):
+        raise ValidationFailed("The epsilon cap is too large.")
+    return eps, dlt
