@@ -13,6 +13,7 @@ class ColumnInline(admin.TabularInline):
 class DatasetAdmin(admin.ModelAdmin):
     list_display = ["name", "project", "status", "uploaded_by", "uploaded_at"]
     list_filter = ["status"]
+    readonly_fields = ["dispatched_at", "heartbeat_at", "ingest_attempts"]
     inlines = [ColumnInline]
 
 

@@ -33,6 +33,16 @@ class Dataset(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.UPLOADED)
     progress = models.FloatField(default=0.0, help_text="Fraction of the upload's bytes ingested.")
     failure_reason = models.TextField(blank=True)
+    # Delivery and liveness of the ingest (see datasets.services.ingesting).
+    dispatched_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the ingest task was last sent."
+    )
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Last sign of life of the running ingest."
+    )
+    ingest_attempts = models.PositiveIntegerField(
+        default=0, help_text="Ingest runs started (a restart after a dead worker counts)."
+    )
     # Privacy unit: one row, or one person identified by id_column with at most
     # contribution_bound rows kept per person.
     id_column = models.CharField(max_length=200, blank=True)

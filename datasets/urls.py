@@ -1,4 +1,13 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from datasets import views
 
 app_name = "datasets"
-urlpatterns: list = []
+urlpatterns = [
+    path("upload/<slug:project_slug>/", views.DatasetUploadView.as_view(), name="upload"),
+    path("project/<slug:project_slug>/", views.DatasetListView.as_view(), name="list"),
+    path("<int:pk>/", views.DatasetDetailView.as_view(), name="detail"),
+    path("<int:pk>/status.json", views.DatasetStatusView.as_view(), name="status"),
+    path("<int:pk>/declare/", views.DatasetDeclareView.as_view(), name="declare"),
+    path("<int:pk>/delete/", views.DatasetDeleteView.as_view(), name="delete"),
+]

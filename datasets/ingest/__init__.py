@@ -1,0 +1,36 @@
+"""Streaming CSV -> Parquet ingest with validation and a private per-column profile.
+
+No Django here: `datasets.services.dataset_ingest` wraps this with the dataset's
+row, paths and limits. Memory does not grow with the file: pyarrow's streaming CSV
+reader yields blocks, which are written out in row groups of at most
+ROW_GROUP_ROWS rows; the profile keeps only bounded state per column.
+
+Nothing computed here is a true aggregate fit for publication. The profile holds
+private suggestions for the owners: a suggested type, the distinct values when
+there are few, a numeric range rounded outward, and the count of cells that could
+not be read as numbers. The row count is never returned.
+
+Two passes at most: the first parses numeric columns natively (fast); if a cell
+in a numeric column does not parse, the file is read again with those columns as
+text and the unparseable cells become nulls (counted in the profile).
+
+The modules: `common` (limits, the rejection, type names), `reader` (the guarded
+byte stream, header checks, type inference, CSV options), `profile` (the private
+per-column suggestions), `writer` (the conversion to Parquet: `ingest_csv`).
+"""
+
+from datasets.ingest.common import IngestLimits, IngestRejected, human_size
+from datasets.ingest.profile import ColumnProfile, round_outward
+from datasets.ingest.reader import GuardedStream
+from datasets.ingest.writer import ingest_csv, temporary_parquet_paths
+
+__all__ = [
+    "ColumnProfile",
+    "GuardedStream",
+    "IngestLimits",
+    "IngestRejected",
+    "human_size",
+    "ingest_csv",
+    "round_outward",
+    "temporary_parquet_paths",
+]

@@ -1,0 +1,226 @@
+"""Reading the upload: the guarded byte stream, the header, type inference, CSV options.
+
+Every check that can refuse a file before any Parquet is written lives here: size
+after decompression (the gzip-bomb guard), NUL bytes, UTF-8, the header's names,
+the column count, ragged rows.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import gzip
+import io
+import os
+import re
+import zlib
+from pathlib import Path
+from typing import BinaryIO
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
+
+from datasets.ingest.common import (
+    ARROW_TYPES,
+    FLOAT,
+    FLOAT_PATTERN,
+    INT_PATTERN,
+    INTEGER,
+    LEADING_ZERO_PATTERN,
+    STRING,
+    IngestLimits,
+    IngestRejected,
+    human_size,
+)
+
+MAX_NAME_LENGTH = 200
+SAMPLE_BYTES = 1 << 20  # type inference and header checks read this much first
+READ_CHUNK = 1 << 20
+BLOCK_SIZE = 1 << 20
+NUMERIC_SHARE = 0.9  # a column is numeric when this share of its sample cells parse
+
+
+class GuardedStream(io.RawIOBase):
+    """The decompressed bytes of the upload, checked as they stream through.
+
+    Refuses NUL bytes, bytes that are not UTF-8, and more than `max_decompressed`
+    bytes (the gzip-bomb guard). `fraction` is the share of the file on disk
+    consumed so far (pyarrow may call read() from its own threads, so progress is
+    reported by the caller's thread, not from here).
+    """
+
+    def __init__(self, path: Path, *, max_decompressed: int) -> None:
+        super().__init__()
+        self._raw: BinaryIO = open(path, "rb")  # noqa: SIM115 - closed in close()
+        self._total = max(os.fstat(self._raw.fileno()).st_size, 1)
+        gzipped = self._raw.read(2) == b"\x1f\x8b"
+        self._raw.seek(0)
+        self._stream: BinaryIO = gzip.GzipFile(fileobj=self._raw) if gzipped else self._raw
+        self._decoder = codecs.getincrementaldecoder("utf-8")()
+        self._max = max_decompressed
+        self.fraction = 0.0
+        self.consumed = 0
+        self.error: IngestRejected | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        try:
+            data = self._stream.read(size if size and size > 0 else READ_CHUNK)
+        except (OSError, EOFError, zlib.error):
+            self._fail("The file looks compressed (gzip) but could not be decompressed.")
+        self.consumed += len(data)
+        if self.consumed > self._max:
+            self._fail(
+                f"The file is larger than {human_size(self._max)} when decompressed, the limit."
+            )
+        if b"\x00" in data:
+            self._fail("The file contains a NUL byte: it is not a text CSV file.")
+        try:
+            if data and not data.isascii():
+                self._decoder.decode(data)
+            elif not data:
+                self._decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            self._fail("The file is not valid UTF-8 text. Save it as CSV with UTF-8 encoding.")
+        self.fraction = min(self._raw.tell() / self._total, 1.0)
+        return data
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def _fail(self, message: str):
+        self.error = IngestRejected(message)
+        raise self.error
+
+    def close(self) -> None:
+        if self._stream is not self._raw:
+            self._stream.close()
+        self._raw.close()
+        super().close()
+
+
+def read_header_and_sample(path: Path, limits: IngestLimits) -> tuple[list[str], bytes]:
+    """The cleaned header names and the first complete lines (up to SAMPLE_BYTES)."""
+    stream = GuardedStream(path, max_decompressed=limits.max_decompressed_bytes)
+    try:
+        head = b""
+        while len(head) < SAMPLE_BYTES:
+            chunk = stream.read(SAMPLE_BYTES - len(head))
+            if not chunk:
+                break
+            head += chunk
+        complete = len(head) < SAMPLE_BYTES
+    finally:
+        stream.close()
+    if not head.strip():
+        raise IngestRejected("The file is empty.")
+    if not complete:
+        head = head[: head.rfind(b"\n") + 1]
+        if not head:
+            raise IngestRejected("The first line (the header) is longer than 1 MiB.")
+    text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
+    try:
+        header = next(csv.reader(io.StringIO(text)))
+    except (StopIteration, csv.Error):
+        raise IngestRejected("The file has no header line.")
+    names = [name.strip() for name in header]
+    _check_header(names, limits)
+    return names, head
+
+
+def _check_header(names: list[str], limits: IngestLimits) -> None:
+    if not names or names == [""]:
+        raise IngestRejected("The file has no header line.")
+    if len(names) > limits.max_columns:
+        raise IngestRejected(
+            f"The file has {len(names)} columns; at most {limits.max_columns} are allowed."
+        )
+    if all(re.fullmatch(r"[+-]?[0-9.]+(e[+-]?[0-9]+)?", n, re.I) for n in names if n):
+        raise IngestRejected(
+            "The first line looks like data, not a header: it must name every column."
+        )
+    problems = []
+    for position, name in enumerate(names, start=1):
+        if not name:
+            problems.append(f"column {position} has a blank name")
+        elif len(name) > MAX_NAME_LENGTH:
+            problems.append(f"column {position}'s name is longer than {MAX_NAME_LENGTH} characters")
+    seen: dict[str, int] = {}
+    for position, name in enumerate(names, start=1):
+        if name and name in seen:
+            problems.append(f"columns {seen[name]} and {position} have the same name '{name}'")
+        seen.setdefault(name, position)
+    if problems:
+        raise IngestRejected("The header is not usable: " + "; ".join(problems) + ".")
+
+
+def infer_types(names: list[str], sample: bytes) -> dict[str, str]:
+    """Each column's type, from the sample: integer, float or string."""
+    table = _read_all(io.BytesIO(sample), names, {name: STRING for name in names})
+    if table.num_rows == 0:
+        raise IngestRejected("The file has a header but no data rows.")
+    types = {}
+    for name in names:
+        values = table.column(name).drop_null()
+        n = len(values)
+        if n == 0:
+            types[name] = STRING
+            continue
+        ints = pc.sum(pc.match_substring_regex(values, INT_PATTERN)).as_py() or 0
+        floats = pc.sum(pc.match_substring_regex(values, FLOAT_PATTERN)).as_py() or 0
+        zeros = pc.any(pc.match_substring_regex(values, LEADING_ZERO_PATTERN)).as_py()
+        if zeros and ints == floats:  # codes such as '007' keep their digits
+            types[name] = STRING
+        elif floats >= NUMERIC_SHARE * n and floats > 0:
+            types[name] = INTEGER if ints == floats else FLOAT
+        else:
+            types[name] = STRING
+    return types
+
+
+class RaggedRows:
+    """Records the first ragged row so the message can say what was wrong (no values)."""
+
+    def __init__(self) -> None:
+        self.found: tuple[int, int] | None = None
+
+    def __call__(self, row) -> str:
+        if self.found is None:
+            self.found = (row.actual_columns, row.expected_columns)
+        return "error"
+
+    def message(self) -> str:
+        actual, expected = self.found or (0, 0)
+        return (
+            f"A row has {actual} fields but the header has {expected}: every row must have "
+            "as many fields as the header (a cell containing a comma must be quoted)."
+        )
+
+
+def csv_options(names: list[str], types: dict[str, str], ragged: RaggedRows | None = None):
+    read = pa_csv.ReadOptions(column_names=names, skip_rows=1, block_size=BLOCK_SIZE)
+    parse = pa_csv.ParseOptions(invalid_row_handler=ragged)
+    convert = pa_csv.ConvertOptions(
+        column_types={name: ARROW_TYPES[types[name]] for name in names},
+        null_values=[""],
+        strings_can_be_null=True,
+        quoted_strings_can_be_null=True,
+        check_utf8=False,  # the stream has checked UTF-8 already
+    )
+    return read, parse, convert
+
+
+def _read_all(source, names: list[str], types: dict[str, str]) -> pa.Table:
+    ragged = RaggedRows()
+    read, parse, convert = csv_options(names, types, ragged)
+    try:
+        return pa_csv.read_csv(source, read, parse, convert)
+    except pa.ArrowInvalid:
+        if ragged.found:
+            raise IngestRejected(ragged.message())
+        raise IngestRejected("The file could not be read as CSV.")

@@ -1,0 +1,175 @@
+"""The conversion: the guarded CSV stream to Parquet, in bounded row groups."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+
+from datasets.ingest.common import (
+    ARROW_TYPES,
+    FLOAT,
+    FLOAT_PATTERN,
+    INT_PATTERN,
+    INTEGER,
+    STRING,
+    IngestLimits,
+    IngestRejected,
+    human_size,
+)
+from datasets.ingest.profile import ColumnProfile, profile_update
+from datasets.ingest.reader import (
+    GuardedStream,
+    RaggedRows,
+    csv_options,
+    infer_types,
+    read_header_and_sample,
+)
+
+ROW_GROUP_ROWS = 262_144
+
+
+class _ConversionFailed(Exception):
+    """A numeric column holds a cell that does not parse: read again, tolerantly."""
+
+
+def ingest_csv(
+    *,
+    source: Path,
+    destination: Path,
+    limits: IngestLimits,
+    on_progress: Callable[[float], None] | None = None,
+) -> list[ColumnProfile]:
+    """Validate `source` (CSV, plain or gzip) and write it to `destination` as Parquet.
+
+    Writes to a temporary file next to `destination` (see temporary_parquet_paths)
+    and renames it into place only on success; on any failure the temporary file is
+    removed and IngestRejected (or the unexpected error) propagates. A process killed
+    midway leaves its temporary file behind: the caller removes it before a restart.
+    Returns each column's private profile.
+    """
+    size = source.stat().st_size
+    if size == 0:
+        raise IngestRejected("The file is empty.")
+    if size > limits.max_upload_bytes:
+        raise IngestRejected(f"The file is larger than {human_size(limits.max_upload_bytes)}.")
+    names, sample = read_header_and_sample(source, limits)
+    types = infer_types(names, sample)
+    temporary = destination.with_name(f".{destination.name}.{os.getpid()}-{uuid.uuid4().hex}.tmp")
+    try:
+        try:
+            profiles = _convert(source, temporary, names, types, limits, on_progress, False)
+        except _ConversionFailed:
+            profiles = _convert(source, temporary, names, types, limits, on_progress, True)
+        os.replace(temporary, destination)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return profiles
+
+
+def temporary_parquet_paths(destination: Path) -> list[Path]:
+    """The temporary files that ingests into `destination` have left (or are writing)."""
+    return sorted(destination.parent.glob(f".{destination.name}.*.tmp"))
+
+
+def _convert(
+    source: Path,
+    temporary: Path,
+    names: list[str],
+    types: dict[str, str],
+    limits: IngestLimits,
+    on_progress: Callable[[float], None] | None,
+    tolerant: bool,
+) -> list[ColumnProfile]:
+    profiles = [ColumnProfile(n, i, types[n]) for i, n in enumerate(names)]
+    read_types = {n: STRING for n in names} if tolerant else types
+    ragged = RaggedRows()
+    read, parse, convert = csv_options(names, read_types, ragged)
+    schema = pa.schema([(n, ARROW_TYPES[types[n]]) for n in names])
+    stream = GuardedStream(source, max_decompressed=limits.max_decompressed_bytes)
+    pending: list[pa.RecordBatch] = []
+    pending_rows = 0
+    # Encoding a row group releases the GIL: one writer thread overlaps it with
+    # parsing the next blocks; at most one row group is in flight (bounded memory).
+    # The pool is left (waiting for that write) before the writer closes.
+    in_flight: Future | None = None
+    try:
+        with (
+            pq.ParquetWriter(temporary, schema, compression="snappy") as writer,
+            ThreadPoolExecutor(max_workers=1) as pool,
+        ):
+            reader = pa_csv.open_csv(stream, read, parse, convert)
+            while True:
+                try:
+                    batch = reader.read_next_batch()
+                except StopIteration:
+                    break
+                batch = _clean_batch(batch, profiles, schema, tolerant)
+                if on_progress is not None:
+                    on_progress(stream.fraction)
+                pending.append(batch)
+                pending_rows += batch.num_rows
+                while pending_rows >= ROW_GROUP_ROWS:
+                    table = pa.Table.from_batches(pending, schema)
+                    if in_flight is not None:
+                        in_flight.result()
+                    in_flight = pool.submit(
+                        writer.write_table, table.slice(0, ROW_GROUP_ROWS), ROW_GROUP_ROWS
+                    )
+                    rest = table.slice(ROW_GROUP_ROWS)
+                    pending = rest.to_batches()
+                    pending_rows = rest.num_rows
+            if in_flight is not None:
+                in_flight.result()
+            if pending_rows:
+                writer.write_table(pa.Table.from_batches(pending, schema), ROW_GROUP_ROWS)
+    except IngestRejected:
+        raise
+    except (pa.ArrowInvalid, OSError, ValueError) as exc:
+        if stream.error is not None:
+            raise stream.error
+        if ragged.found:
+            raise IngestRejected(ragged.message())
+        if not tolerant and "conversion error" in str(exc):
+            raise _ConversionFailed()
+        raise IngestRejected("The file could not be read as CSV.")
+    finally:
+        stream.close()
+    return profiles
+
+
+def _clean_batch(
+    batch: pa.RecordBatch, profiles: list[ColumnProfile], schema: pa.Schema, tolerant: bool
+) -> pa.RecordBatch:
+    arrays = []
+    for profile, array in zip(profiles, batch.columns, strict=True):
+        if profile.suggested_type in (INTEGER, FLOAT):
+            array = _numeric(array, profile, tolerant)
+        profile_update(profile, array)
+        arrays.append(array)
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _numeric(array: pa.Array, profile: ColumnProfile, tolerant: bool) -> pa.Array:
+    """The column as int64/float64: unparseable and non-finite cells become nulls."""
+    target = ARROW_TYPES[profile.suggested_type]
+    if tolerant:
+        pattern = INT_PATTERN if profile.suggested_type == INTEGER else FLOAT_PATTERN
+        ok = pc.match_substring_regex(array, pattern)
+        profile.unparseable += pc.sum(pc.invert(ok)).as_py() or 0  # nulls are not counted
+        cleaned = pc.replace_substring_regex(pc.utf8_trim_whitespace(array), r"^\+", "")
+        array = pc.cast(pc.if_else(ok, cleaned, pa.scalar(None, pa.string())), target)
+    if profile.suggested_type == FLOAT:
+        finite = pc.is_finite(array)
+        bad = pc.sum(pc.invert(finite)).as_py() or 0
+        if bad:
+            profile.unparseable += bad
+            array = pc.if_else(finite, array, pa.scalar(None, target))
+    return array

@@ -1,0 +1,85 @@
+"""Reads for datasets (see STYLE.md: selectors read)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Q, QuerySet
+from django.db.models.functions import Coalesce
+
+from budgets.models import Membership, Project
+from budgets.selectors import project_roles
+from datasets.models import Dataset
+from dpportal.errors import NotFound, PermissionDenied
+
+# Release statuses in which the dataset's declaration may still change.
+EDITABLE_RELEASE_STATUSES = ("draft",)
+
+
+def dataset_get_for_member(
+    *,
+    dataset_id: int,
+    user: AbstractBaseUser | AnonymousUser,
+    roles: set[str] | None = None,
+) -> Dataset:
+    """The dataset if `user` is a member of its project (with one of `roles`, if given).
+
+    Non-members and anonymous users get NotFound (404) so that datasets' existence
+    does not leak; members lacking the role get PermissionDenied (403).
+    """
+    dataset = Dataset.objects.select_related("project").filter(pk=dataset_id).first()
+    held = project_roles(project=dataset.project, user=user) if dataset else set()
+    if dataset is None or not held:
+        raise NotFound("No such dataset.")
+    if roles is not None and not (held & roles):
+        raise PermissionDenied(f"This needs the {' or '.join(sorted(roles))} role in the project.")
+    return dataset
+
+
+def dataset_list_for_project(*, project: Project) -> QuerySet[Dataset]:
+    """The project's datasets, newest first (the caller checks membership)."""
+    return Dataset.objects.filter(project=project).order_by("-uploaded_at", "-id")
+
+
+def dataset_is_usable(*, dataset: Dataset) -> bool:
+    """Whether releases may use the dataset: ingested and every column declared."""
+    return dataset.status == Dataset.Status.READY and dataset.declared
+
+
+def dataset_is_frozen(*, dataset: Dataset) -> bool:
+    """Whether the declaration is frozen: a release using it has left the draft stage."""
+    return dataset.releases.exclude(status__in=EDITABLE_RELEASE_STATUSES).exists()
+
+
+def dataset_list_usable(*, project: Project) -> QuerySet[Dataset]:
+    """The project's datasets that releases may use."""
+    return dataset_list_for_project(project=project).filter(
+        status=Dataset.Status.READY, declared=True
+    )
+
+
+def dataset_user_is_owner(*, dataset: Dataset, user: AbstractBaseUser | AnonymousUser) -> bool:
+    return Membership.Role.OWNER in project_roles(project=dataset.project, user=user)
+
+
+def dataset_ids_to_redispatch(
+    *, now: datetime, uploaded_after: timedelta, stalled_after: timedelta
+) -> list[int]:
+    """Datasets whose ingest task must be sent again, oldest first.
+
+    Still `uploaded` longer than `uploaded_after` after the upload or the last send
+    (the broker was down, or lost the message); or `ingesting` with no heartbeat for
+    `stalled_after` and not sent for as long (its worker died and no redelivery came).
+    """
+    last_sent = Coalesce("dispatched_at", "uploaded_at")
+    waiting = Q(status=Dataset.Status.UPLOADED, last_sent__lte=now - uploaded_after)
+    stalled = Q(status=Dataset.Status.INGESTING, last_sent__lte=now - stalled_after) & (
+        Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lte=now - stalled_after)
+    )
+    return list(
+        Dataset.objects.annotate(last_sent=last_sent)
+        .filter(waiting | stalled)
+        .order_by("uploaded_at", "pk")
+        .values_list("pk", flat=True)
+    )

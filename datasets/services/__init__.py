@@ -1,0 +1,35 @@
+"""Writes for datasets: upload, ingest (restartable), declaration of public domains, deletion.
+
+The modules: `uploads` (dataset_create, dataset_delete), `ingesting` (dataset_ingest,
+its dispatch and the periodic re-dispatch), `declaration` (dataset_declare),
+`common` (owner checks, file locations). datasets/ingest/ holds the streaming
+conversion itself and says what the private profile holds. No aggregate of the
+data (not even the row count) is stored or logged here.
+"""
+
+from datasets.services.common import (
+    csv_safe_cell,
+    dataset_folder,
+    dataset_parquet_path,
+)
+from datasets.services.declaration import dataset_declare
+from datasets.services.ingesting import (
+    dataset_dispatch_ingest,
+    dataset_ingest,
+    dataset_redispatch_stale,
+    ingest_limits,
+)
+from datasets.services.uploads import dataset_create, dataset_delete
+
+__all__ = [
+    "csv_safe_cell",
+    "dataset_create",
+    "dataset_declare",
+    "dataset_delete",
+    "dataset_dispatch_ingest",
+    "dataset_folder",
+    "dataset_ingest",
+    "dataset_parquet_path",
+    "dataset_redispatch_stale",
+    "ingest_limits",
+]

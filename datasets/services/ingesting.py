@@ -1,0 +1,315 @@
+"""The ingest of an uploaded dataset, restartable, and its dispatch to the workers.
+
+uploaded -> ingesting -> ready (or failed with a reason). The conversion itself is
+datasets.ingest; this module claims the dataset, reports progress and a heartbeat,
+and records the outcome. No aggregate of the data (not even the row count) is
+stored or logged here.
+
+Restarts. The task is acks_late + reject_on_worker_lost: a worker that dies
+mid-ingest leaves its message unacknowledged and the broker delivers it again.
+The redelivered run finds the dataset `ingesting` and starts over from scratch:
+the Parquet is written to a temporary file renamed into place only on success, so
+the dead run left at most a stale temporary file, which is removed first.
+
+Exclusion. On PostgreSQL a run holds a session advisory lock on the dataset for
+its whole length. Only one process holds it, and a dead worker's lock goes with
+its database connection; so a run that gets the lock knows no other run is alive,
+and a duplicate delivery that does not get it does nothing. Every run also takes a
+new attempt number: progress, failure and success are written only while the
+row still carries that number, so a straggler can never overwrite a newer run.
+Without PostgreSQL (SQLite in development) a run in `ingesting` is presumed alive
+until its heartbeat is older than STALLED_AFTER.
+
+A dataset whose ingest keeps dying (e.g. the worker is killed for memory) fails
+after MAX_INGEST_ATTEMPTS starts instead of looping.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.db import DatabaseError, connection, transaction
+from django.utils import timezone
+
+from datasets.ingest import (
+    IngestLimits,
+    IngestRejected,
+    ingest_csv,
+    temporary_parquet_paths,
+)
+from datasets.models import Column, Dataset
+from datasets.selectors import dataset_ids_to_redispatch
+from datasets.services.common import dataset_folder
+
+logger = logging.getLogger(__name__)
+
+PROGRESS_INTERVAL_SECONDS = 0.5
+#: the heartbeat is written at least this often while batches keep coming
+HEARTBEAT_SECONDS = 5.0
+#: an `ingesting` dataset with no heartbeat for this long is presumed abandoned
+STALLED_AFTER = timedelta(minutes=2)
+#: an `uploaded` dataset not picked up this long after its upload (or last send) is sent again
+REDISPATCH_UPLOADED_AFTER = timedelta(seconds=60)
+#: starts (the first and the restarts) before the dataset is failed
+MAX_INGEST_ATTEMPTS = 3
+#: how long a run waits for the lock (a just-killed worker's session may linger briefly)
+LOCK_WAIT_SECONDS = 5.0
+#: first key of the advisory lock ("DSIN"): the second is the dataset's id
+LOCK_NAMESPACE = 0x4453494E
+
+
+def ingest_limits() -> IngestLimits:
+    return IngestLimits(
+        max_upload_bytes=settings.DPPORTAL_MAX_UPLOAD_BYTES,
+        max_decompressed_bytes=settings.DPPORTAL_MAX_DECOMPRESSED_BYTES,
+        max_columns=settings.DPPORTAL_MAX_COLUMNS,
+    )
+
+
+# --- test hook (read only when a test sets the environment variable) ------------------
+
+
+def _pause_point() -> None:
+    path = os.environ.get("DPPORTAL_TEST_INGEST_PAUSE_FILE")
+    if path:
+        while os.path.exists(path):
+            time.sleep(0.05)
+
+
+# --- exclusion ---------------------------------------------------------------------------
+
+
+@contextmanager
+def ingest_lock(*, dataset_id: int, wait: float | None = None) -> Iterator[bool | None]:
+    """Hold the dataset's ingest lock for the block; yields whether it was acquired.
+
+    A PostgreSQL session advisory lock, tried for up to `wait` seconds (default
+    LOCK_WAIT_SECONDS). Released at the end of the block, or by PostgreSQL when the
+    holder's connection ends (a killed worker). Other databases have no such lock:
+    yields None.
+    """
+    if connection.vendor != "postgresql":
+        yield None
+        return
+    key = dataset_id % 2**31
+    deadline = time.monotonic() + (LOCK_WAIT_SECONDS if wait is None else wait)
+    with connection.cursor() as cursor:
+        while True:
+            cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [LOCK_NAMESPACE, key])
+            acquired = bool(cursor.fetchone()[0])
+            if acquired or time.monotonic() >= deadline:
+                break
+            time.sleep(0.2)
+    try:
+        yield acquired
+    finally:
+        if acquired:
+            try:
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [LOCK_NAMESPACE, key])
+            except DatabaseError:  # the connection is gone, and the lock with it
+                logger.warning("dataset %s: could not release the ingest lock", dataset_id)
+
+
+def _claim(*, dataset_id: int, exclusive: bool) -> Dataset | None:
+    """uploaded -> ingesting, or restart an abandoned run; None when there is nothing to do.
+
+    `exclusive`: the caller holds the ingest lock, so an `ingesting` dataset has no
+    live run. The returned dataset carries the new attempt number.
+    """
+    with transaction.atomic():
+        dataset = Dataset.objects.select_for_update().filter(pk=dataset_id).first()
+        if dataset is None:
+            return None
+        now = timezone.now()
+        if dataset.status == Dataset.Status.INGESTING:
+            fresh = dataset.heartbeat_at is not None and dataset.heartbeat_at > now - STALLED_AFTER
+            if fresh and not exclusive:
+                return None  # presumed alive (no lock to tell)
+            if dataset.ingest_attempts >= MAX_INGEST_ATTEMPTS:
+                logger.error(
+                    "dataset %s: ingest interrupted %s times; failing it",
+                    dataset_id,
+                    dataset.ingest_attempts,
+                )
+                dataset.status = Dataset.Status.FAILED
+                dataset.failure_reason = (
+                    f"The conversion was interrupted {dataset.ingest_attempts} times (the "
+                    "worker stopped before it finished); the file was not ingested. The file "
+                    "may be too large for the server: try a smaller one."
+                )
+                dataset.parquet_file = ""
+                dataset.save(update_fields=["status", "failure_reason", "parquet_file"])
+                return None
+            logger.warning(
+                "dataset %s: restarting an interrupted ingest (attempt %s)",
+                dataset_id,
+                dataset.ingest_attempts + 1,
+            )
+        elif dataset.status != Dataset.Status.UPLOADED:
+            return None
+        dataset.status = Dataset.Status.INGESTING
+        dataset.progress = 0.0
+        dataset.heartbeat_at = now
+        dataset.ingest_attempts += 1
+        dataset.save(update_fields=["status", "progress", "heartbeat_at", "ingest_attempts"])
+        return dataset
+
+
+# --- the ingest --------------------------------------------------------------------------
+
+
+def dataset_ingest(*, dataset_id: int) -> Dataset | None:
+    """Ingest an uploaded dataset: uploaded -> ingesting -> ready, or failed with a reason.
+
+    The same code runs in the Celery task and in-process (seed_demo, bench).
+    Idempotent: a ready or failed dataset is left alone; an `ingesting` one is
+    restarted from scratch unless another run is alive (see the module's doc).
+    Returns the dataset as it is afterwards (None if it does not exist).
+    """
+    with ingest_lock(dataset_id=dataset_id) as locked:
+        if locked is False:
+            logger.info("dataset %s: another run is ingesting it", dataset_id)
+            return Dataset.objects.filter(pk=dataset_id).first()
+        dataset = _claim(dataset_id=dataset_id, exclusive=bool(locked))
+        if dataset is None:
+            logger.info("dataset %s: nothing to ingest", dataset_id)
+            return Dataset.objects.filter(pk=dataset_id).first()
+        return _run(dataset=dataset)
+
+
+def _run(*, dataset: Dataset) -> Dataset | None:
+    dataset_id, attempt = dataset.pk, dataset.ingest_attempts
+    destination = dataset_folder(dataset=dataset) / "data.parquet"
+    stale = temporary_parquet_paths(destination)
+    for path in stale:  # left by a run that died (we hold the lock or the run is stale)
+        path.unlink(missing_ok=True)
+    if stale:
+        logger.info("dataset %s: removed %s stale temporary file(s)", dataset_id, len(stale))
+    started = time.monotonic()
+    try:
+        profiles = ingest_csv(
+            source=Path(settings.MEDIA_ROOT) / dataset.source_file,
+            destination=destination,
+            limits=ingest_limits(),
+            on_progress=_progress_reporter(dataset_id=dataset_id, attempt=attempt),
+        )
+    except IngestRejected as exc:
+        logger.info("dataset %s rejected", dataset_id)
+        return _fail(dataset_id=dataset_id, attempt=attempt, reason=exc.message)
+    except Exception as exc:
+        # Log the place, not the message: parser messages may quote cell values.
+        logger.error(
+            "dataset %s ingest failed: %s\n%s",
+            dataset_id,
+            type(exc).__name__,
+            "".join(traceback.format_tb(exc.__traceback__)),
+        )
+        reason = "The file could not be ingested."
+        return _fail(dataset_id=dataset_id, attempt=attempt, reason=reason)
+
+    try:
+        with transaction.atomic():
+            dataset = Dataset.objects.select_for_update().filter(pk=dataset_id).first()
+            mine = Dataset.Status.INGESTING, attempt
+            if dataset is None or (dataset.status, dataset.ingest_attempts) != mine:
+                if dataset is None:
+                    destination.unlink(missing_ok=True)  # deleted meanwhile
+                return dataset
+            Column.objects.filter(dataset=dataset).delete()  # none, unless a run raced us
+            Column.objects.bulk_create(
+                Column(
+                    dataset=dataset,
+                    name=p.name,
+                    position=p.position,
+                    suggested_type=p.suggested_type,
+                    profile=p.to_dict(),
+                )
+                for p in profiles
+            )
+            dataset.status = Dataset.Status.READY
+            dataset.progress = 1.0
+            dataset.failure_reason = ""
+            dataset.heartbeat_at = timezone.now()
+            dataset.parquet_file = str(destination.relative_to(settings.MEDIA_ROOT))
+            fields = ["status", "progress", "failure_reason", "heartbeat_at", "parquet_file"]
+            dataset.save(update_fields=fields)
+    except Exception:
+        destination.unlink(missing_ok=True)
+        raise
+    logger.info("dataset %s ready in %.1fs", dataset_id, time.monotonic() - started)
+    return dataset
+
+
+def _progress_reporter(*, dataset_id: int, attempt: int):
+    """Writes progress (at most every PROGRESS_INTERVAL_SECONDS) and the heartbeat."""
+    last = {"at": 0.0, "value": 0.0}
+
+    def report(fraction: float) -> None:
+        now = time.monotonic()
+        elapsed = now - last["at"]
+        moved = elapsed >= PROGRESS_INTERVAL_SECONDS and fraction > last["value"]
+        if moved or elapsed >= HEARTBEAT_SECONDS:
+            last.update(at=now, value=max(fraction, last["value"]))
+            Dataset.objects.filter(
+                pk=dataset_id, status=Dataset.Status.INGESTING, ingest_attempts=attempt
+            ).update(progress=min(last["value"], 0.99), heartbeat_at=timezone.now())
+            _pause_point()
+
+    return report
+
+
+def _fail(*, dataset_id: int, attempt: int, reason: str) -> Dataset | None:
+    Dataset.objects.filter(
+        pk=dataset_id, status=Dataset.Status.INGESTING, ingest_attempts=attempt
+    ).update(status=Dataset.Status.FAILED, failure_reason=reason, parquet_file="")
+    return Dataset.objects.filter(pk=dataset_id).first()
+
+
+# --- dispatch ----------------------------------------------------------------------------
+
+
+def dataset_dispatch_ingest(*, dataset_id: int) -> bool:
+    """Send the ingest task; a broker failure is logged, never raised (the periodic
+    re-dispatch sends it later). Returns whether it was sent."""
+    from datasets.tasks import dataset_ingest_task
+
+    try:
+        # the queue named at call time (settings, or a test's private queue)
+        dataset_ingest_task.apply_async(
+            args=[dataset_id], retry=False, queue=dataset_ingest_task.app.conf.task_default_queue
+        )
+    except Exception as exc:  # the broker is down or unreachable
+        logger.warning(
+            "dataset %s: could not send the ingest task (%s); the periodic re-dispatch will "
+            "send it",
+            dataset_id,
+            type(exc).__name__,
+        )
+        return False
+    Dataset.objects.filter(pk=dataset_id).update(dispatched_at=timezone.now())
+    return True
+
+
+def dataset_redispatch_stale(
+    *,
+    uploaded_after: timedelta = REDISPATCH_UPLOADED_AFTER,
+    stalled_after: timedelta = STALLED_AFTER,
+) -> int:
+    """Send the ingest task again for datasets left behind (see
+    datasets.selectors.dataset_ids_to_redispatch); returns how many were sent."""
+    ids = dataset_ids_to_redispatch(
+        now=timezone.now(), uploaded_after=uploaded_after, stalled_after=stalled_after
+    )
+    sent = sum(dataset_dispatch_ingest(dataset_id=dataset_id) for dataset_id in ids)
+    if ids:
+        logger.info("re-dispatched the ingest of %s of %s dataset(s)", sent, len(ids))
+    return sent

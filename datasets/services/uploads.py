@@ -1,0 +1,92 @@
+"""Upload and deletion of datasets (the ingest itself: datasets.services.ingesting)."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.files import File
+from django.db import transaction
+
+from budgets.models import Project
+from datasets.ingest import human_size
+from datasets.models import Dataset
+from datasets.services.common import dataset_folder, require_owner
+from datasets.services.ingesting import dataset_dispatch_ingest
+from dpportal.errors import InvalidTransition, UploadTooLarge, ValidationFailed
+
+logger = logging.getLogger(__name__)
+
+
+def dataset_create(
+    *,
+    project: Project,
+    name: str,
+    uploaded_file: File,
+    uploaded_by: AbstractBaseUser,
+    dispatch: bool = True,
+) -> Dataset:
+    """Store an uploaded CSV (plain or gzip) as a new dataset and queue its ingest.
+
+    Size checks happen before anything is stored. With `dispatch` the ingest task is
+    sent after the commit (the row must exist when the worker looks); seed_demo
+    passes dispatch=False and ingests in-process.
+    """
+    require_owner(project=project, user=uploaded_by)
+    name = (name or "").strip() or Path(uploaded_file.name or "dataset").stem.strip()
+    if not name:
+        raise ValidationFailed("The dataset needs a name.")
+    if len(name) > 200:
+        raise ValidationFailed("The dataset's name must be at most 200 characters.")
+    size = uploaded_file.size or 0
+    if size == 0:
+        raise ValidationFailed("The file is empty.")
+    limit = settings.DPPORTAL_MAX_UPLOAD_BYTES
+    if size > limit:
+        raise UploadTooLarge(f"The file is {human_size(size)}; the limit is {human_size(limit)}.")
+    uploaded_file.seek(0)
+    gzipped = uploaded_file.read(2) == b"\x1f\x8b"
+    uploaded_file.seek(0)
+    folder: Path | None = None
+    try:
+        with transaction.atomic():
+            dataset = Dataset.objects.create(project=project, name=name, uploaded_by=uploaded_by)
+            folder = dataset_folder(dataset=dataset)
+            target = folder / ("source.csv.gz" if gzipped else "source.csv")
+            folder.mkdir(parents=True, exist_ok=True)
+            with open(target, "wb") as out:
+                for chunk in uploaded_file.chunks():
+                    out.write(chunk)
+            dataset.source_file = str(target.relative_to(settings.MEDIA_ROOT))
+            dataset.save(update_fields=["source_file"])
+            if dispatch:
+                dataset_id = dataset.pk
+                # After commit: the worker must find the row.
+                transaction.on_commit(lambda: dataset_dispatch_ingest(dataset_id=dataset_id))
+    except Exception:
+        if folder is not None:  # the row rolled back: its file must go too
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+    logger.info("dataset %s uploaded to project %s", dataset.pk, project.pk)
+    return dataset
+
+
+def dataset_delete(*, dataset: Dataset, actor: AbstractBaseUser) -> None:
+    """Delete a dataset, its columns and its files (refused once a release uses it)."""
+    require_owner(project=dataset.project, user=actor)
+    with transaction.atomic():
+        locked = Dataset.objects.select_for_update().filter(pk=dataset.pk).first()
+        if locked is None:
+            return
+        if locked.releases.exists():
+            raise InvalidTransition(
+                "This dataset is used by releases, so it is kept: their results refer to it."
+            )
+        folder = dataset_folder(dataset=locked)
+        locked.delete()
+        # Files go only once the row is surely gone.
+        transaction.on_commit(lambda: shutil.rmtree(folder, ignore_errors=True))
+    logger.info("dataset %s deleted", dataset.pk)

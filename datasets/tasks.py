@@ -1,0 +1,50 @@
+"""Celery tasks for datasets: ids in, one service call each.
+
+The database is the record; the broker is only the doorbell. The ingest task is
+acks_late + reject_on_worker_lost: if its worker dies, the message is delivered
+again and the ingest restarts from scratch (see datasets.services.ingesting, which
+also keeps two deliveries from running at once).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+
+from datasets.services import dataset_ingest, dataset_redispatch_stale
+
+logger = logging.getLogger(__name__)
+
+MAX_RETRIES = 3
+
+
+@shared_task(
+    bind=True,
+    name="datasets.ingest",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    max_retries=MAX_RETRIES,
+    ignore_result=True,
+)
+def dataset_ingest_task(self, dataset_id: int) -> None:
+    """Ingest an uploaded dataset (a no-op for a ready or failed one; restarts a dead run)."""
+    try:
+        dataset_ingest(dataset_id=dataset_id)
+    except Exception as exc:
+        # Bad files are recorded as failed inside; what reaches here is the database
+        # or the file system failing. Never log the text: its type is enough.
+        logger.warning(
+            "dataset %s: ingest attempt failed (%s); retrying", dataset_id, type(exc).__name__
+        )
+        if self.request.retries < self.max_retries:
+            raise self.retry(countdown=2 ** (self.request.retries + 1), exc=exc)
+        logger.error(
+            "dataset %s: ingest gave up after retries; the re-dispatch will resend it", dataset_id
+        )
+
+
+@shared_task(name="datasets.redispatch_stale", ignore_result=True)
+def dataset_redispatch_stale_task() -> int:
+    """Periodic (celery beat): re-send the ingest of datasets left uploaded or stalled."""
+    return dataset_redispatch_stale()
