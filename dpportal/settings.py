@@ -64,6 +64,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files from our static files, not a CDN
     "accounts",
     "budgets",
     "datasets",
@@ -73,6 +74,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "dpportal.middleware.MalformedSessionCookieMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -128,6 +130,7 @@ else:
         "data_folder_in": str(_broker_dir / "out"),
         "data_folder_out": str(_broker_dir / "out"),
         "processed_folder": str(_broker_dir / "processed"),
+        "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
     }
     CELERY_RESULT_BACKEND = None
@@ -154,8 +157,25 @@ CELERY_BROKER_CONNECTION_TIMEOUT = 2
 CELERY_REDIS_SOCKET_TIMEOUT = 5
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE: dict = {}
+# Releases left queued (broker down at approval) or stalled are sent again.
+CELERY_BEAT_SCHEDULE["releases-redispatch-stale"] = {
+    "task": "releases.redispatch_stale",
+    "schedule": 60.0,
+}
+# Datasets left uploaded (broker down at upload) or stalled mid-ingest are sent again.
+CELERY_BEAT_SCHEDULE["datasets-redispatch-stale"] = {
+    "task": "datasets.redispatch_stale",
+    "schedule": 60.0,
+}
+if REDIS_URL:
+    # Redis redelivers an unacknowledged message (its worker died) after this many seconds.
+    CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"] = env_int(
+        "CELERY_VISIBILITY_TIMEOUT", 3600
+    )
 # In the embedded default there is no result backend, so no chord fan-out.
 DPPORTAL_COMPUTE_FANOUT = env_bool("DPPORTAL_COMPUTE_FANOUT", bool(REDIS_URL))
+# Compute tasks retry after base * 2**attempt seconds (2, 4, 8, 16, 32 by default).
+DPPORTAL_COMPUTE_RETRY_BASE_SECONDS = env_int("DPPORTAL_COMPUTE_RETRY_BASE_SECONDS", 2)
 
 # --- files ----------------------------------------------------------------------
 MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", VAR_DIR / "media"))
@@ -209,6 +229,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_THROTTLE_RATES": {"anon": os.environ.get("API_ANON_THROTTLE", "120/minute")},
+    "EXCEPTION_HANDLER": "dpportal.api.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "dpportal API",
@@ -216,6 +237,18 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "SCHEMA_PATH_PREFIX": r"/api/v1",
+    "ENUM_NAME_OVERRIDES": {
+        "DatasetStatusEnum": "datasets.models.Dataset.Status",
+        "ReleaseStatusEnum": "releases.models.Release.Status",
+        "MechanismEnum": "releases.models.Release.Mechanism",
+        "StatisticKindEnum": "releases.models.Statistic.Kind",
+        "ColumnKindEnum": "datasets.models.Column.Kind",
+        "DeclaredKindEnum": ["categorical", "numeric", "excluded"],
+    },
 }
 
 # --- security (production fails closed; see `manage.py check --deploy`) --------------

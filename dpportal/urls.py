@@ -8,5 +8,6 @@ urlpatterns = [
     path("datasets/", include("datasets.urls")),
     path("releases/", include("releases.urls")),
     path("api/", include("dpportal.api_urls")),
+    path("registry/", include("budgets.public_urls")),
     path("", include("releases.public_urls")),
 ]

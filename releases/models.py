@@ -50,7 +50,11 @@ class Release(models.Model):
     budget_request = models.OneToOneField(
         BudgetRequest, on_delete=models.PROTECT, null=True, blank=True, related_name="release"
     )
-    progress = models.FloatField(default=0.0)
+    progress = models.FloatField(default=0.0, help_text="Fraction of the data's chunks done.")
+    # When the compute task was last sent, and when a worker last reported progress:
+    # the periodic re-dispatch uses them to find releases the broker lost.
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     failure_reason = models.TextField(blank=True)
     computed_at = models.DateTimeField(null=True, blank=True)
     published_at = models.DateTimeField(null=True, blank=True)
@@ -91,6 +95,10 @@ class Statistic(models.Model):
     )
     # count of rows in one declared category (count only)
     category = models.CharField(max_length=200, blank=True)
+    # clipping range of a sum or mean, narrower than the column's declared bounds
+    # (public, given by the owner); null: the column's declared bounds
+    lower = models.DecimalField(max_digits=30, decimal_places=10, null=True, blank=True)
+    upper = models.DecimalField(max_digits=30, decimal_places=10, null=True, blank=True)
     weight = models.DecimalField(max_digits=12, decimal_places=6, default=1)
     hold = models.BooleanField(default=False)
     target_halfwidth = models.FloatField(null=True, blank=True)

@@ -1,7 +1,24 @@
 from django.urls import path
-from django.views.generic import TemplateView
+
+from releases import public_views
 
 app_name = "public"
 urlpatterns = [
-    path("", TemplateView.as_view(template_name="public/home.html"), name="home"),
+    path("", public_views.PublicHomeView.as_view(), name="home"),
+    path("p/<slug:slug>/", public_views.ProjectDashboardView.as_view(), name="project"),
+    path(
+        "p/<slug:slug>/releases/<int:release_id>/",
+        public_views.ReleasePageView.as_view(),
+        name="release",
+    ),
+    path(
+        "p/<slug:slug>/releases/<int:release_id>/data.json",
+        public_views.ReleaseDataJsonView.as_view(),
+        name="release-json",
+    ),
+    path(
+        "p/<slug:slug>/releases/<int:release_id>/data.csv",
+        public_views.ReleaseDataCsvView.as_view(),
+        name="release-csv",
+    ),
 ]

@@ -1,4 +1,17 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from releases import views
 
 app_name = "releases"
-urlpatterns: list = []
+urlpatterns = [
+    path("new/<slug:project_slug>/", views.release_builder_view, name="new"),
+    path("preview/<slug:project_slug>/", views.release_preview_view, name="preview"),
+    path("<int:release_id>/", views.release_detail_view, name="detail"),
+    path("<int:release_id>/edit/", views.release_edit_view, name="edit"),
+    path("<int:release_id>/status.json", views.release_status_view, name="status"),
+    path("<int:release_id>/submit/", views.release_submit_view, name="submit"),
+    path("<int:release_id>/withdraw/", views.release_withdraw_view, name="withdraw"),
+    path("<int:release_id>/publish/", views.release_publish_view, name="publish"),
+    path("<int:release_id>/approve/", views.release_approve_view, name="approve"),
+    path("<int:release_id>/reject/", views.release_reject_view, name="reject"),
+]

@@ -8,7 +8,7 @@ source "$(dirname "$0")/_venv.sh" requirements.txt
 
 export DEBUG="${DEBUG:-1}"
 PORT="${PORT:-8000}"
-mkdir -p var/log var/broker/out var/broker/processed
+mkdir -p var/log var/broker/out var/broker/processed var/broker/control
 
 .venv/bin/python manage.py migrate --noinput >/dev/null
 .venv/bin/python manage.py seed_demo

@@ -25,6 +25,11 @@ from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def pytest_configure(config):
+    # whitenoise warns at every request when STATIC_ROOT does not exist yet
+    Path(django_settings.STATIC_ROOT).mkdir(parents=True, exist_ok=True)
+
+
 @pytest.fixture(autouse=True)
 def _media_root(settings, tmp_path):
     """Every test stores its files in a fresh folder (the worker is told the same)."""
@@ -112,7 +117,10 @@ class WorkerFactory:
 
         if not os.environ.get("REDIS_URL"):
             pytest.fail("worker tests need Redis: set REDIS_URL (the test command does)")
+        # The namespaced key: with config_from_object(namespace="CELERY") setting the
+        # short name alone is shadowed by CELERY_TASK_DEFAULT_QUEUE from settings.
         app.conf.task_default_queue = self.queue
+        app.conf.CELERY_TASK_DEFAULT_QUEUE = self.queue
         index = len(self.workers)
         log_path = self.tmp_path / f"worker-{index}.log"
         hostname = name or f"w{index}-{self.queue}@%h"
@@ -149,6 +157,7 @@ class WorkerFactory:
                 except subprocess.TimeoutExpired:
                     worker.kill()
         app.conf.task_default_queue = django_settings.CELERY_TASK_DEFAULT_QUEUE
+        app.conf.CELERY_TASK_DEFAULT_QUEUE = django_settings.CELERY_TASK_DEFAULT_QUEUE
 
 
 @pytest.fixture

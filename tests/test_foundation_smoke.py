@@ -50,3 +50,13 @@ def test_check_deploy_passes_with_production_environment():
         cwd=ROOT, env=env, capture_output=True, text=True,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("cookie", ["abc\x00defghijk", "x" * 300, "ZZZ-not-a-key"])
+def test_malformed_session_cookie_is_ignored_not_a_500(client, cookie):
+    client.cookies["sessionid"] = cookie
+    assert client.get(reverse("accounts:login")).status_code == 200
+    assert client.get("/").status_code == 200
+    response = client.get(reverse("accounts:home"))
+    assert response.status_code == 302  # treated as anonymous: sent to log in

@@ -1,0 +1,104 @@
+"""What the release API modules share: the release's detail and its data at a confidence."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter
+from rest_framework import serializers
+
+from budgets.models import Membership
+from dpportal.api import (
+    AmountField,
+)
+from releases import public_selectors as public
+from releases.models import Release, Statistic
+
+OWNER = {Membership.Role.OWNER.value}
+
+
+CONFIDENCE_PARAMETER = OpenApiParameter(
+    "confidence",
+    OpenApiTypes.STR,
+    enum=list(public.CONFIDENCE_LEVELS),
+    description="Confidence level of the intervals (default 0.95).",
+)
+
+
+class StatisticOutputSerializer(serializers.Serializer):
+    position = serializers.IntegerField()
+    kind = serializers.ChoiceField(choices=Statistic.Kind.choices)
+    label = serializers.CharField()
+    column = serializers.CharField(source="column.name", allow_null=True, default=None)
+    column2 = serializers.CharField(source="column2.name", allow_null=True, default=None)
+    category = serializers.CharField()
+    lower = AmountField(allow_null=True)
+    upper = AmountField(allow_null=True)
+    weight = AmountField()
+    hold = serializers.BooleanField()
+    epsilon = AmountField(allow_null=True)
+    delta = AmountField(allow_null=True)
+    target_halfwidth = serializers.FloatField(allow_null=True)
+    n_guess = serializers.IntegerField(allow_null=True)
+
+
+class ReleaseEventOutputSerializer(serializers.Serializer):
+    from_status = serializers.CharField()
+    to_status = serializers.CharField()
+    actor = serializers.CharField(source="actor.username", allow_null=True, default=None)
+    comment = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class ReleaseOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    project = serializers.CharField(source="project.slug")
+    dataset = serializers.IntegerField(source="dataset_id")
+    title = serializers.CharField()
+    description = serializers.CharField()
+    status = serializers.ChoiceField(choices=Release.Status.choices)
+    mechanism = serializers.ChoiceField(choices=Release.Mechanism.choices)
+    confidence = AmountField()
+    epsilon = AmountField(help_text="Total cost of the release.")
+    delta = AmountField()
+    progress = serializers.FloatField()
+    failure_reason = serializers.CharField()
+    budget_request = serializers.IntegerField(source="budget_request_id", allow_null=True)
+    spec_hash = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    computed_at = serializers.DateTimeField(allow_null=True)
+    published_at = serializers.DateTimeField(allow_null=True)
+
+
+class ReleaseDetailOutputSerializer(ReleaseOutputSerializer):
+    statistics = StatisticOutputSerializer(many=True)
+    events = ReleaseEventOutputSerializer(many=True)
+
+
+def release_detail(release: Release) -> dict:
+    release = Release.objects.select_related("project").get(pk=release.pk)
+    return ReleaseDetailOutputSerializer(
+        {
+            **{f: getattr(release, f) for f in ReleaseOutputSerializer().fields},
+            "project": release.project,
+            "dataset_id": release.dataset_id,
+            "budget_request_id": release.budget_request_id,
+            "statistics": release.statistics.select_related("column", "column2"),
+            "events": release.events.select_related("actor"),
+        }
+    ).data
+
+
+class ReleaseDataOutputSerializer(serializers.Serializer):
+    """Noisy values with their intervals at one confidence level (never a true aggregate)."""
+
+    release = serializers.DictField()
+    confidence = serializers.CharField()
+    interval_note = serializers.CharField()
+    statistics = serializers.ListField(child=serializers.DictField())
+
+
+def release_data(release: Release, *, confidence: str) -> dict:
+    data = public.release_public_data(release=release)
+    return ReleaseDataOutputSerializer(
+        public.release_download_data(data=data, confidence=confidence)
+    ).data

@@ -1,0 +1,158 @@
+"""Drafts: list, create, read and replace a release with its statistics (owners edit)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from budgets.selectors import project_get_for_member
+from dpportal.api import (
+    MEMBER_ERRORS,
+    PAGINATION_PARAMETERS,
+    ApiView,
+    error_responses,
+    paginated,
+    paginated_response,
+    validated_input,
+)
+from releases import selectors, services
+from releases.api.common import (
+    OWNER,
+    ReleaseDetailOutputSerializer,
+    ReleaseOutputSerializer,
+    release_detail,
+)
+from releases.models import Release, Statistic
+
+
+class StatisticInputSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=Statistic.Kind.values)
+    label = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    column = serializers.CharField(
+        max_length=200, required=False, allow_blank=True, default="",
+        help_text="Column name (count of one category, histogram, sum, mean, argmax).",
+    )  # fmt: skip
+    column2 = serializers.CharField(
+        max_length=200, required=False, allow_blank=True, default="",
+        help_text="Second column of a 2-D histogram.",
+    )  # fmt: skip
+    category = serializers.CharField(
+        max_length=200, required=False, allow_blank=True, default="",
+        help_text="Count only: count the rows in this declared category.",
+    )  # fmt: skip
+    lower = serializers.CharField(
+        max_length=64, required=False, allow_null=True, allow_blank=True, default=None,
+        help_text="Sum/mean: clipping bound (public); default: the column's declared bound.",
+    )  # fmt: skip
+    upper = serializers.CharField(
+        max_length=64, required=False, allow_null=True, allow_blank=True, default=None
+    )
+    weight = serializers.CharField(
+        max_length=64, required=False, allow_null=True, allow_blank=True, default=None,
+        help_text="Share of the epsilon left after held and targeted statistics.",
+    )  # fmt: skip
+    hold = serializers.BooleanField(required=False, default=False)
+    epsilon = serializers.CharField(
+        max_length=64, required=False, allow_null=True, allow_blank=True, default=None,
+        help_text="Held statistics: their own epsilon.",
+    )  # fmt: skip
+    target_halfwidth = serializers.FloatField(
+        required=False, allow_null=True, default=None,
+        help_text="Solve this statistic's epsilon for a per-cell half-width.",
+    )  # fmt: skip
+    n_guess = serializers.IntegerField(
+        required=False, allow_null=True, default=None, min_value=1, max_value=10**12,
+        help_text="Mean only: a planning guess of n, used for the preview only.",
+    )  # fmt: skip
+
+
+class ReleaseInputSerializer(serializers.Serializer):
+    dataset = serializers.IntegerField(help_text="A ready, declared dataset of the project.")
+    title = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    description = serializers.CharField(
+        max_length=5000, required=False, allow_blank=True, default=""
+    )
+    mechanism = serializers.ChoiceField(choices=Release.Mechanism.choices, default="laplace")
+    confidence = serializers.ChoiceField(choices=["0.90", "0.95", "0.99"], default="0.95")
+    epsilon = serializers.CharField(max_length=64, help_text="Total epsilon (exact decimal).")
+    delta = serializers.CharField(
+        max_length=64, required=False, default="0", help_text="Gaussian only: total delta."
+    )
+    statistics = serializers.ListField(
+        child=StatisticInputSerializer(), min_length=1, max_length=services.MAX_STATISTICS
+    )
+
+
+def release_input(request: Request) -> dict[str, Any]:
+    """The release definition in the request body, checked, as the builder takes it."""
+    validated = validated_input(ReleaseInputSerializer, request)
+    return {**validated, "statistics": [dict(s) for s in validated["statistics"]]}
+
+
+class ReleaseListApi(ApiView):
+    @extend_schema(
+        operation_id="releases_list",
+        summary="The project's releases (members)",
+        parameters=PAGINATION_PARAMETERS,
+        responses={200: paginated(ReleaseOutputSerializer), **error_responses(*MEMBER_ERRORS)},
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        project = project_get_for_member(slug=slug, user=request.user)
+        return paginated_response(
+            serializer_class=ReleaseOutputSerializer,
+            queryset=selectors.release_list_for_project(project=project).select_related("project"),
+            request=request,
+            view=self,
+        )
+
+
+class ReleaseCreateApi(ApiView):
+    @extend_schema(
+        operation_id="releases_create",
+        summary="Create a draft release with its statistics (owners)",
+        description="Validated as a whole (including that its cost fits the remaining "
+        "budget); on any problem nothing is written.",
+        request=ReleaseInputSerializer,
+        responses={201: ReleaseDetailOutputSerializer, **error_responses(*MEMBER_ERRORS, 409)},
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        project = project_get_for_member(slug=slug, user=request.user, roles=OWNER)
+        release = services.release_save_draft(
+            project=project, actor=request.user, data=release_input(request)
+        )
+        return Response(release_detail(release), status=status.HTTP_201_CREATED)
+
+
+class ReleaseDetailApi(ApiView):
+    @extend_schema(
+        operation_id="releases_retrieve",
+        summary="A release: parameters, statistics, status and history (members)",
+        responses={200: ReleaseDetailOutputSerializer, **error_responses(*MEMBER_ERRORS)},
+    )
+    def get(self, request: Request, release_id: int) -> Response:
+        release = selectors.release_get_for_member(release_id=release_id, user=request.user)
+        return Response(release_detail(release))
+
+
+class ReleaseUpdateApi(ApiView):
+    @extend_schema(
+        operation_id="releases_update",
+        summary="Replace a draft's parameters and statistics (owners; drafts only)",
+        request=ReleaseInputSerializer,
+        responses={200: ReleaseDetailOutputSerializer, **error_responses(*MEMBER_ERRORS, 409)},
+    )
+    def put(self, request: Request, release_id: int) -> Response:
+        release = selectors.release_get_for_member(
+            release_id=release_id, user=request.user, roles=OWNER
+        )
+        release = services.release_save_draft(
+            project=release.project,
+            actor=request.user,
+            data=release_input(request),
+            release=release,
+        )
+        return Response(release_detail(release))

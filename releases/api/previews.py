@@ -1,0 +1,117 @@
+"""The accuracy preview: of a definition not yet saved, or of a saved release."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from budgets.selectors import project_get_for_member
+from dpportal.api import (
+    MEMBER_ERRORS,
+    ApiView,
+    error_responses,
+)
+from dpportal.errors import InvalidTransition
+from releases import selectors, services
+from releases.api.common import OWNER
+from releases.api.drafts import ReleaseInputSerializer, release_input
+from releases.models import Release, Statistic
+
+
+class PreviewStatisticSerializer(serializers.Serializer):
+    position = serializers.IntegerField(required=False)
+    kind = serializers.ChoiceField(required=False, choices=Statistic.Kind.choices)
+    label = serializers.CharField(required=False)
+    columns = serializers.ListField(required=False, child=serializers.CharField())
+    category = serializers.CharField(required=False, allow_null=True)
+    epsilon = serializers.CharField(required=False)
+    delta = serializers.CharField(required=False)
+    hold = serializers.BooleanField(required=False)
+    target_halfwidth = serializers.FloatField(required=False, allow_null=True)
+    cells = serializers.IntegerField(required=False, help_text="Number of cells (values).")
+    halfwidth = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        help_text="Per-cell half-width at the confidence level, value units.",
+    )
+    halfwidth_simultaneous = serializers.FloatField(
+        required=False, allow_null=True, help_text="Half-width holding for all cells at once."
+    )
+    n_guess = serializers.IntegerField(required=False, allow_null=True)
+
+
+class PreviewOutputSerializer(serializers.Serializer):
+    """The accuracy preview: computed from public parameters only, never from data.
+
+    A submitted release's preview is the record frozen in its budget request; fields
+    a record lacks are left out rather than invented.
+    """
+
+    dataset = serializers.IntegerField(required=False)
+    mechanism = serializers.CharField(required=False)
+    confidence = serializers.CharField(required=False)
+    epsilon = serializers.CharField(required=False)
+    delta = serializers.CharField(required=False)
+    privacy_unit = serializers.DictField(required=False)
+    statistics = PreviewStatisticSerializer(many=True, required=False)
+    cost = serializers.DictField(required=False, child=serializers.CharField())
+    budget = serializers.DictField(
+        required=False,
+        child=serializers.CharField(),
+        help_text="Remaining budget now and after (only for unsubmitted previews).",
+    )
+    fits = serializers.BooleanField(required=False)
+
+
+def _frozen_preview(summary: object) -> dict[str, Any]:
+    """The preview stored with a budget request, without any part not in the documented shape."""
+    if not isinstance(summary, dict):
+        return {}
+    record = dict(summary)
+    statistics = record.get("statistics")
+    if not isinstance(statistics, list) or not all(isinstance(s, dict) for s in statistics):
+        record.pop("statistics", None)
+    for key in ("privacy_unit", "cost", "budget"):
+        if not isinstance(record.get(key, {}), dict):
+            record.pop(key)
+    return record
+
+
+class ReleasePreviewApi(ApiView):
+    @extend_schema(
+        operation_id="releases_preview",
+        summary="The accuracy preview of a release definition, without saving it (owners)",
+        request=ReleaseInputSerializer,
+        responses={200: PreviewOutputSerializer, **error_responses(*MEMBER_ERRORS)},
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        project = project_get_for_member(slug=slug, user=request.user, roles=OWNER)
+        preview = services.release_preview(project=project, data=release_input(request))
+        return Response(PreviewOutputSerializer(preview).data)
+
+
+class ReleaseSavedPreviewApi(ApiView):
+    @extend_schema(
+        operation_id="releases_preview_retrieve",
+        summary="The accuracy preview of a saved release (members)",
+        description="A draft's preview is computed now; a submitted release's is the one "
+        "frozen in its budget request.",
+        responses={200: PreviewOutputSerializer, **error_responses(*MEMBER_ERRORS, 409)},
+    )
+    def get(self, request: Request, release_id: int) -> Response:
+        release = selectors.release_get_for_member(release_id=release_id, user=request.user)
+        if release.budget_request_id is not None:
+            preview = _frozen_preview(release.budget_request.summary)
+        elif release.status == Release.Status.DRAFT:
+            preview = services.release_preview(
+                project=release.project, data=services.release_form_data(release=release)
+            )
+        else:
+            raise InvalidTransition(
+                f"This release is {release.get_status_display().lower()}: it has no preview."
+            )
+        return Response(PreviewOutputSerializer(preview).data)

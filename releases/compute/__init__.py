@@ -1,0 +1,62 @@
+"""Computing a release: read the stored dataset, aggregate, noise once, store, charge.
+
+The flow (`release_compute`), run by the Celery task and the benchmark alike:
+
+1. claim: with the release row locked, a release that already has results (or is
+   no longer computable) is left alone; the frozen spec is checked against the
+   budget request's hash and against the release's current statistics and
+   columns' declared domains; queued -> computing.
+2. aggregate (outside any transaction; nothing is written but progress): read
+   only the needed columns of the Parquet copy, one row group at a time. With a
+   privacy unit of one person (an ID column and a bound L), a first pass reads
+   the ID column alone, gives each row a uniform 64-bit key from the CSPRNG and
+   keeps, per person, the L rows with the smallest keys (a uniformly random
+   subset; rows without an ID are dropped). True aggregates live only in this
+   process's memory.
+3. finalize: in ONE transaction, with the release row locked again, draw the
+   noise (through dpportal.privacy), store the noisy results, CHARGE the ledger
+   and move computing -> computed. A crash before this commit leaves no noisy
+   value anywhere, so a retry may draw afresh; after it, every run is a no-op.
+
+Modules: `readers` (public domains to cells; row groups to true aggregates),
+`reading` (the Parquet copy, the privacy unit's row selection), `run` (claim,
+finalize, the whole computation), `hooks` (test-only pause and failure points).
+The names below are the package's public interface.
+"""
+
+from releases.compute.hooks import _failure_point, _pause_point
+from releases.compute.readers import MISSING, OTHER, Axis, StatisticReader, merge
+from releases.compute.reading import (
+    aggregate_row_groups,
+    dataset_path,
+    keep_mask,
+    needed_columns,
+)
+from releases.compute.run import (
+    SpecMismatch,
+    release_aggregate,
+    release_claim,
+    release_compute,
+    release_finalize,
+    release_verify_spec,
+)
+
+__all__ = [
+    "MISSING",
+    "OTHER",
+    "Axis",
+    "SpecMismatch",
+    "StatisticReader",
+    "_failure_point",
+    "_pause_point",
+    "aggregate_row_groups",
+    "dataset_path",
+    "keep_mask",
+    "merge",
+    "needed_columns",
+    "release_aggregate",
+    "release_claim",
+    "release_compute",
+    "release_finalize",
+    "release_verify_spec",
+]

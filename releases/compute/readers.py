@@ -1,0 +1,176 @@
+"""The statistics' readers: public domains to cell codes, row groups to true aggregates.
+
+Domains (public, from the owner): a categorical column is cast to string and
+matched against the declared categories; cells are the categories, then
+"Other" (values outside the list), then "Missing" (only when the column's
+missing policy is "category"; otherwise missing rows are dropped). A numeric
+histogram clamps values into [first edge, last edge] and bins them by the
+declared edges (bins are [e_i, e_i+1), the last one closed). Sums and means
+clip to [lo, hi] and round to the public grid (dpportal.privacy.sensitivity);
+missing values are dropped from sums and means. True aggregates live only in
+the calling process's memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dpportal.privacy import sensitivity
+
+OTHER = "Other"
+MISSING = "Missing"
+
+
+@dataclass
+class Axis:
+    """One column of a count, histogram or argmax, with its cells."""
+
+    name: str
+    categorical: bool
+    labels: list[str]
+    missing_cell: bool
+    categories: pa.Array | None = None
+    edges: np.ndarray | None = None
+
+    @classmethod
+    def from_domain(cls, domain: dict[str, Any]) -> Axis:
+        missing_cell = domain["missing"] == "category"
+        if domain["kind"] == "categorical":
+            cats = [str(c) for c in domain["categories"]]
+            labels = [*cats, OTHER] + ([MISSING] if missing_cell else [])
+            return cls(
+                name=domain["name"],
+                categorical=True,
+                labels=labels,
+                missing_cell=missing_cell,
+                categories=pa.array(cats, type=pa.string()),
+            )
+        edges = np.array([float(e) for e in domain["bin_edges"]], dtype=np.float64)
+        k = len(edges) - 1
+        labels = [
+            f"[{domain['bin_edges'][i]}, {domain['bin_edges'][i + 1]}{']' if i == k - 1 else ')'}"
+            for i in range(k)
+        ] + ([MISSING] if missing_cell else [])
+        return cls(
+            name=domain["name"],
+            categorical=False,
+            labels=labels,
+            missing_cell=missing_cell,
+            edges=edges,
+        )
+
+    @property
+    def size(self) -> int:
+        return len(self.labels)
+
+    def codes(self, column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+        """Cell index of every row; -1 for a row the statistic drops."""
+        if isinstance(column, pa.ChunkedArray):
+            column = column.combine_chunks()
+        nulls = column.is_null().to_numpy(zero_copy_only=False) if column.null_count else None
+        if self.categorical:
+            k = len(self.categories)
+            text = column if pa.types.is_string(column.type) else pc.cast(column, pa.string())
+            index = pc.index_in(text, value_set=self.categories)
+            codes = pc.fill_null(index, k).to_numpy(zero_copy_only=False).astype(np.int64)
+        else:
+            k = len(self.edges) - 1
+            values = pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False)
+            if nulls is not None:
+                values = np.where(nulls, self.edges[0], values)
+            clamped = np.clip(values, self.edges[0], self.edges[-1])
+            codes = np.searchsorted(self.edges, clamped, side="right").astype(np.int64) - 1
+            np.minimum(codes, k - 1, out=codes)
+        if nulls is not None:
+            codes[nulls] = (self.size - 1) if self.missing_cell else -1
+        return codes
+
+
+@dataclass
+class StatisticReader:
+    """Turns row groups into the true aggregate of one statistic (memory only)."""
+
+    spec: dict[str, Any]
+    axes: list[Axis]
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any]) -> StatisticReader:
+        axes = []
+        if spec["kind"] in ("histogram", "argmax") or (spec["kind"] == "count" and spec["columns"]):
+            axes = [Axis.from_domain(d) for d in spec["columns"]]
+        return cls(spec=spec, axes=axes)
+
+    @property
+    def kind(self) -> str:
+        return self.spec["kind"]
+
+    @property
+    def column_names(self) -> list[str]:
+        return [d["name"] for d in self.spec["columns"]]
+
+    def empty(self) -> Any:
+        if self.kind == "histogram":
+            return np.zeros(int(np.prod([a.size for a in self.axes])), dtype=np.int64)
+        if self.kind == "argmax":
+            return np.zeros(len(self.axes[0].categories), dtype=np.int64)
+        if self.kind == "mean":
+            return [0, 0]
+        return 0
+
+    def aggregate(self, table: pa.Table | None, n_rows: int) -> Any:
+        kind = self.kind
+        if kind == "count" and not self.axes:
+            return int(n_rows)
+        if kind == "count":
+            codes = self.axes[0].codes(table.column(self.axes[0].name))
+            target = self.axes[0].labels.index(self.spec["category"])
+            return int(np.count_nonzero(codes == target))
+        if kind == "histogram":
+            codes = self.axes[0].codes(table.column(self.axes[0].name))
+            if len(self.axes) == 2:
+                codes2 = self.axes[1].codes(table.column(self.axes[1].name))
+                keep = (codes >= 0) & (codes2 >= 0)
+                codes = codes[keep] * self.axes[1].size + codes2[keep]
+                size = self.axes[0].size * self.axes[1].size
+            else:
+                codes = codes[codes >= 0]
+                size = self.axes[0].size
+            return np.bincount(codes, minlength=size).astype(np.int64)
+        if kind == "argmax":
+            codes = self.axes[0].codes(table.column(self.axes[0].name))
+            k = len(self.axes[0].categories)
+            return np.bincount(codes[(codes >= 0) & (codes < k)], minlength=k).astype(np.int64)
+        # sum and mean: clip to the bounds, round to the public grid, sum exactly
+        column = table.column(self.column_names[0])
+        values = pc.cast(column, pa.float64())
+        if values.null_count:
+            values = pc.drop_null(values)
+        array = values.to_numpy()
+        units = sensitivity.to_grid_units(
+            array,
+            lower=self.spec["lower"],
+            upper=self.spec["upper"],
+            granularity=self.spec["granularity"],
+        )
+        total = int(units.sum(dtype=np.int64)) if units.size < 2**20 else _exact_sum(units)
+        if kind == "sum":
+            return total
+        return [total, int(units.size)]
+
+
+def _exact_sum(units: np.ndarray) -> int:
+    return sum(int(part.sum(dtype=np.int64)) for part in np.array_split(units, 64))
+
+
+def merge(a: Any, b: Any) -> Any:
+    """Add two partial aggregates of the same statistic."""
+    if isinstance(a, np.ndarray):
+        return a + np.asarray(b, dtype=np.int64)
+    if isinstance(a, list):
+        return [a[0] + int(b[0]), a[1] + int(b[1])]
+    return int(a) + int(b)

@@ -1,0 +1,189 @@
+"""The whole computation: claim, aggregate, finalize (noise drawn once), idempotently."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow.parquet as pq
+from django.db import connection, transaction
+from django.utils import timezone
+
+from budgets import services as budget_services
+from dpportal.errors import ApplicationError
+from releases import dp
+from releases.compute.hooks import _failure_point, _pause_point
+from releases.compute.readers import StatisticReader
+from releases.compute.reading import aggregate_row_groups, dataset_path, keep_mask
+from releases.lifecycle import COMPUTABLE, release_has_result, release_lock, release_transition
+from releases.models import Release, ReleaseResult
+
+logger = logging.getLogger(__name__)
+
+
+class SpecMismatch(ApplicationError):
+    """The release's specification no longer matches what was approved."""
+
+    status_code = 409
+    code = "spec_mismatch"
+
+
+def release_verify_spec(*, release: Release) -> None:
+    """Refuse a release whose spec no longer matches its approval or its current rows."""
+    from releases.services import release_spec_build, spec_hash
+
+    approved = release.budget_request.spec_hash if release.budget_request_id else ""
+    if not release.spec or not approved:
+        raise SpecMismatch("The release has no frozen specification.")
+    if spec_hash(release.spec) != approved or release.spec_hash != approved:
+        raise SpecMismatch("The release's stored specification does not match its approval.")
+    if spec_hash(release_spec_build(release=release)) != approved:
+        raise SpecMismatch(
+            "The release's statistics or its columns' declared domains changed after approval."
+        )
+
+
+def release_claim(*, release_id: int) -> Release | None:
+    """Lock; skip if done; check the spec; queued -> computing. None: nothing to do."""
+    with transaction.atomic():
+        release = release_lock(release_id=release_id)
+        # idempotency: results exist (or the release moved on): this delivery is a no-op
+        if release.status not in COMPUTABLE or release_has_result(release=release):
+            return None
+        release_verify_spec(release=release)
+        release.heartbeat_at = timezone.now()
+        if release.status == Release.Status.QUEUED:
+            release.progress = 0.0
+            release_transition(
+                release=release,
+                to_status=Release.Status.COMPUTING,
+                extra_fields=("heartbeat_at", "progress"),
+            )
+        else:
+            release.save(update_fields=["heartbeat_at"])
+    return release
+
+
+def _progress_reporter(release_id: int, total: int) -> Callable[[int], None]:
+    def report(done: int) -> None:
+        # a plain autocommit UPDATE: visible at once to the page polling status.json
+        Release.objects.filter(pk=release_id, status=Release.Status.COMPUTING).update(
+            progress=min(done / max(total, 1), 0.99), heartbeat_at=timezone.now()
+        )
+        if done == 1:
+            _pause_point()
+
+    return report
+
+
+def release_aggregate(*, release: Release, row_groups: list[int] | None = None) -> list[Any]:
+    """The true aggregates of a claimed release, read in row-group chunks (memory only)."""
+    spec = release.spec
+    readers = [StatisticReader.from_spec(s) for s in spec["statistics"]]
+    parquet = pq.ParquetFile(dataset_path(spec))
+    unit = spec["privacy_unit"]
+    mask = None
+    if unit["id_column"]:
+        mask = keep_mask(parquet, id_column=unit["id_column"], bound=unit["contribution_bound"])
+    groups = list(range(parquet.num_row_groups)) if row_groups is None else row_groups
+    return aggregate_row_groups(
+        parquet=parquet,
+        readers=readers,
+        row_groups=groups,
+        mask=mask,
+        on_chunk=_progress_reporter(release.pk, len(groups)),
+    )
+
+
+def release_finalize(*, release_id: int, aggregates: list[Any]) -> bool:
+    """ONE transaction: draw the noise once, store the results, CHARGE, mark computed.
+
+    Returns False when another delivery got there first (nothing drawn).
+    """
+    with transaction.atomic():
+        release = release_lock(release_id=release_id)
+        # idempotency under the lock: only the first delivery to get here draws noise
+        if release.status != Release.Status.COMPUTING or release_has_result(release=release):
+            return False
+        release_verify_spec(release=release)
+        _failure_point("before_commit")
+        spec = release.spec
+        payload = {
+            "version": 1,
+            "confidence": spec["confidence"],
+            "mechanism": spec["mechanism"],
+            "statistics": [
+                dp.noisy_entry(
+                    entry=entry,
+                    aggregate=aggregate,
+                    mechanism=spec["mechanism"],
+                    confidence=spec["confidence"],
+                    contribution_bound=spec["privacy_unit"]["contribution_bound"],
+                    cells=StatisticReader.from_spec(entry).axes,
+                )
+                for entry, aggregate in zip(spec["statistics"], aggregates, strict=True)
+            ],
+        }
+        ReleaseResult.objects.create(release=release, payload=payload)
+        budget_services.budget_charge(
+            budget_request=release.budget_request, note=f"release {release.pk} computed"
+        )
+        release.progress = 1.0
+        release.computed_at = timezone.now()
+        release_transition(
+            release=release,
+            to_status=Release.Status.COMPUTED,
+            extra_fields=("progress", "computed_at"),
+        )
+    logger.info("release %s computed", release_id)
+    _failure_point("after_commit")
+    return True
+
+
+class _AdvisoryLock:
+    """A PostgreSQL session lock so two deliveries do not compute the same release at once.
+
+    Only an optimisation: correctness comes from the locked checks in claim and
+    finalize. The lock dies with the connection (a killed worker frees it).
+    """
+
+    def __init__(self, release_id: int) -> None:
+        self.key = 0x44505052_00000000 + int(release_id)  # "DPPR" + id
+        self.held = False
+
+    def acquire(self) -> bool:
+        if connection.vendor != "postgresql":
+            self.held = True
+            return True
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_try_advisory_lock(%s)", [self.key])
+            self.held = bool(cursor.fetchone()[0])
+        return self.held
+
+    def release(self) -> None:
+        if self.held and connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s)", [self.key])
+        self.held = False
+
+
+def release_compute(*, release_id: int) -> str:
+    """Compute a release end to end in this process. Idempotent; safe to run twice at once.
+
+    Returns "computed", "done" (nothing to do: results exist or the release moved
+    on) or "busy" (another delivery holds the computation).
+    """
+    lock = _AdvisoryLock(release_id)
+    if not lock.acquire():
+        return "busy"
+    try:
+        release = release_claim(release_id=release_id)
+        if release is None:
+            return "done"
+        aggregates = release_aggregate(release=release)
+        return (
+            "computed" if release_finalize(release_id=release_id, aggregates=aggregates) else "done"
+        )
+    finally:
+        lock.release()

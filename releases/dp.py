@@ -1,0 +1,239 @@
+"""The releases app's one doorway into dpportal.privacy (noise, accuracy, cost).
+
+Planning (the preview, solving epsilon for a target half-width) goes through
+dpportal.privacy.planning, which builds the same NoiseSpec the mechanisms use;
+this module passes it exactly the parameters the mechanisms will get (cells,
+L, bounds, mean split), so a preview and a release cannot disagree.
+Nothing here sees data except `noisy_entry`, which receives a true aggregate
+in memory, draws the noise once and returns only public, noisy numbers.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dpportal.errors import ValidationFailed
+from dpportal.privacy import accounting, mechanisms, planning, sensitivity
+from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.params import exact_str
+
+if TYPE_CHECKING:
+    from releases.services import ReleasePlan, StatisticPlan
+
+MEAN_SUM_SHARE = Fraction(1, 2)
+
+
+def _frac(value: object) -> Fraction:
+    return Fraction(Decimal(str(value))) if not isinstance(value, Fraction) else value
+
+
+def granularity(
+    *, kind: str, lower: object, upper: object, epsilon: object, contribution_bound: int
+) -> str:
+    """The public grid of a sum or a mean's sum part, as an exact string.
+
+    sensitivity.sum_granularity at the epsilon the sum is noised with: the
+    statistic's epsilon, for a mean its sum share (MEAN_SUM_SHARE), the same
+    rule planning applies, so the preview and the computation use one grid.
+    """
+    eps = _frac(epsilon) * (MEAN_SUM_SHARE if kind == "mean" else 1)
+    return exact_str(
+        sensitivity.sum_granularity(
+            _frac(lower), _frac(upper), epsilon=eps, contribution_bound=contribution_bound
+        )
+    )
+
+
+def release_cost(*, plan: ReleasePlan) -> tuple[Decimal, Decimal]:
+    """The release's (epsilon, delta) by sequential composition (accounting.release_cost)."""
+    costs = [
+        accounting.statistic_cost(
+            kind=s.kind,
+            mechanism="laplace" if s.kind == "argmax" else plan.mechanism,
+            epsilon=s.epsilon,
+            delta=s.delta,
+            cells=1,
+        )
+        for s in plan.statistics
+    ]
+    total = accounting.release_cost(costs)
+    # shares are decimals, so the exact total is a finite decimal
+    return (
+        Decimal(total.epsilon.numerator) / Decimal(total.epsilon.denominator),
+        Decimal(total.delta.numerator) / Decimal(total.delta.denominator),
+    )
+
+
+def _cells(stat: StatisticPlan) -> int:
+    """The cells the mechanism will noise: the same count as compute's readers produce."""
+
+    def size(column) -> int:
+        missing = 1 if column.missing == "category" else 0
+        if column.kind == "categorical":
+            return len(column.categories) + 1 + missing
+        return len(column.bin_edges) - 1 + missing
+
+    if stat.kind == "histogram":
+        out = 1
+        for c in stat.columns:
+            out *= size(c)
+        return out
+    if stat.kind == "argmax":
+        return len(stat.column.categories)  # Report Noisy Max over the declared ones only
+    return 1
+
+
+def _planning_parameters(*, plan: ReleasePlan, stat: StatisticPlan) -> dict[str, Any]:
+    """The public parameters of `stat` exactly as the mechanism will see them.
+
+    Same mechanism (Report Noisy Max is Laplace), same L, same cell count, same
+    bounds and the same mean split; planning derives the same grid from them
+    (sensitivity.sum_granularity at the sum's epsilon, for a mean its share).
+    """
+    params: dict[str, Any] = {
+        "kind": stat.kind,
+        "mechanism": "laplace" if stat.kind == "argmax" else plan.mechanism,
+        "delta": 0 if stat.kind == "argmax" else stat.delta,
+        "confidence": _frac(plan.confidence),
+        "contribution_bound": plan.dataset.contribution_bound,
+        "cells": _cells(stat),
+    }
+    if stat.kind in ("sum", "mean"):
+        params["lower"], params["upper"] = _frac(stat.lower), _frac(stat.upper)
+    if stat.kind == "mean":
+        params["n_guess"] = stat.n_guess or 1
+        params["sum_share"] = MEAN_SUM_SHARE
+    return params
+
+
+def statistic_accuracy(*, plan: ReleasePlan, stat: StatisticPlan) -> dict[str, Any]:
+    """The preview of one statistic: cells, half-widths (planning.statistic_halfwidth).
+
+    Per cell, and for a histogram all cells at once. A mean's half-width is the
+    farthest an end of its interval lies from the true mean at the owner's
+    planning guess n (see dpportal.privacy.planning).
+    """
+    params = _planning_parameters(plan=plan, stat=stat)
+    try:
+        per_cell = planning.statistic_halfwidth(**params, epsilon=stat.epsilon)
+        simultaneous = None
+        if stat.kind == "histogram" and params["cells"] > 1:
+            simultaneous = planning.statistic_halfwidth(
+                **params, epsilon=stat.epsilon, simultaneous=True
+            )
+    except PrivacyParameterError as exc:
+        raise ValidationFailed(f"Statistic {stat.position + 1}: {exc}")
+    return {
+        "cells": params["cells"],
+        "halfwidth": per_cell,
+        "halfwidth_simultaneous": simultaneous,
+        "n_guess": stat.n_guess,
+    }
+
+
+def epsilon_for_target(*, plan: ReleasePlan, stat: StatisticPlan) -> Fraction:
+    """The smallest epsilon whose per-cell half-width is <= the statistic's target.
+
+    planning.epsilon_for_halfwidth (3 significant digits, rounded up, over
+    planning.EPSILON_RANGE) with the parameters the mechanism will use.
+    """
+    params = _planning_parameters(plan=plan, stat=stat)
+    target = _frac(stat.target_halfwidth)
+    where = f"Statistic {stat.position + 1}"
+    try:
+        high = planning.EPSILON_RANGE[1]
+        if planning.statistic_halfwidth(**params, epsilon=high) > target:
+            raise ValidationFailed(
+                f"{where}: the target half-width {float(target):g} would need an epsilon "
+                f"above {high}; choose a wider target."
+            )
+        return planning.epsilon_for_halfwidth(**params, halfwidth=target)
+    except PrivacyParameterError as exc:
+        raise ValidationFailed(f"{where}: {exc}")
+
+
+# --- drawing noise: the only function that receives a true aggregate ------------------
+
+
+def noisy_entry(
+    *,
+    entry: dict[str, Any],
+    aggregate: Any,
+    mechanism: str,
+    confidence: str,
+    contribution_bound: int,
+    cells: list,
+) -> dict[str, Any]:
+    """Noise one statistic's true aggregate once; return its public result entry.
+
+    The true aggregate is used here and dropped: the entry holds noisy values and
+    the explanation (public parameters) only.
+    """
+    kind = entry["kind"]
+    eps = Fraction(Decimal(entry["epsilon"]))
+    delta = Fraction(Decimal(entry["delta"]))
+    out: dict[str, Any] = {
+        "position": entry["position"],
+        "kind": kind,
+        "label": entry["label"],
+        "columns": [c["name"] for c in entry["columns"]],
+        "category": entry.get("category"),
+        "cells": [],
+        "shape": None,
+        "epsilon": entry["epsilon"],
+        "delta": entry["delta"],
+    }
+    if kind == "count":
+        result = mechanisms.release_counts(
+            int(aggregate), mechanism=mechanism, epsilon=eps, delta=delta,
+            contribution_bound=contribution_bound,
+        )  # fmt: skip
+        out["cells"] = [entry.get("category") or "All rows"]
+        out["values"] = list(result.values)
+    elif kind == "histogram":
+        result = mechanisms.release_counts(
+            np.asarray(aggregate, dtype=np.int64), mechanism=mechanism, epsilon=eps, delta=delta,
+            contribution_bound=contribution_bound,
+        )  # fmt: skip
+        if len(cells) == 2:
+            rows, cols = cells[0].labels, cells[1].labels
+            out["cells"] = [f"{r} / {c}" for r in rows for c in cols]
+            out["shape"] = [len(rows), len(cols)]
+            out["row_labels"], out["col_labels"] = rows, cols
+        else:
+            out["cells"] = list(cells[0].labels)
+        out["values"] = list(result.values)
+    elif kind == "sum":
+        result = mechanisms.release_sum(
+            int(aggregate), lower=Fraction(Decimal(entry["lower"])),
+            upper=Fraction(Decimal(entry["upper"])), granularity=entry["granularity"],
+            mechanism=mechanism, epsilon=eps, delta=delta, contribution_bound=contribution_bound,
+        )  # fmt: skip
+        out["cells"] = ["Sum"]
+        out["values"] = list(result.decimal_values)
+    elif kind == "mean":
+        result = mechanisms.release_mean(
+            int(aggregate[0]), int(aggregate[1]), lower=Fraction(Decimal(entry["lower"])),
+            upper=Fraction(Decimal(entry["upper"])), granularity=entry["granularity"],
+            mechanism=mechanism, epsilon=eps, delta=delta, contribution_bound=contribution_bound,
+            sum_share=MEAN_SUM_SHARE, confidence=Fraction(Decimal(confidence)),
+        )  # fmt: skip
+        out["cells"] = ["Mean"]
+        out["values"] = [float(result.estimate)]
+    elif kind == "argmax":
+        result = mechanisms.release_argmax(
+            np.asarray(aggregate, dtype=np.int64), epsilon=eps,
+            contribution_bound=contribution_bound,
+        )  # fmt: skip
+        labels = cells[0].labels
+        out["cells"] = list(labels[: result.spec.cells])
+        out["values"] = []
+        out["argmax"] = {"index": result.index, "label": labels[result.index]}
+    else:  # pragma: no cover - the spec was validated at submission
+        raise ValueError("unknown statistic kind")
+    out["explanation"] = result.to_dict()
+    return out

@@ -1,0 +1,270 @@
+"""The one state machine of a release (DESIGN.md section 2).
+
+Every move goes through `release_transition`, which checks the move against
+TRANSITIONS, saves the status and appends a ReleaseEvent (who, when, from, to,
+comment). The budget side of each move (request filed, reserved, released,
+withdrawn) happens in the same transaction through budgets.services.
+
+Lock order everywhere: the release row first, then (inside budgets.services)
+the project row, then the budget request row.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from budgets import services as budget_services
+from budgets.models import Membership
+from budgets.selectors import project_roles
+from dpportal.errors import InvalidTransition, NotFound, PermissionDenied
+from releases.models import Release, ReleaseEvent
+
+logger = logging.getLogger(__name__)
+
+S = Release.Status
+
+#: from-status -> the statuses it may move to. Nothing else is allowed.
+TRANSITIONS: dict[str, frozenset[str]] = {
+    S.DRAFT: frozenset({S.SUBMITTED, S.WITHDRAWN}),
+    S.SUBMITTED: frozenset({S.APPROVED, S.REJECTED, S.WITHDRAWN}),
+    S.APPROVED: frozenset({S.QUEUED, S.WITHDRAWN}),
+    S.QUEUED: frozenset({S.COMPUTING, S.FAILED, S.WITHDRAWN}),
+    S.COMPUTING: frozenset({S.COMPUTED, S.FAILED}),
+    S.COMPUTED: frozenset({S.PUBLISHED}),
+    S.PUBLISHED: frozenset(),
+    S.REJECTED: frozenset(),
+    S.WITHDRAWN: frozenset(),
+    S.FAILED: frozenset(),
+}
+
+#: statuses in which the statistics and parameters may still be edited
+EDITABLE = frozenset({S.DRAFT})
+#: statuses in which a worker may (still) compute the release
+COMPUTABLE = frozenset({S.QUEUED, S.COMPUTING})
+
+
+def transition_allowed(*, from_status: str, to_status: str) -> bool:
+    return to_status in TRANSITIONS.get(from_status, frozenset())
+
+
+def release_transition(
+    *,
+    release: Release,
+    to_status: str,
+    actor: AbstractBaseUser | None = None,
+    comment: str = "",
+    extra_fields: tuple[str, ...] = (),
+) -> Release:
+    """Move `release` to `to_status` if the table allows it; save; append an event.
+
+    The caller holds the release row lock (select_for_update) inside a transaction,
+    so two concurrent moves cannot both start from the same status.
+    """
+    from_status = release.status
+    if not transition_allowed(from_status=from_status, to_status=to_status):
+        raise InvalidTransition(
+            f"A release that is {Release.Status(from_status).label.lower()} cannot become "
+            f"{Release.Status(to_status).label.lower()}."
+        )
+    release.status = to_status
+    release.save(update_fields=["status", *extra_fields])
+    ReleaseEvent.objects.create(
+        release=release,
+        actor=actor if actor is not None and actor.is_authenticated else None,
+        from_status=from_status,
+        to_status=to_status,
+        comment=comment or "",
+    )
+    logger.info("release %s: %s -> %s", release.pk, from_status, to_status)
+    return release
+
+
+def release_lock(*, release_id: int) -> Release:
+    """The release row, locked until the end of the caller's transaction."""
+    release = Release.objects.select_for_update().filter(pk=release_id).first()
+    if release is None:
+        raise NotFound("No such release.")
+    return release
+
+
+def _require_role(*, release: Release, user: AbstractBaseUser | None, role: str) -> None:
+    if user is None:
+        raise PermissionDenied("You must be logged in.")
+    roles = project_roles(project=release.project, user=user)
+    if not roles:
+        raise NotFound("No such release.")
+    if role not in roles:
+        raise PermissionDenied(f"This needs the {role} role in the project.")
+
+
+def release_submit(*, release: Release, actor: AbstractBaseUser) -> Release:
+    """draft -> submitted: validate, freeze the spec and its SHA-256, file the budget request.
+
+    After this the statistics and parameters can no longer change (the builder
+    services refuse any release that is not a draft).
+    """
+    from releases.services import release_freeze  # the builder's validation and spec
+
+    with transaction.atomic():
+        locked = release_lock(release_id=release.pk)
+        _require_role(release=locked, user=actor, role=Membership.Role.OWNER)
+        if locked.status != S.DRAFT:
+            raise InvalidTransition("Only a draft release can be submitted.")
+        frozen = release_freeze(release=locked)
+        budget_request = budget_services.budget_request_create(
+            project=locked.project,
+            title=locked.title,
+            epsilon=frozen.epsilon,
+            delta=frozen.delta,
+            summary=frozen.summary,
+            spec_hash=frozen.spec_hash,
+            requested_by=actor,
+        )
+        locked.spec = frozen.spec
+        locked.spec_hash = frozen.spec_hash
+        locked.epsilon = frozen.epsilon
+        locked.delta = frozen.delta
+        locked.budget_request = budget_request
+        release_transition(
+            release=locked,
+            to_status=S.SUBMITTED,
+            actor=actor,
+            extra_fields=("spec", "spec_hash", "epsilon", "delta", "budget_request"),
+        )
+    return locked
+
+
+def release_approve(*, release: Release, reviewer: AbstractBaseUser, comment: str = "") -> Release:
+    """submitted -> approved -> queued, reserving the budget, in one transaction.
+
+    The compute task is sent only after the transaction commits (on_commit): a
+    worker must never see a release whose approval might still roll back. If the
+    broker is down the release simply stays queued; the periodic re-dispatch
+    sends it later.
+    """
+    with transaction.atomic():
+        locked = release_lock(release_id=release.pk)
+        if not project_roles(project=locked.project, user=reviewer):
+            raise NotFound("No such release.")
+        if locked.status != S.SUBMITTED or locked.budget_request_id is None:
+            raise InvalidTransition("Only a submitted release can be approved.")
+        budget_services.budget_request_approve(
+            budget_request_id=locked.budget_request_id, reviewer=reviewer, comment=comment
+        )
+        release_transition(release=locked, to_status=S.APPROVED, actor=reviewer, comment=comment)
+        locked.dispatched_at = timezone.now()
+        release_transition(
+            release=locked, to_status=S.QUEUED, actor=reviewer, extra_fields=("dispatched_at",)
+        )
+        release_id = locked.pk
+        transaction.on_commit(lambda: release_dispatch(release_id=release_id))
+    return locked
+
+
+def release_dispatch(*, release_id: int) -> bool:
+    """Send the compute task; a broker failure is logged, never raised (beat re-sends)."""
+    from releases.tasks import release_compute_task
+
+    try:
+        # the queue named at call time (settings, or a test's private queue)
+        release_compute_task.apply_async(
+            args=[release_id], retry=False, queue=release_compute_task.app.conf.task_default_queue
+        )
+    except Exception as exc:  # the broker is down or unreachable
+        logger.warning(
+            "release %s: could not send the compute task (%s); it stays queued and the "
+            "periodic re-dispatch will send it",
+            release_id,
+            type(exc).__name__,
+        )
+        return False
+    return True
+
+
+def release_reject(*, release: Release, reviewer: AbstractBaseUser, comment: str) -> Release:
+    """submitted -> rejected; the budget request is rejected with the comment."""
+    with transaction.atomic():
+        locked = release_lock(release_id=release.pk)
+        if not project_roles(project=locked.project, user=reviewer):
+            raise NotFound("No such release.")
+        if locked.status != S.SUBMITTED or locked.budget_request_id is None:
+            raise InvalidTransition("Only a submitted release can be rejected.")
+        budget_services.budget_request_reject(
+            budget_request_id=locked.budget_request_id, reviewer=reviewer, comment=comment
+        )
+        release_transition(release=locked, to_status=S.REJECTED, actor=reviewer, comment=comment)
+    return locked
+
+
+def release_withdraw(*, release: Release, actor: AbstractBaseUser) -> Release:
+    """draft/submitted/approved/queued -> withdrawn; an open reservation is RELEASEd.
+
+    Holding the release row lock, the move cannot race a worker: the worker takes
+    the same lock to move queued -> computing, and a computing release can no
+    longer be withdrawn.
+    """
+    with transaction.atomic():
+        locked = release_lock(release_id=release.pk)
+        _require_role(release=locked, user=actor, role=Membership.Role.OWNER)
+        if not transition_allowed(from_status=locked.status, to_status=S.WITHDRAWN):
+            raise InvalidTransition(
+                f"A release that is {locked.get_status_display().lower()} cannot be withdrawn."
+            )
+        if locked.budget_request_id is not None:
+            budget_services.budget_request_withdraw(
+                budget_request_id=locked.budget_request_id, actor=actor
+            )
+        release_transition(release=locked, to_status=S.WITHDRAWN, actor=actor)
+    return locked
+
+
+def release_publish(*, release: Release, actor: AbstractBaseUser) -> Release:
+    """computed -> published: the noisy results become public (owners only)."""
+    with transaction.atomic():
+        locked = release_lock(release_id=release.pk)
+        _require_role(release=locked, user=actor, role=Membership.Role.OWNER)
+        if locked.status != S.COMPUTED:
+            raise InvalidTransition("Only a computed release can be published.")
+        locked.published_at = timezone.now()
+        locked.published_by = actor
+        release_transition(
+            release=locked,
+            to_status=S.PUBLISHED,
+            actor=actor,
+            extra_fields=("published_at", "published_by"),
+        )
+    return locked
+
+
+def release_fail(*, release_id: int, reason: str) -> Release | None:
+    """queued/computing -> failed and the reservation RELEASEd, in one transaction.
+
+    Only called when no noise was stored (results and the charge commit together),
+    so returning the reservation is sound. A release that already has results, or
+    is no longer computable, is left alone (idempotent).
+    """
+    with transaction.atomic():
+        locked = release_lock(release_id=release_id)
+        if locked.status not in COMPUTABLE or release_has_result(release=locked):
+            return None
+        locked.failure_reason = reason[:2000]
+        release_transition(
+            release=locked,
+            to_status=S.FAILED,
+            comment=reason[:500],
+            extra_fields=("failure_reason",),
+        )
+        if locked.budget_request_id is not None:
+            budget_services.budget_release(budget_request=locked.budget_request, note="failed")
+    logger.warning("release %s failed", release_id)
+    return locked
+
+
+def release_has_result(*, release: Release) -> bool:
+    from releases.models import ReleaseResult
+
+    return ReleaseResult.objects.filter(release_id=release.pk).exists()

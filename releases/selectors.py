@@ -1,0 +1,71 @@
+"""Reads for releases (see STYLE.md: selectors read)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import QuerySet
+
+from budgets.models import Project
+from budgets.selectors import project_roles
+from dpportal.errors import NotFound, PermissionDenied
+from releases.models import Release, ReleaseResult
+
+
+def release_get_for_member(
+    *,
+    release_id: object,
+    user: AbstractBaseUser | AnonymousUser,
+    roles: set[str] | None = None,
+) -> Release:
+    """The release if `user` is a member of its project (with one of `roles`, if given).
+
+    Non-members and anonymous users get NotFound (404): a private release's
+    existence does not leak.
+    """
+    try:
+        pk = int(str(release_id))
+    except (TypeError, ValueError):
+        raise NotFound("No such release.")
+    release = (
+        Release.objects.select_related("project", "dataset", "budget_request", "created_by")
+        .filter(pk=pk)
+        .first()
+    )
+    held = project_roles(project=release.project, user=user) if release else set()
+    if release is None or not held:
+        raise NotFound("No such release.")
+    if roles is not None and not (held & roles):
+        raise PermissionDenied(f"This needs the {' or '.join(sorted(roles))} role in the project.")
+    return release
+
+
+def release_list_for_project(*, project: Project) -> QuerySet[Release]:
+    return Release.objects.filter(project=project).select_related("dataset").order_by("-created_at")
+
+
+def release_list_published(*, project: Project | None = None) -> QuerySet[Release]:
+    """Published releases (public), newest first."""
+    releases = Release.objects.filter(status=Release.Status.PUBLISHED).select_related(
+        "project", "result"
+    )
+    if project is not None:
+        releases = releases.filter(project=project)
+    return releases.order_by("-published_at")
+
+
+def release_result_get(*, release: Release) -> ReleaseResult | None:
+    return ReleaseResult.objects.filter(release=release).first()
+
+
+def release_status(*, release: Release) -> dict[str, Any]:
+    """What the detail page polls: status and progress (no timings, no values)."""
+    return {
+        "id": release.pk,
+        "status": release.status,
+        "status_label": release.get_status_display(),
+        "progress": round(float(release.progress), 4),
+        "failure_reason": release.failure_reason if release.status == "failed" else "",
+        "has_results": ReleaseResult.objects.filter(release=release).exists(),
+    }

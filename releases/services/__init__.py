@@ -1,0 +1,45 @@
+"""The release builder: drafts, statistics, the epsilon split, the preview and the frozen spec.
+
+Everything here works from PUBLIC parameters only (declared column domains,
+privacy unit, epsilon/delta, the owner's planning guess of n for means): the
+preview never opens the dataset. `release_save_draft` validates the whole
+builder form first and writes nothing when any part is wrong.
+
+Modules: `plan` (parsing the builder's input), `allocation` (the epsilon and
+delta split), `preview` (accuracy preview and budget check), `drafts` (saving
+drafts), `freeze` (the frozen specification and its hash). The names below are
+the package's public interface; callers import them from `releases.services`.
+"""
+
+from releases.services.allocation import DELTA_QUANTUM, EPS_QUANTUM, allocate
+from releases.services.drafts import release_form_data, release_save_draft
+from releases.services.freeze import FrozenRelease, release_freeze, release_spec_build, spec_hash
+from releases.services.plan import (
+    CONFIDENCES,
+    KINDS,
+    MAX_STATISTICS,
+    ReleasePlan,
+    StatisticPlan,
+    release_plan_parse,
+)
+from releases.services.preview import plan_preview, release_preview
+
+__all__ = [
+    "CONFIDENCES",
+    "DELTA_QUANTUM",
+    "EPS_QUANTUM",
+    "KINDS",
+    "MAX_STATISTICS",
+    "FrozenRelease",
+    "ReleasePlan",
+    "StatisticPlan",
+    "allocate",
+    "plan_preview",
+    "release_form_data",
+    "release_freeze",
+    "release_plan_parse",
+    "release_preview",
+    "release_save_draft",
+    "release_spec_build",
+    "spec_hash",
+]

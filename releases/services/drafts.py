@@ -1,0 +1,115 @@
+"""Drafts: create or replace a draft release from the builder's input; the input of a saved one."""
+
+from __future__ import annotations
+
+import logging
+from decimal import Decimal
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from budgets.amounts import fmt
+from budgets.models import Membership, Project
+from budgets.selectors import project_roles
+from dpportal.errors import InvalidTransition, NotFound, PermissionDenied
+from releases.models import Release, Statistic
+from releases.services.plan import release_plan_parse
+from releases.services.preview import _check_fits
+
+logger = logging.getLogger(__name__)
+
+
+def _require_owner(*, project: Project, user: AbstractBaseUser) -> None:
+    roles = project_roles(project=project, user=user)
+    if not roles:
+        raise NotFound("No such project.")
+    if Membership.Role.OWNER not in roles:
+        raise PermissionDenied("Only an owner of the project may build releases.")
+
+
+def release_save_draft(
+    *, project: Project, actor: AbstractBaseUser, data: dict, release: Release | None = None
+) -> Release:
+    """Create (or replace the contents of) a draft release from the builder's input.
+
+    Validates everything first (including that the cost fits the remaining
+    budget); on any error nothing is written.
+    """
+    _require_owner(project=project, user=actor)
+    plan = release_plan_parse(project=project, data=data)
+    _check_fits(plan=plan)
+    with transaction.atomic():
+        if release is None:
+            release = Release(project=project, created_by=actor)
+        else:
+            release = Release.objects.select_for_update().get(pk=release.pk)
+            if release.project_id != project.pk:
+                raise NotFound("No such release.")
+            if release.status != Release.Status.DRAFT:
+                raise InvalidTransition(
+                    "This release was submitted: its statistics and parameters are frozen."
+                )
+        release.dataset = plan.dataset
+        release.title = plan.title
+        release.description = plan.description
+        release.mechanism = plan.mechanism
+        release.confidence = plan.confidence
+        release.epsilon = plan.cost_epsilon
+        release.delta = plan.cost_delta
+        release.save()
+        release.statistics.all().delete()
+        Statistic.objects.bulk_create(
+            [
+                Statistic(
+                    release=release,
+                    position=s.position,
+                    kind=s.kind,
+                    label=s.label,
+                    column=s.column,
+                    column2=s.column2,
+                    category=s.category,
+                    lower=s.lower if s.kind in ("sum", "mean") else None,
+                    upper=s.upper if s.kind in ("sum", "mean") else None,
+                    weight=s.weight,
+                    hold=s.hold,
+                    target_halfwidth=s.target_halfwidth,
+                    n_guess=s.n_guess,
+                    epsilon=s.epsilon,
+                    delta=s.delta,
+                )
+                for s in plan.statistics
+            ]
+        )
+    logger.info("release %s draft saved", release.pk)
+    return release
+
+
+def release_form_data(*, release: Release) -> dict[str, Any]:
+    """A saved release as the builder's input (to edit a draft or re-preview it)."""
+    return {
+        "dataset": release.dataset_id,
+        "title": release.title,
+        "description": release.description,
+        "mechanism": release.mechanism,
+        "confidence": fmt(Decimal(release.confidence)),
+        "epsilon": fmt(release.epsilon),
+        "delta": fmt(release.delta),
+        "statistics": [
+            {
+                "kind": s.kind,
+                "label": s.label,
+                "column": s.column.name if s.column else "",
+                "column2": s.column2.name if s.column2 else "",
+                "category": s.category,
+                "lower": fmt(s.lower) if s.lower is not None else "",
+                "upper": fmt(s.upper) if s.upper is not None else "",
+                "weight": fmt(s.weight),
+                "hold": s.hold,
+                "epsilon": fmt(s.epsilon) if s.hold and s.epsilon is not None else "",
+                "target_halfwidth": s.target_halfwidth if s.target_halfwidth else "",
+                "n_guess": s.n_guess or "",
+            }
+            for s in release.statistics.select_related("column", "column2")
+        ],
+    }

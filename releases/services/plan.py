@@ -1,0 +1,288 @@
+"""Parsing the builder's input into a validated, allocated ReleasePlan (public parameters only)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from budgets.amounts import fmt
+from budgets.models import Project
+from budgets.services import parse_delta, parse_epsilon
+from datasets.models import Column, Dataset
+from dpportal.errors import ValidationFailed
+from releases.models import Release, Statistic
+from releases.services.allocation import allocate
+
+CONFIDENCES = ("0.90", "0.95", "0.99")
+MAX_STATISTICS = 50
+KINDS = tuple(Statistic.Kind.values)
+
+
+@dataclass
+class StatisticPlan:
+    position: int
+    kind: str
+    label: str
+    column: Column | None = None
+    column2: Column | None = None
+    category: str = ""
+    lower: Decimal | None = None
+    upper: Decimal | None = None
+    weight: Decimal = Decimal(1)
+    hold: bool = False
+    epsilon_given: Decimal | None = None
+    target_halfwidth: float | None = None
+    n_guess: int | None = None
+    epsilon: Decimal = Decimal(0)
+    delta: Decimal = Decimal(0)
+
+    @property
+    def columns(self) -> list[Column]:
+        return [c for c in (self.column, self.column2) if c is not None]
+
+
+@dataclass
+class ReleasePlan:
+    project: Project
+    dataset: Dataset
+    title: str
+    description: str
+    mechanism: str
+    confidence: Decimal
+    epsilon: Decimal
+    delta: Decimal
+    statistics: list[StatisticPlan] = field(default_factory=list)
+
+    @property
+    def cost_epsilon(self) -> Decimal:
+        return sum((s.epsilon for s in self.statistics), Decimal(0))
+
+    @property
+    def cost_delta(self) -> Decimal:
+        return sum((s.delta for s in self.statistics), Decimal(0))
+
+
+def _text(value: object, *, field: str, max_length: int, required: bool = False) -> str:
+    text = "" if value is None else str(value).strip()
+    if required and not text:
+        raise ValidationFailed(f"Please give the {field}.")
+    if len(text) > max_length:
+        raise ValidationFailed(f"The {field} may be at most {max_length} characters.")
+    return text
+
+
+def _optional_decimal(value: object, *, field: str) -> Decimal | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    from budgets.services import _parse_decimal
+
+    number = _parse_decimal(value, field=field)
+    if abs(number) >= Decimal("1e20"):
+        raise ValidationFailed(f"The {field} is too large.")
+    return number
+
+
+def _bool(value: object) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in {"1", "true", "yes", "on"}
+    return bool(value)
+
+
+def _column(dataset: Dataset, columns: dict[str, Column], name: object, *, what: str) -> Column:
+    name = "" if name is None else str(name).strip()
+    if not name:
+        raise ValidationFailed(f"The {what} needs a column.")
+    column = columns.get(name)
+    if column is None:
+        raise ValidationFailed(f"The dataset has no column named '{name}'.")
+    if column.kind == Column.Kind.EXCLUDED:
+        raise ValidationFailed(f"Column '{name}' is excluded: it cannot be used in a statistic.")
+    if column.kind == Column.Kind.UNDECLARED:
+        raise ValidationFailed(
+            f"Column '{name}' has no declared public domain yet: declare it before using it."
+        )
+    return column
+
+
+def _check_histogram_column(column: Column) -> None:
+    if column.kind == Column.Kind.CATEGORICAL:
+        if not column.categories:
+            raise ValidationFailed(f"Column '{column.name}' declares no categories.")
+        return
+    if len(column.bin_edges or []) < 2:
+        raise ValidationFailed(
+            f"A histogram of numeric column '{column.name}' needs declared bin edges."
+        )
+
+
+def _clip_bounds(plan: StatisticPlan, column: Column) -> None:
+    lower = plan.lower if plan.lower is not None else column.lower
+    upper = plan.upper if plan.upper is not None else column.upper
+    if column.kind != Column.Kind.NUMERIC:
+        raise ValidationFailed(f"A {plan.kind} needs a numeric column; '{column.name}' is not.")
+    if lower is None or upper is None:
+        raise ValidationFailed(
+            f"A {'mean' if plan.kind == 'mean' else 'sum'} of '{column.name}' needs a declared "
+            "range: declare the column's lower and upper bounds (or give them here)."
+        )
+    if lower > upper:
+        raise ValidationFailed(
+            f"The lower bound ({fmt(lower)}) is above the upper bound ({fmt(upper)})."
+        )
+    if lower == upper:
+        raise ValidationFailed("The lower and upper bounds must differ.")
+    plan.lower, plan.upper = Decimal(lower), Decimal(upper)
+
+
+def _parse_statistic(
+    raw: dict, *, position: int, dataset: Dataset, columns: dict[str, Column]
+) -> StatisticPlan:
+    if not isinstance(raw, dict):
+        raise ValidationFailed("Each statistic must be an object.")
+    kind = str(raw.get("kind") or "").strip()
+    if kind not in KINDS:
+        raise ValidationFailed(f"Statistic {position + 1}: unknown kind '{kind}'.")
+    plan = StatisticPlan(
+        position=position,
+        kind=kind,
+        label=_text(raw.get("label"), field="label", max_length=200),
+    )
+    where = f"Statistic {position + 1} ({Statistic.Kind(kind).label.lower()})"
+    try:
+        if kind == "count":
+            if raw.get("column"):
+                plan.column = _column(dataset, columns, raw.get("column"), what="count")
+                if plan.column.kind != Column.Kind.CATEGORICAL:
+                    raise ValidationFailed("A count of one category needs a categorical column.")
+                plan.category = str(raw.get("category") or "")
+                if plan.category not in [str(c) for c in plan.column.categories]:
+                    raise ValidationFailed(
+                        f"'{plan.category}' is not a declared category of '{plan.column.name}'."
+                    )
+        elif kind == "histogram":
+            plan.column = _column(dataset, columns, raw.get("column"), what="histogram")
+            _check_histogram_column(plan.column)
+            if raw.get("column2"):
+                plan.column2 = _column(dataset, columns, raw.get("column2"), what="histogram")
+                _check_histogram_column(plan.column2)
+                if plan.column2.pk == plan.column.pk:
+                    raise ValidationFailed("A 2-D histogram needs two different columns.")
+        elif kind in ("sum", "mean"):
+            plan.column = _column(dataset, columns, raw.get("column"), what=kind)
+            plan.lower = _optional_decimal(raw.get("lower"), field="lower bound")
+            plan.upper = _optional_decimal(raw.get("upper"), field="upper bound")
+            _clip_bounds(plan, plan.column)
+            if kind == "mean":
+                n_guess = raw.get("n_guess")
+                try:
+                    plan.n_guess = int(str(n_guess).strip())
+                except (TypeError, ValueError):
+                    raise ValidationFailed(
+                        "A mean needs a planning guess of the number of rows (n), "
+                        "a whole number: it is used for the preview only."
+                    )
+                if not (1 <= plan.n_guess <= 10**12):
+                    raise ValidationFailed("The planning guess of n must be between 1 and 10^12.")
+        elif kind == "argmax":
+            plan.column = _column(dataset, columns, raw.get("column"), what="most common category")
+            if plan.column.kind != Column.Kind.CATEGORICAL or len(plan.column.categories) < 2:
+                raise ValidationFailed(
+                    "The most common category needs a categorical column with at least two "
+                    "declared categories."
+                )
+        weight = _optional_decimal(raw.get("weight"), field="weight")
+        plan.weight = Decimal(1) if weight is None else weight
+        if plan.weight <= 0:
+            raise ValidationFailed("Weights must be greater than 0.")
+        plan.hold = _bool(raw.get("hold"))
+        given = raw.get("epsilon")
+        if given not in (None, ""):
+            plan.epsilon_given = parse_epsilon(given, field="epsilon")
+        if plan.hold and plan.epsilon_given is None:
+            raise ValidationFailed("A held statistic needs its epsilon.")
+        target = raw.get("target_halfwidth")
+        if target not in (None, ""):
+            try:
+                plan.target_halfwidth = float(target)
+            except (TypeError, ValueError):
+                raise ValidationFailed("The target half-width must be a number.")
+            if not (0 < plan.target_halfwidth < 1e18):
+                raise ValidationFailed("The target half-width must be greater than 0.")
+    except ValidationFailed as exc:
+        raise ValidationFailed(f"{where}: {exc.message}")
+    if not plan.label:
+        plan.label = _default_label(plan)
+    return plan
+
+
+def _default_label(plan: StatisticPlan) -> str:
+    if plan.kind == "count":
+        return f"Rows with {plan.column.name} = {plan.category}" if plan.column else "Rows"
+    names = " x ".join(c.name for c in plan.columns)
+    return {
+        "histogram": f"Histogram of {names}",
+        "sum": f"Sum of {names}",
+        "mean": f"Mean of {names}",
+        "argmax": f"Most common {names}",
+    }[plan.kind]
+
+
+def release_plan_parse(*, project: Project, data: dict) -> ReleasePlan:
+    """The builder's input (form or JSON) as a validated, allocated ReleasePlan.
+
+    Raises ValidationFailed with a message naming the problem; reads no data.
+    """
+    if not isinstance(data, dict):
+        raise ValidationFailed("The release must be an object.")
+    try:
+        dataset_id = int(str(data.get("dataset")).strip())
+    except (TypeError, ValueError):
+        raise ValidationFailed("Pick a dataset.")
+    dataset = Dataset.objects.filter(pk=dataset_id, project=project).first()
+    if dataset is None:
+        raise ValidationFailed("The project has no such dataset.")
+    if dataset.status != Dataset.Status.READY or not dataset.parquet_file:
+        raise ValidationFailed(
+            f"The dataset '{dataset.name}' is not ready (it is {dataset.get_status_display()})."
+        )
+    mechanism = str(data.get("mechanism") or "laplace").strip()
+    if mechanism not in Release.Mechanism.values:
+        raise ValidationFailed("The mechanism must be Laplace or Gaussian.")
+    confidence_text = str(data.get("confidence") or "0.95").strip().rstrip("%").strip()
+    if confidence_text in ("90", "95", "99"):
+        confidence_text = f"0.{confidence_text}"
+    try:
+        confidence = Decimal(confidence_text)
+    except ArithmeticError:
+        confidence = Decimal(0)
+    if confidence not in {Decimal(c) for c in CONFIDENCES}:
+        raise ValidationFailed("The confidence level must be 90 %, 95 % or 99 %.")
+    epsilon = parse_epsilon(data.get("epsilon"), field="total epsilon")
+    if mechanism == "gaussian":
+        delta = parse_delta(data.get("delta"), field="delta")
+        if delta <= 0:
+            raise ValidationFailed("The Gaussian mechanism needs a delta above 0.")
+    else:
+        delta = Decimal(0)
+    raw_statistics = data.get("statistics") or []
+    if not isinstance(raw_statistics, list) or not raw_statistics:
+        raise ValidationFailed("Add at least one statistic.")
+    if len(raw_statistics) > MAX_STATISTICS:
+        raise ValidationFailed(f"A release may hold at most {MAX_STATISTICS} statistics.")
+    columns = {c.name: c for c in dataset.columns.all()}
+    plan = ReleasePlan(
+        project=project,
+        dataset=dataset,
+        title=_text(data.get("title"), field="title", max_length=200) or "Untitled release",
+        description=_text(data.get("description"), field="description", max_length=5000),
+        mechanism=mechanism,
+        confidence=confidence,
+        epsilon=epsilon,
+        delta=delta,
+        statistics=[
+            _parse_statistic(raw, position=i, dataset=dataset, columns=columns)
+            for i, raw in enumerate(raw_statistics)
+        ],
+    )
+    allocate(plan)
+    return plan

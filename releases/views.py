@@ -1,0 +1,247 @@
+"""Pages of releases for the project's members: builder, detail (status, results), actions."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from budgets.models import Membership
+from budgets.selectors import budget_summary, project_get_for_member, project_roles
+from datasets.models import Column, Dataset
+from dpportal.errors import ApplicationError
+from releases import lifecycle, selectors, services
+from releases.models import Release
+from releases.presentation import results_for_display
+
+OWNER = {Membership.Role.OWNER}
+
+
+def _builder_payload(request: HttpRequest) -> dict[str, Any]:
+    if request.content_type == "application/json":
+        raw = request.body.decode("utf-8", errors="replace")
+    else:
+        raw = request.POST.get("payload", "")
+    try:
+        data = json.loads(raw or "{}")
+    except json.JSONDecodeError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _datasets_context(project) -> list[dict[str, Any]]:
+    """Ready datasets with their columns' PUBLIC domains only (never the private profile)."""
+    out = []
+    for dataset in Dataset.objects.filter(project=project, status=Dataset.Status.READY):
+        out.append(
+            {
+                "id": dataset.pk,
+                "name": dataset.name,
+                "id_column": dataset.id_column,
+                "contribution_bound": dataset.contribution_bound,
+                "columns": [
+                    {
+                        "name": c.name,
+                        "kind": c.kind,
+                        "categories": [str(x) for x in c.categories or []],
+                        "lower": str(c.lower) if c.lower is not None else None,
+                        "upper": str(c.upper) if c.upper is not None else None,
+                        "bin_edges": [str(e) for e in c.bin_edges or []],
+                    }
+                    for c in dataset.columns.exclude(
+                        kind__in=[Column.Kind.EXCLUDED, Column.Kind.UNDECLARED]
+                    )
+                ],
+            }
+        )
+    return out
+
+
+def _render_builder(request, *, project, release=None, data=None, error="", status=200):
+    initial = (
+        data
+        if data is not None
+        else (services.release_form_data(release=release) if release else {})
+    )
+    return render(
+        request,
+        "releases/builder.html",
+        {
+            "project": project,
+            "release": release,
+            "datasets": _datasets_context(project),
+            "initial": initial,
+            "budget": budget_summary(project=project),
+            "error": error,
+            "preview_url": reverse("releases:preview", args=[project.slug]),
+        },
+        status=status,
+    )
+
+
+@login_required
+def release_builder_view(request: HttpRequest, project_slug: str) -> HttpResponse:
+    project = project_get_for_member(slug=project_slug, user=request.user, roles=OWNER)
+    if request.method == "POST":
+        data = _builder_payload(request)
+        try:
+            release = services.release_save_draft(project=project, actor=request.user, data=data)
+        except ApplicationError as exc:
+            return _render_builder(
+                request, project=project, data=data, error=exc.message, status=400
+            )
+        messages.success(request, "Draft saved. Check the preview, then submit it for review.")
+        return redirect("releases:detail", release.pk)
+    return _render_builder(request, project=project)
+
+
+@login_required
+def release_edit_view(request: HttpRequest, release_id: int) -> HttpResponse:
+    release = selectors.release_get_for_member(
+        release_id=release_id, user=request.user, roles=OWNER
+    )
+    project = release.project
+    if release.status != Release.Status.DRAFT:
+        messages.error(request, "This release was submitted: it can no longer be edited.")
+        return redirect("releases:detail", release.pk)
+    if request.method == "POST":
+        data = _builder_payload(request)
+        try:
+            services.release_save_draft(
+                project=project, actor=request.user, data=data, release=release
+            )
+        except ApplicationError as exc:
+            return _render_builder(
+                request, project=project, release=release, data=data, error=exc.message, status=400
+            )
+        messages.success(request, "Draft saved.")
+        return redirect("releases:detail", release.pk)
+    return _render_builder(request, project=project, release=release)
+
+
+@login_required
+@require_POST
+def release_preview_view(request: HttpRequest, project_slug: str) -> JsonResponse:
+    """The live preview: the builder's current values in, half-widths and cost out."""
+    project = project_get_for_member(slug=project_slug, user=request.user, roles=OWNER)
+    try:
+        preview = services.release_preview(project=project, data=_builder_payload(request))
+    except ApplicationError as exc:
+        return JsonResponse({"ok": False, "error": exc.message}, status=400)
+    return JsonResponse({"ok": True, "preview": preview})
+
+
+@login_required
+@require_GET
+def release_detail_view(request: HttpRequest, release_id: int) -> HttpResponse:
+    release = selectors.release_get_for_member(release_id=release_id, user=request.user)
+    roles = project_roles(project=release.project, user=request.user)
+    preview = None
+    preview_error = ""
+    if release.budget_request_id:
+        preview = release.budget_request.summary
+    elif release.status == Release.Status.DRAFT:
+        try:
+            preview = services.release_preview(
+                project=release.project, data=services.release_form_data(release=release)
+            )
+        except ApplicationError as exc:
+            preview_error = exc.message
+    result = selectors.release_result_get(release=release)
+    return render(
+        request,
+        "releases/detail.html",
+        {
+            "release": release,
+            "project": release.project,
+            "is_owner": Membership.Role.OWNER in roles,
+            "is_reviewer": Membership.Role.REVIEWER in roles,
+            "statistics": release.statistics.select_related("column", "column2"),
+            "events": release.events.select_related("actor"),
+            "preview": preview,
+            "preview_error": preview_error,
+            "results": results_for_display(result.payload) if result else None,
+            "status": selectors.release_status(release=release),
+        },
+    )
+
+
+@login_required
+@require_GET
+def release_status_view(request: HttpRequest, release_id: int) -> JsonResponse:
+    release = selectors.release_get_for_member(release_id=release_id, user=request.user)
+    return JsonResponse(selectors.release_status(release=release))
+
+
+def _action(request: HttpRequest, release_id: int, do, success: str) -> HttpResponse:
+    release = selectors.release_get_for_member(release_id=release_id, user=request.user)
+    try:
+        do(release)
+    except ApplicationError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, success)
+    return redirect("releases:detail", release.pk)
+
+
+@login_required
+@require_POST
+def release_submit_view(request: HttpRequest, release_id: int) -> HttpResponse:
+    return _action(
+        request,
+        release_id,
+        lambda r: lifecycle.release_submit(release=r, actor=request.user),
+        "Submitted: a reviewer of the project will decide on its budget.",
+    )
+
+
+@login_required
+@require_POST
+def release_withdraw_view(request: HttpRequest, release_id: int) -> HttpResponse:
+    return _action(
+        request,
+        release_id,
+        lambda r: lifecycle.release_withdraw(release=r, actor=request.user),
+        "Withdrawn.",
+    )
+
+
+@login_required
+@require_POST
+def release_publish_view(request: HttpRequest, release_id: int) -> HttpResponse:
+    return _action(
+        request,
+        release_id,
+        lambda r: lifecycle.release_publish(release=r, actor=request.user),
+        "Published: the results are now public.",
+    )
+
+
+@login_required
+@require_POST
+def release_approve_view(request: HttpRequest, release_id: int) -> HttpResponse:
+    comment = request.POST.get("comment", "")
+    return _action(
+        request,
+        release_id,
+        lambda r: lifecycle.release_approve(release=r, reviewer=request.user, comment=comment),
+        "Approved: the release is queued for computation.",
+    )
+
+
+@login_required
+@require_POST
+def release_reject_view(request: HttpRequest, release_id: int) -> HttpResponse:
+    comment = request.POST.get("comment", "")
+    return _action(
+        request,
+        release_id,
+        lambda r: lifecycle.release_reject(release=r, reviewer=request.user, comment=comment),
+        "Rejected.",
+    )
