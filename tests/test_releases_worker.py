@@ -88,12 +88,15 @@ def test_submit_approve_compute_end_to_end(celery_worker, project, owner, review
     ]  # fmt: skip
 
 
+@pytest.mark.parametrize("fanout", ["1", "0"], ids=["fanned-out", "in-process"])
 def test_worker_killed_mid_computation_is_redelivered(
-    celery_workers, project, owner, reviewer, tmp_path
+    celery_workers, project, owner, reviewer, tmp_path, fanout
 ):
     pause = tmp_path / "pause"
     pause.write_text("hold")
-    first = celery_workers.start(DPPORTAL_TEST_PAUSE_FILE=str(pause))
+    first = celery_workers.start(
+        DPPORTAL_TEST_PAUSE_FILE=str(pause), DPPORTAL_COMPUTE_FANOUT=fanout
+    )
     dataset = make_dataset(project=project, owner=owner, rows=20000, row_group_size=2000)
     release = submitted(project=project, owner=owner, dataset=dataset)
     lifecycle.release_approve(release=release, reviewer=reviewer)
@@ -116,7 +119,7 @@ def test_worker_killed_mid_computation_is_redelivered(
         timeout=60,
         message=f"no unacknowledged message; log:\n{first.log()}",
     )
-    second = celery_workers.start(CELERY_VISIBILITY_TIMEOUT="1")
+    second = celery_workers.start(CELERY_VISIBILITY_TIMEOUT="1", DPPORTAL_COMPUTE_FANOUT=fanout)
     wait_for(
         lambda: status_of(release.pk) == "computed",
         timeout=180,

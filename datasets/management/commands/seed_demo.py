@@ -81,7 +81,7 @@ class Command(BaseCommand):
 
         self.stdout.write(
             self.style.SUCCESS(
-                f"Demo ready: project '{project.name}' (/datasets/project/{project.slug}/), "
+                f"Demo ready: project '{project.name}' (/projects/{project.slug}/), "
                 f"dataset /datasets/{dataset.pk}/\n"
                 f"  owner login:    {OWNER[0]} / {OWNER[1]}\n"
                 f"  reviewer login: {REVIEWER[0]} / {REVIEWER[1]}"
