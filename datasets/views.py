@@ -160,7 +160,7 @@ def _column_rows(columns: list[Column], data=None, errors=None) -> list[dict]:
                 "categories": "\n".join(column.categories),
                 "lower": _plain(column.lower),
                 "upper": _plain(column.upper),
-                "bin_edges": ", ".join(column.bin_edges),
+                "bin_edges": ", ".join(str(edge) for edge in column.bin_edges),
                 "missing": column.missing,
             }
         profile = column.profile or {}

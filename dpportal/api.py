@@ -275,6 +275,16 @@ class ApiSessionScheme(SessionScheme):
     target_class = ApiSessionAuthentication
 
 
+class JSONBodyParser(JSONParser):
+    """DRF's JSON parser, with nesting too deep for the decoder answered 400, not 500."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        try:
+            return super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise drf_exceptions.ParseError("JSON parse error: the document is nested too deeply.")
+
+
 class ApiView(APIView):
     """Every API view: token or session authentication, JSON in, authenticated users only.
 
@@ -284,7 +294,7 @@ class ApiView(APIView):
 
     authentication_classes = [ApiTokenAuthentication, ApiSessionAuthentication]
     permission_classes = [IsAuthenticated]
-    parser_classes = [JSONParser]
+    parser_classes = [JSONBodyParser]
 
 
 class PublicApiView(ApiView):

@@ -46,7 +46,7 @@ from django.utils import timezone
 from releases import compute
 from releases.lifecycle import release_fail
 from releases.models import Release
-from releases.retry import MAX_RETRIES, attempt_failed, retry_countdown
+from releases.retry import MAX_RETRIES, attempt_failed, retry_countdown, retry_scrubbed
 
 logger = logging.getLogger(__name__)
 
@@ -188,7 +188,7 @@ def _part_retry_or_fail(task, *, release_id: int, exc: Exception) -> NoReturn:
             task.request.retries + 1,
             kind,
         )
-        raise task.retry(countdown=retry_countdown(task.request.retries), exc=attempt_failed(exc))
+        retry_scrubbed(task, exc=exc, countdown=retry_countdown(task.request.retries))
     logger.error(
         "release %s: a part gave up after %s attempt(s) (%s)",
         release_id,
@@ -238,13 +238,18 @@ def release_compute_merge_task(
             logger.warning(
                 "release %s: merge failed (%s); retrying", release_id, type(exc).__name__
             )
-            raise self.retry(
-                countdown=retry_countdown(self.request.retries), exc=attempt_failed(exc)
+            retry_scrubbed(self, exc=exc, countdown=retry_countdown(self.request.retries))
+        try:
+            release_fail(
+                release_id=release_id,
+                reason=f"The computation failed ({type(exc).__name__}); the reserved budget "
+                "was returned.",
             )
-        release_fail(
-            release_id=release_id,
-            reason=f"The computation failed ({type(exc).__name__}); the reserved budget "
-            "was returned.",
-        )
+        except Exception as fail_exc:  # never raised with `exc` (its text) as context
+            logger.error(
+                "release %s: could not record the failure (%s)",
+                release_id,
+                type(fail_exc).__name__,
+            )
         return
     logger.info("release %s merged: %s", release_id, "computed" if outcome else "done")

@@ -5,6 +5,10 @@ the explanation returned by dpportal.privacy (mechanism, noise scale, epsilon,
 delta, granularity). Intervals at any confidence level are recomputed from that
 stored explanation with `dpportal.privacy.accuracy` -- never from data -- so
 switching the confidence level is post-processing of public values.
+
+No compute time is public, not even `computed_at`: with the public approval time
+it gives the compute duration, which depends on the noise the exact rejection
+samplers drew (PRIVACY-TESTING.md, "Timing").
 """
 
 from __future__ import annotations
@@ -368,7 +372,6 @@ def release_public_data(*, release: Release) -> dict[str, Any]:
         "approval": approval,
         "published_at": release.published_at.isoformat() if release.published_at else "",
         "published_at_display": _display_dt(release.published_at),
-        "computed_at": release.computed_at.isoformat() if release.computed_at else "",
         "default_confidence": DEFAULT_CONFIDENCE,
         "confidence_levels": [
             {"value": level, "label": CONFIDENCE_LABELS[level]} for level in CONFIDENCE_LEVELS

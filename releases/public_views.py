@@ -71,6 +71,11 @@ def _public_headers(response: HttpResponse, etag: str) -> HttpResponse:
     return response
 
 
+def _lookup_key(*, slug: str, release_id: int) -> str:
+    """A short cache key whatever the URL's slug (memcached refuses keys over 250 bytes)."""
+    return f"public:lookup:{release_id}:" + hashlib.sha256(slug.encode()).hexdigest()[:32]
+
+
 def _published_version(*, slug: str, release_id: int) -> str:
     """The version key of a published release, looked up in the cache for a minute.
 
@@ -79,7 +84,7 @@ def _published_version(*, slug: str, release_id: int) -> str:
     a release that was never unpublished. Anything not published is looked up in
     the database every time (NotFound), so a new publication shows at once.
     """
-    key = f"public:lookup:{release_id}:{slug}"
+    key = _lookup_key(slug=slug, release_id=release_id)
     version = cache.get(key)
     if version is None:
         release = public.release_get_published(slug=slug, release_id=release_id)
@@ -107,7 +112,7 @@ def _cached(
         release = public.release_get_published(slug=slug, release_id=release_id)
         fresh = public.release_version_key(release=release)
         if fresh != version:  # published again since the lookup was cached
-            cache.delete(f"public:lookup:{release_id}:{slug}")
+            cache.delete(_lookup_key(slug=slug, release_id=release_id))
             version, etag = fresh, _etag(fresh, variant)
             key = "public:" + hashlib.sha256(f"{version}|{variant}".encode()).hexdigest()
         entry = build(release)

@@ -7,6 +7,8 @@ exception's text, which could quote data.
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 from django.conf import settings
 
 MAX_RETRIES = 5
@@ -24,3 +26,15 @@ def retry_countdown(retries: int) -> int:
 def attempt_failed(exc: BaseException) -> AttemptFailed:
     """The exception to record instead of `exc` (its type, never its text)."""
     return AttemptFailed(type(exc).__name__)
+
+
+def retry_scrubbed(task, *, exc: BaseException, countdown: int) -> NoReturn:
+    """Schedule a retry of `task` recording only AttemptFailed(<type of exc>).
+
+    The Retry is raised `from None`: raised inside the caller's `except` block it
+    would otherwise carry `exc` as its context, and Celery stores the formatted
+    traceback of the Retry (context included: the original exception's text) in
+    the result backend.
+    """
+    signal = task.retry(countdown=countdown, exc=attempt_failed(exc), throw=False)
+    raise signal from None

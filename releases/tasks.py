@@ -19,7 +19,7 @@ from dpportal.errors import ApplicationError
 from releases import compute, fanout
 from releases.lifecycle import release_dispatch, release_fail
 from releases.models import Release
-from releases.retry import MAX_RETRIES, attempt_failed, retry_countdown
+from releases.retry import MAX_RETRIES, retry_countdown, retry_scrubbed
 
 logger = logging.getLogger(__name__)
 
@@ -63,13 +63,20 @@ def _retry_or_fail(task, *, release_id: int, exc: Exception) -> None:
             task.request.retries + 1,
             type(exc).__name__,
         )
-        raise task.retry(countdown=retry_countdown(task.request.retries), exc=attempt_failed(exc))
+        retry_scrubbed(task, exc=exc, countdown=retry_countdown(task.request.retries))
     logger.error("release %s: compute failed after retries (%s)", release_id, type(exc).__name__)
-    release_fail(
-        release_id=release_id,
-        reason=f"The computation failed {task.max_retries + 1} times ({type(exc).__name__}); "
-        "the reserved budget was returned.",
-    )
+    try:
+        release_fail(
+            release_id=release_id,
+            reason=f"The computation failed {task.max_retries + 1} times ({type(exc).__name__}); "
+            "the reserved budget was returned.",
+        )
+    except Exception as fail_exc:
+        # raised here it would carry `exc` (and its text) as context into Celery's error
+        # log; the release stays computing and the stalled re-dispatch sends it again
+        logger.error(
+            "release %s: could not record the failure (%s)", release_id, type(fail_exc).__name__
+        )
 
 
 #: queued longer than this -> the compute task is sent again (the broker was down)

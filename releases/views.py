@@ -30,7 +30,7 @@ def _builder_payload(request: HttpRequest) -> dict[str, Any]:
         raw = request.POST.get("payload", "")
     try:
         data = json.loads(raw or "{}")
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # malformed, or nested past any real form
         return {}
     return data if isinstance(data, dict) else {}
 

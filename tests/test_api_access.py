@@ -281,3 +281,13 @@ def test_schema_and_docs_are_served_without_a_cdn(db):
     from django.contrib.staticfiles import finders
 
     assert finders.find(asset.group(1).removeprefix("/static/"))
+
+
+@pytest.mark.parametrize("body", [b"[" * 50_000, b'{"a":' * 50_000])
+def test_json_nested_too_deeply_is_400_and_creates_nothing(db, project, owner, body):
+    projects = Project.objects.count()
+    for url in ["/api/v1/projects/", f"/api/v1/projects/{project.slug}/releases/preview/"]:
+        response = client_for(owner).post(url, data=body, content_type="application/json")
+        error = error_of(response, 400)
+        assert "nested too deeply" in error["message"]
+    assert Project.objects.count() == projects

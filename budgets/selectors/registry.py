@@ -94,7 +94,6 @@ def project_registry(*, project: Project, now: datetime | None = None) -> dict:
             "release__title",
             "release__mechanism",
             "release__published_at",
-            "release__computed_at",
         )
     )
     published_ids = {row["pk"] for row in published}
@@ -167,9 +166,6 @@ def project_registry(*, project: Project, now: datetime | None = None) -> dict:
                 "epsilon": amounts.fmt(row["epsilon"]),
                 "delta": amounts.fmt(row["delta"]),
                 "approved_at": row["decided_at"].isoformat() if row["decided_at"] else None,
-                "computed_at": (
-                    row["release__computed_at"].isoformat() if row["release__computed_at"] else None
-                ),
                 "published_at": (
                     row["release__published_at"].isoformat()
                     if row["release__published_at"]

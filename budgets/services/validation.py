@@ -11,6 +11,8 @@ from dpportal.errors import ValidationFailed
 COMMENT_MAX_LENGTH = 2000
 TITLE_MAX_LENGTH = 200
 NOTE_MAX_LENGTH = 500
+# The largest epsilon the ledger's columns can hold (exclusive).
+EPSILON_LIMIT = Decimal(10) ** (EPSILON_FIELD["max_digits"] - EPSILON_FIELD["decimal_places"])
 
 
 def parse_epsilon(value: object, *, field: str = "epsilon") -> Decimal:
@@ -18,6 +20,8 @@ def parse_epsilon(value: object, *, field: str = "epsilon") -> Decimal:
     number = _parse_decimal(value, field=field)
     if number <= 0:
         raise ValidationFailed(f"{field} must be greater than 0.")
+    if number >= EPSILON_LIMIT:
+        raise ValidationFailed(f"{field} is too large: it must be below {EPSILON_LIMIT:f}.")
     return number
 
 
@@ -42,7 +46,11 @@ def _parse_decimal(value: object, *, field: str) -> Decimal:
 
 
 def _check_fits_field(value: Decimal, *, field: str, places: int) -> None:
-    if value != value.quantize(Decimal(1).scaleb(-places), context=_EXACT):
+    try:
+        fits = value == value.quantize(Decimal(1).scaleb(-places), context=_EXACT)
+    except InvalidOperation:  # too many digits to hold at all
+        fits = False
+    if not fits:
         raise ValidationFailed(f"{field} may have at most {places} decimal places.")
 
 
@@ -52,6 +60,8 @@ def _check_comment(comment: object, *, required: bool = False) -> str:
     if not isinstance(comment, str):
         raise ValidationFailed("The comment must be text.")
     comment = comment.strip()
+    if "\x00" in comment:  # PostgreSQL cannot store it in text
+        raise ValidationFailed("The comment may not contain NUL characters.")
     if len(comment) > COMMENT_MAX_LENGTH:
         raise ValidationFailed(
             f"The comment is {len(comment)} characters long; the limit is {COMMENT_MAX_LENGTH}."
@@ -63,6 +73,8 @@ def _check_comment(comment: object, *, required: bool = False) -> str:
 
 def _check_note(note: object) -> str:
     note = "" if note is None else str(note)
+    if "\x00" in note:
+        raise ValidationFailed("A ledger note may not contain NUL characters.")
     if len(note) > NOTE_MAX_LENGTH:
         raise ValidationFailed(f"A ledger note may be at most {NOTE_MAX_LENGTH} characters.")
     return note

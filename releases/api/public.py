@@ -37,7 +37,6 @@ class PublicReleaseOutputSerializer(serializers.Serializer):
     epsilon = AmountField()
     delta = AmountField()
     statistic_count = serializers.IntegerField()
-    computed_at = serializers.DateTimeField(allow_null=True)
     published_at = serializers.DateTimeField()
 
 
