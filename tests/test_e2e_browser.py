@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from django.db import connections
 
 from dpportal.privacy import accuracy
 from tests.public_builders import build_release
@@ -51,6 +52,10 @@ def browser(monkeypatch):
             yield instance
         finally:
             instance.close()
+            # ORM calls made while Playwright's loop runs get connections of their own
+            # (Django keys them by context): close them here, in that same context,
+            # or they outlive the test and block dropping the test database.
+            connections.close_all()
 
 
 class Pages:
