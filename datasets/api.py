@@ -6,7 +6,6 @@ is for the project's owners. Errors are mapped in dpportal.api.
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.http import HttpRequest
 from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
@@ -18,7 +17,11 @@ from budgets.models import Membership
 from budgets.selectors import project_get_for_member
 from datasets import selectors, services
 from datasets.models import Column, Dataset
-from datasets.upload_limits import limit_upload_size
+from datasets.upload_limits import (
+    declared_length_over_limit,
+    limit_upload_size,
+    upload_too_large_message,
+)
 from dpportal.api import (
     MEMBER_ERRORS,
     PAGINATION_PARAMETERS,
@@ -32,8 +35,6 @@ from dpportal.api import (
 from dpportal.errors import UploadTooLarge
 
 OWNER = {Membership.Role.OWNER.value}
-# Room for the multipart envelope and the name field around the file itself.
-UPLOAD_ENVELOPE_BYTES = 64 * 1024
 
 
 class ColumnOutputSerializer(serializers.Serializer):
@@ -129,13 +130,8 @@ class DatasetUploadApi(ApiView):
     )
     def post(self, request: Request, slug: str) -> Response:
         project = project_get_for_member(slug=slug, user=request.user, roles=OWNER)
-        limit = settings.DPPORTAL_MAX_UPLOAD_BYTES
-        try:
-            length = int(request.META.get("CONTENT_LENGTH") or 0)
-        except ValueError:
-            length = 0
-        if length > limit + UPLOAD_ENVELOPE_BYTES:  # refuse before reading the body
-            raise UploadTooLarge(f"The file is too large: the limit is {limit / 2**20:.0f} MiB.")
+        if declared_length_over_limit(request):  # refuse before reading the body
+            raise UploadTooLarge(upload_too_large_message())
         request.data  # noqa: B018 (parsed here: the upload handler stops a file over the limit)
         if self.upload_limit.exceeded:
             raise UploadTooLarge(self.upload_limit.message())

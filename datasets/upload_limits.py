@@ -23,6 +23,26 @@ from datasets.ingest import human_size
 
 logger = logging.getLogger(__name__)
 
+# Room for the multipart envelope and the name field around the file itself.
+UPLOAD_ENVELOPE_BYTES = 64 * 1024
+
+
+def upload_too_large_message(limit: int | None = None) -> str:
+    limit = settings.DPPORTAL_MAX_UPLOAD_BYTES if limit is None else limit
+    return f"The file is too large: the limit is {human_size(limit)}."
+
+
+def declared_length_over_limit(request: HttpRequest) -> bool:
+    """Whether the request's Content-Length already says the file is over the limit.
+
+    Checked before anything reads the body; the handler below catches a header that lies.
+    """
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    return length > settings.DPPORTAL_MAX_UPLOAD_BYTES + UPLOAD_ENVELOPE_BYTES
+
 
 class LimitedUploadHandler(TemporaryFileUploadHandler):
     """Spools uploaded files to temporary files; stops after `limit` bytes in all."""
@@ -43,7 +63,7 @@ class LimitedUploadHandler(TemporaryFileUploadHandler):
         return super().receive_data_chunk(raw_data, start)
 
     def message(self) -> str:
-        return f"The file is too large: the limit is {human_size(self.limit)}."
+        return upload_too_large_message(self.limit)
 
 
 def limit_upload_size(request: HttpRequest) -> LimitedUploadHandler:

@@ -27,12 +27,15 @@ from datasets.selectors import (
     dataset_list_for_project,
 )
 from datasets.services import dataset_create, dataset_declare, dataset_delete
-from datasets.upload_limits import LimitedUploadHandler, limit_upload_size
+from datasets.upload_limits import (
+    LimitedUploadHandler,
+    declared_length_over_limit,
+    limit_upload_size,
+    upload_too_large_message,
+)
 from dpportal.errors import ApplicationError
 
 OWNER = {Membership.Role.OWNER.value}
-# Room for the multipart envelope and the name field around the file itself.
-UPLOAD_ENVELOPE_BYTES = 64 * 1024
 
 
 class DatasetUploadForm(forms.Form):
@@ -54,14 +57,10 @@ class DatasetUploadView(View):
 
     def post(self, request: HttpRequest, project_slug: str) -> HttpResponse:
         project = project_get_for_member(slug=project_slug, user=request.user, roles=OWNER)
-        limit = settings.DPPORTAL_MAX_UPLOAD_BYTES
-        try:
-            length = int(request.META.get("CONTENT_LENGTH") or 0)
-        except ValueError:
-            length = 0
-        if length > limit + UPLOAD_ENVELOPE_BYTES:  # refused before reading the body
-            message = f"The file is too large: the limit is {human_size(limit)}."
-            return self._render(request, project, DatasetUploadForm(), status=413, error=message)
+        if declared_length_over_limit(request):
+            return self._render(
+                request, project, DatasetUploadForm(), status=413, error=upload_too_large_message()
+            )
         handler = limit_upload_size(request)
         return self._upload(request, project, handler)
 
