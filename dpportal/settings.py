@@ -98,6 +98,8 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            # numbers for people: {% load dpformat %} (dpportal/formatting.py)
+            "libraries": {"dpformat": "dpportal.templatetags.dpformat"},
         },
     },
 ]

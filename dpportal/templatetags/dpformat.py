@@ -1,0 +1,85 @@
+"""Template filters over dpportal.formatting: `{% load dpformat %}`.
+
+{{ value|budget }}            epsilon / delta, 4 significant digits
+{% budget_exact value %}      the same inside <span title="exact value">
+{{ value|noisy:halfwidth }}   a noisy value at the precision its half-width justifies
+{{ value|halfwidth }}         2 significant digits
+{{ value|scale }}             noise scale / sigma / sensitivity, 3 significant digits
+{{ value|exact }}             exact plain text (no exponent)
+{{ value|integer }}           whole number with thousands separators
+{{ value|percent }}           0.95 -> 95 %
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+from django.utils.html import format_html
+
+from dpportal import formatting
+
+register = template.Library()
+
+
+def _safe(func, value: Any, *args: Any) -> str:
+    if value is None or value == "":
+        return ""
+    try:
+        return func(value, *args)
+    except (TypeError, ValueError):
+        return ""
+
+
+@register.filter
+def budget(value: Any) -> str:
+    return _safe(formatting.budget, value)
+
+
+@register.filter
+def noisy(value: Any, halfwidth_value: Any = None) -> str:
+    if value is None or value == "":
+        return ""
+    try:
+        return formatting.noisy(
+            value, halfwidth_value if halfwidth_value not in ("", None) else None
+        )
+    except (TypeError, ValueError):
+        return ""
+
+
+@register.filter
+def halfwidth(value: Any) -> str:
+    return _safe(formatting.halfwidth, value)
+
+
+@register.filter
+def scale(value: Any) -> str:
+    return _safe(formatting.scale, value)
+
+
+@register.filter
+def exact(value: Any) -> str:
+    return _safe(formatting.exact, value)
+
+
+@register.filter
+def integer(value: Any) -> str:
+    return _safe(formatting.integer, value)
+
+
+@register.filter
+def percent(value: Any) -> str:
+    return _safe(formatting.percent, value)
+
+
+@register.simple_tag
+def budget_exact(value: Any) -> str:
+    """A budget amount with its exact value in the title attribute."""
+    if value is None or value == "":
+        return ""
+    return format_html(
+        '<span class="amount" title="{}">{}</span>',
+        formatting.exact(value),
+        formatting.budget(value),
+    )
