@@ -1,15 +1,24 @@
-"""The compute tasks' retry policy: how often, how long between attempts, what is recorded.
+"""The compute task's retry policy: how often, how long between attempts, what is recorded.
 
-A failed attempt is recorded (retry messages, the result backend, a chord's
-error, the logs) as `AttemptFailed(<exception type>)`: never the original
-exception's text, which could quote data.
+Code that touches data raises exceptions whose text can quote it (pyarrow:
+"Failed to parse string: '<a cell>' as a scalar of type double"). So nothing
+here lets that text out: a failed attempt is recorded (retry messages, the
+result backend, Celery's own log lines, our logs) as `AttemptFailed(<type>)`,
+an exception escaping a task is replaced by one (`scrubbed`), and the reason
+shown to the release's owners is a plain sentence chosen by the exception's
+type (`failure_reason`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import NoReturn
 
+import pyarrow as pa
+from celery.exceptions import Ignore, Reject, Retry
 from django.conf import settings
+from django.db import DatabaseError
 
 MAX_RETRIES = 5
 
@@ -28,13 +37,59 @@ def attempt_failed(exc: BaseException) -> AttemptFailed:
     return AttemptFailed(type(exc).__name__)
 
 
+def _raise_without_context(error: BaseException) -> NoReturn:
+    # `from None` hides the original from formatted tracebacks; clearing __context__
+    # as well keeps it from anything that walks the chain (error reporters)
+    try:
+        raise error from None
+    finally:
+        error.__context__ = None
+
+
 def retry_scrubbed(task, *, exc: BaseException, countdown: int) -> NoReturn:
     """Schedule a retry of `task` recording only AttemptFailed(<type of exc>).
 
-    The Retry is raised `from None`: raised inside the caller's `except` block it
-    would otherwise carry `exc` as its context, and Celery stores the formatted
-    traceback of the Retry (context included: the original exception's text) in
-    the result backend.
+    The Retry is raised without `exc` as its context: raised inside the caller's
+    `except` block it would otherwise carry it, and Celery stores and logs the
+    formatted traceback of the Retry (context included: the original text).
     """
-    signal = task.retry(countdown=countdown, exc=attempt_failed(exc), throw=False)
-    raise signal from None
+    _raise_without_context(task.retry(countdown=countdown, exc=attempt_failed(exc), throw=False))
+
+
+@contextmanager
+def scrubbed() -> Iterator[None]:
+    """Whatever escapes the block reaches Celery as AttemptFailed(<type>), never its text.
+
+    Celery's control flow (Retry, already scrubbed by retry_scrubbed; Ignore;
+    Reject) passes through unchanged.
+    """
+    try:
+        yield
+    except (Retry, Ignore, Reject):
+        raise
+    except Exception as exc:
+        failure = attempt_failed(exc)
+    else:
+        return
+    _raise_without_context(failure)
+
+
+def failure_reason(exc: BaseException, *, attempts: int) -> str:
+    """What the release's owners read when the computation gave up: no data, no raw text."""
+    if isinstance(exc, FileNotFoundError):
+        what = "The dataset's stored copy is missing."
+    elif isinstance(exc, pa.ArrowException | OSError):
+        what = (
+            "The dataset's stored copy could not be read: a column's values do not match "
+            "its declared type, or the file is damaged."
+        )
+    elif isinstance(exc, DatabaseError):
+        what = "The database could not be reached."
+    elif isinstance(exc, MemoryError):
+        what = "The computation ran out of memory."
+    else:
+        what = "The computation failed."
+    return (
+        f"{what} It was tried {attempts} times ({type(exc).__name__}). Nothing was spent: "
+        "the reserved budget was returned."
+    )

@@ -1,25 +1,25 @@
 """Celery tasks of releases: ids in, one service call, the retry policy.
 
-The database is the record; the broker is only the doorbell. Every task here is
-idempotent (see releases.compute), so a message delivered twice, redelivered
-after a worker died (acks_late + reject_on_worker_lost), or re-sent by the
-periodic re-dispatch does no harm.
+The database is the record; the broker is only the doorbell. A release is
+computed by ONE task in ONE worker process (releases.compute): its true
+aggregates exist only in that process's memory, never in a message, a result
+or a log. The task is idempotent, so a message delivered twice, redelivered
+after a worker died (acks_late + reject_on_worker_lost, or the broker's
+visibility timeout), or re-sent by the periodic re-dispatch does no harm.
+
+Nothing that reaches Celery carries an exception's text (releases.retry).
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
 
 from celery import shared_task
-from django.conf import settings
-from django.utils import timezone
 
 from dpportal.errors import ApplicationError
-from releases import compute, fanout
-from releases.lifecycle import release_dispatch, release_fail
-from releases.models import Release
-from releases.retry import MAX_RETRIES, retry_countdown, retry_scrubbed
+from releases import compute
+from releases.lifecycle import release_fail, release_redispatch_stale
+from releases.retry import MAX_RETRIES, failure_reason, retry_countdown, retry_scrubbed, scrubbed
 
 logger = logging.getLogger(__name__)
 
@@ -33,25 +33,21 @@ logger = logging.getLogger(__name__)
     ignore_result=True,
 )
 def release_compute_task(self, release_id: int) -> None:
-    """Compute one release (in this process, or fanned out to several workers)."""
-    try:
-        if getattr(settings, "DPPORTAL_COMPUTE_FANOUT", False) and fanout.should_fan_out(
-            release_id=release_id
-        ):
-            outcome = fanout.release_compute_fanout(release_id=release_id)
-        else:
+    """Compute one release in this worker process."""
+    with scrubbed():
+        try:
             outcome = compute.release_compute(release_id=release_id)
-    except compute.SpecMismatch as exc:
-        release_fail(release_id=release_id, reason=exc.message)
-        return
-    except ApplicationError as exc:
-        # expected refusals (e.g. the release vanished): nothing to retry
-        logger.warning("release %s not computed: %s", release_id, exc.message)
-        return
-    except Exception as exc:
-        _retry_or_fail(self, release_id=release_id, exc=exc)
-        return
-    logger.info("release %s compute task: %s", release_id, outcome)
+        except compute.SpecMismatch as exc:
+            release_fail(release_id=release_id, reason=exc.message)  # our own sentence
+            return
+        except ApplicationError as exc:
+            # expected refusals (e.g. the release vanished): nothing to retry
+            logger.warning("release %s not computed (%s)", release_id, type(exc).__name__)
+            return
+        except Exception as exc:
+            _retry_or_fail(self, release_id=release_id, exc=exc)
+            return
+        logger.info("release %s compute task: %s", release_id, outcome)
 
 
 def _retry_or_fail(task, *, release_id: int, exc: Exception) -> None:
@@ -67,9 +63,7 @@ def _retry_or_fail(task, *, release_id: int, exc: Exception) -> None:
     logger.error("release %s: compute failed after retries (%s)", release_id, type(exc).__name__)
     try:
         release_fail(
-            release_id=release_id,
-            reason=f"The computation failed {task.max_retries + 1} times ({type(exc).__name__}); "
-            "the reserved budget was returned.",
+            release_id=release_id, reason=failure_reason(exc, attempts=task.max_retries + 1)
         )
     except Exception as fail_exc:
         # raised here it would carry `exc` (and its text) as context into Celery's error
@@ -79,38 +73,8 @@ def _retry_or_fail(task, *, release_id: int, exc: Exception) -> None:
         )
 
 
-#: queued longer than this -> the compute task is sent again (the broker was down)
-REDISPATCH_QUEUED_AFTER = timedelta(seconds=60)
-#: computing with no progress for this long -> sent again (the broker lost the message)
-REDISPATCH_STALLED_AFTER = timedelta(minutes=30)
-
-
 @shared_task(name="releases.redispatch_stale", ignore_result=True)
 def release_redispatch_stale_task() -> int:
     """Periodic (celery beat): re-send compute tasks for releases left behind."""
-    return release_redispatch_stale()
-
-
-def release_redispatch_stale(
-    *,
-    queued_after: timedelta = REDISPATCH_QUEUED_AFTER,
-    stalled_after: timedelta = REDISPATCH_STALLED_AFTER,
-) -> int:
-    """Send the compute task again for releases queued (or stalled) too long; count sent."""
-    now = timezone.now()
-    queued = Release.objects.filter(
-        status=Release.Status.QUEUED, dispatched_at__lte=now - queued_after
-    ) | Release.objects.filter(status=Release.Status.QUEUED, dispatched_at__isnull=True)
-    stalled = Release.objects.filter(
-        status=Release.Status.COMPUTING, heartbeat_at__lte=now - stalled_after
-    )
-    sent = 0
-    for release_id in list(queued.values_list("pk", flat=True)) + list(
-        stalled.values_list("pk", flat=True)
-    ):
-        if release_dispatch(release_id=release_id):
-            Release.objects.filter(pk=release_id).update(dispatched_at=now)
-            sent += 1
-    if sent:
-        logger.info("re-dispatched %s release(s)", sent)
-    return sent
+    with scrubbed():
+        return release_redispatch_stale()

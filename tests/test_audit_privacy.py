@@ -12,7 +12,7 @@ from django.contrib.admin.sites import site
 from django.test import RequestFactory
 from django.urls import reverse
 
-from releases import fanout, tasks
+from releases import tasks
 from releases.admin import ReleaseAdmin
 from releases.models import Release
 from tests.public_builders import TRUE_COUNT, build_release
@@ -61,16 +61,6 @@ def test_compute_task_retry_does_not_record_the_exception_text():
     )
     text = _stored_traceback(signal)
     assert "AttemptFailed" in text and "ValueError" in text
-    assert CANARY not in text
-
-
-def test_fanout_part_retry_does_not_record_the_exception_text(monkeypatch):
-    monkeypatch.setattr(fanout, "_still_computing", lambda release_id: True)
-    signal = _retry_after_data_error(
-        lambda exc: fanout._part_retry_or_fail(_FakeTask(), release_id=1, exc=exc)
-    )
-    text = _stored_traceback(signal)
-    assert "AttemptFailed" in text
     assert CANARY not in text
 
 

@@ -1,6 +1,8 @@
 """Test hooks of the computation, read only when a test sets the environment variable.
 
-- DPPORTAL_TEST_PAUSE_FILE: a worker waits at the pause point while the file exists.
+- DPPORTAL_TEST_PAUSE_FILE: a worker waits at a pause point while the file exists:
+  at "aggregated" (every true aggregate in memory, nothing written yet) when the
+  file's first word says so, otherwise after the first chunk ("first_chunk").
 - DPPORTAL_TEST_FAIL_FILE: the failure point named by the file's first word raises
   once (the file is then deleted), or on every pass when the second word is
   "always" (the file stays).
@@ -14,12 +16,22 @@ import os
 import time
 from pathlib import Path
 
+PAUSE_POINTS = ("first_chunk", "aggregated")
 
-def _pause_point() -> None:
+
+def _pause_point(name: str = "first_chunk") -> None:
     path = os.environ.get("DPPORTAL_TEST_PAUSE_FILE")
-    if path:
-        while os.path.exists(path):
-            time.sleep(0.05)
+    if not path:
+        return
+    try:
+        words = Path(path).read_text().split()
+    except OSError:
+        return  # no file: no pause
+    wanted = words[0] if words and words[0] in PAUSE_POINTS else "first_chunk"
+    if wanted != name:
+        return
+    while os.path.exists(path):
+        time.sleep(0.05)
 
 
 def _failure_point(name: str) -> None:
