@@ -158,11 +158,22 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
 CELERY_REDIS_SOCKET_TIMEOUT = 5
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+
+# Recovery from a worker that died mid-computation (releases.lifecycle): the computing
+# worker writes a heartbeat every few seconds; a release silent for the stall threshold
+# is shown as "worker lost, resuming" and sent again by the periodic re-dispatch.
+DPPORTAL_COMPUTE_HEARTBEAT_SECONDS = env_int("DPPORTAL_COMPUTE_HEARTBEAT_SECONDS", 5)
+DPPORTAL_COMPUTE_STALLED_AFTER_SECONDS = env_int("DPPORTAL_COMPUTE_STALLED_AFTER_SECONDS", 60)
+DPPORTAL_REDISPATCH_SECONDS = env_int("DPPORTAL_REDISPATCH_SECONDS", 15)
+if DPPORTAL_COMPUTE_STALLED_AFTER_SECONDS < 3 * DPPORTAL_COMPUTE_HEARTBEAT_SECONDS:
+    raise ImproperlyConfigured(
+        "DPPORTAL_COMPUTE_STALLED_AFTER_SECONDS must be at least three heartbeats."
+    )
 CELERY_BEAT_SCHEDULE: dict = {}
-# Releases left queued (broker down at approval) or stalled are sent again.
+# Releases left queued (broker down at approval) or whose worker was lost are sent again.
 CELERY_BEAT_SCHEDULE["releases-redispatch-stale"] = {
     "task": "releases.redispatch_stale",
-    "schedule": 60.0,
+    "schedule": float(DPPORTAL_REDISPATCH_SECONDS),
 }
 # Datasets left uploaded (broker down at upload) or stalled mid-ingest are sent again.
 CELERY_BEAT_SCHEDULE["datasets-redispatch-stale"] = {
@@ -170,12 +181,16 @@ CELERY_BEAT_SCHEDULE["datasets-redispatch-stale"] = {
     "schedule": 60.0,
 }
 if REDIS_URL:
-    # Redis redelivers an unacknowledged message (its worker died) after this many seconds.
+    # Redis redelivers an unacknowledged message (acks_late: its worker died) once it is
+    # this old; a live worker restores such messages about every 100 s (kombu). Twice the
+    # stall threshold: the heartbeat re-dispatch is the fast path, this the backstop when
+    # beat is not running. A long computation still running when its message is
+    # redelivered is not computed twice: the second delivery finds the first one's
+    # advisory lock held (or its results stored) and does nothing. Every countdown of a
+    # retry (at most 32 s) stays below it, so delayed retries are not duplicated.
     CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"] = env_int(
-        "CELERY_VISIBILITY_TIMEOUT", 3600
+        "CELERY_VISIBILITY_TIMEOUT", 2 * DPPORTAL_COMPUTE_STALLED_AFTER_SECONDS
     )
-# In the embedded default there is no result backend, so no chord fan-out.
-DPPORTAL_COMPUTE_FANOUT = env_bool("DPPORTAL_COMPUTE_FANOUT", bool(REDIS_URL))
 # Compute tasks retry after base * 2**attempt seconds (2, 4, 8, 16, 32 by default).
 DPPORTAL_COMPUTE_RETRY_BASE_SECONDS = env_int("DPPORTAL_COMPUTE_RETRY_BASE_SECONDS", 2)
 

@@ -12,9 +12,11 @@ the project row, then the budget request row.
 from __future__ import annotations
 
 import logging
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import models, transaction
 from django.utils import timezone
 
 from budgets import services as budget_services
@@ -262,6 +264,61 @@ def release_fail(*, release_id: int, reason: str) -> Release | None:
             budget_services.budget_release(budget_request=locked.budget_request, note="failed")
     logger.warning("release %s failed", release_id)
     return locked
+
+
+# --- recovery: a worker that died mid-computation -------------------------------------
+#
+# A computing worker writes Release.heartbeat_at every few seconds (releases.compute,
+# settings.DPPORTAL_COMPUTE_HEARTBEAT_SECONDS). A release whose heartbeat is older
+# than the stall threshold has lost its worker: its page says "worker lost, resuming"
+# and the periodic re-dispatch (celery beat) sends the compute task again. Sending it
+# twice is harmless: the computation is idempotent (results, CHARGE and `computed`
+# commit in one transaction, under the release row lock) and a delivery finding a
+# live computation (its advisory lock held) does nothing.
+
+#: queued longer than this -> the compute task is sent again (the broker was down)
+REDISPATCH_QUEUED_AFTER = timedelta(seconds=60)
+
+
+def compute_stalled_after() -> timedelta:
+    """How long a computing release may go without a heartbeat before it is presumed lost."""
+    return timedelta(seconds=float(settings.DPPORTAL_COMPUTE_STALLED_AFTER_SECONDS))
+
+
+def release_worker_lost(*, release: Release, now: datetime | None = None) -> bool:
+    """True when the release is computing but its worker stopped writing its heartbeat."""
+    if release.status != S.COMPUTING or release.heartbeat_at is None:
+        return False
+    return release.heartbeat_at <= (now or timezone.now()) - compute_stalled_after()
+
+
+def release_redispatch_stale(
+    *,
+    queued_after: timedelta = REDISPATCH_QUEUED_AFTER,
+    stalled_after: timedelta | None = None,
+) -> int:
+    """Send the compute task again for releases left queued or whose worker was lost.
+
+    A release is sent at most once per threshold (dispatched_at), so a backlog of
+    busy workers does not fill the queue with copies. Returns how many were sent.
+    """
+    now = timezone.now()
+    stalled_after = compute_stalled_after() if stalled_after is None else stalled_after
+    queued = Release.objects.filter(status=S.QUEUED).filter(
+        models.Q(dispatched_at__isnull=True) | models.Q(dispatched_at__lte=now - queued_after)
+    )
+    lost = Release.objects.filter(status=S.COMPUTING).filter(
+        models.Q(heartbeat_at__isnull=True) | models.Q(heartbeat_at__lte=now - stalled_after),
+        models.Q(dispatched_at__isnull=True) | models.Q(dispatched_at__lte=now - stalled_after),
+    )
+    sent = 0
+    for release_id in [*queued.values_list("pk", flat=True), *lost.values_list("pk", flat=True)]:
+        if release_dispatch(release_id=release_id):
+            Release.objects.filter(pk=release_id).update(dispatched_at=now)
+            sent += 1
+    if sent:
+        logger.info("re-dispatched %s release(s)", sent)
+    return sent
 
 
 def release_has_result(*, release: Release) -> bool:

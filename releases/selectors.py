@@ -10,6 +10,7 @@ from django.db.models import QuerySet
 from budgets.models import Project
 from budgets.selectors import project_roles
 from dpportal.errors import NotFound, PermissionDenied
+from releases.lifecycle import release_worker_lost
 from releases.models import Release, ReleaseResult
 
 
@@ -60,11 +61,17 @@ def release_result_get(*, release: Release) -> ReleaseResult | None:
 
 
 def release_status(*, release: Release) -> dict[str, Any]:
-    """What the detail page polls: status and progress (no timings, no values)."""
+    """What the detail page polls: status and progress (no timings, no values).
+
+    `worker_lost`: computing, but the worker's heartbeat went silent; the release is
+    being sent to another worker (releases.lifecycle), and the label says so.
+    """
+    worker_lost = release_worker_lost(release=release)
     return {
         "id": release.pk,
         "status": release.status,
-        "status_label": release.get_status_display(),
+        "status_label": "Worker lost, resuming" if worker_lost else release.get_status_display(),
+        "worker_lost": worker_lost,
         "progress": round(float(release.progress), 4),
         "failure_reason": release.failure_reason if release.status == "failed" else "",
         "has_results": ReleaseResult.objects.filter(release=release).exists(),

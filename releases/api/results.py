@@ -23,6 +23,9 @@ class ReleaseStatusOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     status = serializers.ChoiceField(choices=Release.Status.choices)
     status_label = serializers.CharField()
+    worker_lost = serializers.BooleanField(
+        help_text="Computing, but its worker stopped responding: another worker resumes it."
+    )
     progress = serializers.FloatField(help_text="Fraction of the data's chunks done (0 to 1).")
     failure_reason = serializers.CharField()
     has_results = serializers.BooleanField()

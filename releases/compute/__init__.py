@@ -12,7 +12,10 @@ The flow (`release_compute`), run by the Celery task and the benchmark alike:
    the ID column alone, gives each row a uniform 64-bit key from the CSPRNG and
    keeps, per person, the L rows with the smallest keys (a uniformly random
    subset; rows without an ID are dropped). True aggregates live only in this
-   process's memory.
+   process's memory: the whole computation is one task in one worker process,
+   nothing partial travels through the broker or a result backend. Meanwhile a
+   `Heartbeat` thread writes heartbeat_at every few seconds, so a killed worker
+   is noticed within a minute (releases.lifecycle's re-dispatch).
 3. finalize: in ONE transaction, with the release row locked again, draw the
    noise (through dpportal.privacy), store the noisy results, CHARGE the ledger
    and move computing -> computed. A crash before this commit leaves no noisy
@@ -33,6 +36,7 @@ from releases.compute.reading import (
     needed_columns,
 )
 from releases.compute.run import (
+    Heartbeat,
     SpecMismatch,
     release_aggregate,
     release_claim,
@@ -45,6 +49,7 @@ __all__ = [
     "MISSING",
     "OTHER",
     "Axis",
+    "Heartbeat",
     "SpecMismatch",
     "StatisticReader",
     "_failure_point",

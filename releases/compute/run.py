@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
 import pyarrow.parquet as pq
-from django.db import connection, transaction
+from django.conf import settings
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from budgets import services as budget_services
 from dpportal.errors import ApplicationError
+from dpportal.privacy.rng import RandomSource
 from releases import dp
 from releases.compute.hooks import _failure_point, _pause_point
 from releases.compute.readers import StatisticReader
@@ -96,10 +99,13 @@ def release_aggregate(*, release: Release, row_groups: list[int] | None = None) 
     )
 
 
-def release_finalize(*, release_id: int, aggregates: list[Any]) -> bool:
+def release_finalize(
+    *, release_id: int, aggregates: list[Any], rng: RandomSource | None = None
+) -> bool:
     """ONE transaction: draw the noise once, store the results, CHARGE, mark computed.
 
-    Returns False when another delivery got there first (nothing drawn).
+    Returns False when another delivery got there first (nothing drawn). `rng`:
+    the OS CSPRNG when None; only tests pass a seeded source.
     """
     with transaction.atomic():
         release = release_lock(release_id=release_id)
@@ -121,6 +127,7 @@ def release_finalize(*, release_id: int, aggregates: list[Any]) -> bool:
                     confidence=spec["confidence"],
                     contribution_bound=spec["privacy_unit"]["contribution_bound"],
                     cells=StatisticReader.from_spec(entry).axes,
+                    rng=rng,
                 )
                 for entry, aggregate in zip(spec["statistics"], aggregates, strict=True)
             ],
@@ -139,6 +146,53 @@ def release_finalize(*, release_id: int, aggregates: list[Any]) -> bool:
     logger.info("release %s computed", release_id)
     _failure_point("after_commit")
     return True
+
+
+class Heartbeat:
+    """Writes the release's heartbeat_at every few seconds while this process computes it.
+
+    A thread with its own database connection, so the heartbeat keeps coming while
+    one chunk (or the privacy unit's pass over the ID column) takes long. The page
+    and the periodic re-dispatch read a silent heartbeat as a lost worker (see
+    releases.lifecycle): a SIGKILLed worker stops beating at once.
+    """
+
+    def __init__(self, release_id: int, interval: float | None = None) -> None:
+        self.release_id = release_id
+        self.interval = float(
+            settings.DPPORTAL_COMPUTE_HEARTBEAT_SECONDS if interval is None else interval
+        )
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, name=f"heartbeat-release-{release_id}", daemon=True
+        )
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def beat(self) -> None:
+        Release.objects.filter(pk=self.release_id, status=Release.Status.COMPUTING).update(
+            heartbeat_at=timezone.now()
+        )
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.wait(self.interval):
+                try:
+                    self.beat()
+                except DatabaseError as exc:  # the database is away: try at the next beat
+                    logger.warning(
+                        "release %s: heartbeat not written (%s)",
+                        self.release_id,
+                        type(exc).__name__,
+                    )
+        finally:
+            connection.close()  # this thread's own connection
 
 
 class _AdvisoryLock:
@@ -168,11 +222,12 @@ class _AdvisoryLock:
         self.held = False
 
 
-def release_compute(*, release_id: int) -> str:
+def release_compute(*, release_id: int, rng: RandomSource | None = None) -> str:
     """Compute a release end to end in this process. Idempotent; safe to run twice at once.
 
     Returns "computed", "done" (nothing to do: results exist or the release moved
-    on) or "busy" (another delivery holds the computation).
+    on) or "busy" (another delivery holds the computation). `rng` is for tests
+    only (a seeded source); the task never passes it, so noise comes from the OS.
     """
     lock = _AdvisoryLock(release_id)
     if not lock.acquire():
@@ -181,9 +236,10 @@ def release_compute(*, release_id: int) -> str:
         release = release_claim(release_id=release_id)
         if release is None:
             return "done"
-        aggregates = release_aggregate(release=release)
-        return (
-            "computed" if release_finalize(release_id=release_id, aggregates=aggregates) else "done"
-        )
+        with Heartbeat(release_id):
+            aggregates = release_aggregate(release=release)
+            _pause_point("aggregated")
+            computed = release_finalize(release_id=release_id, aggregates=aggregates, rng=rng)
+        return "computed" if computed else "done"
     finally:
         lock.release()
