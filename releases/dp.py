@@ -20,6 +20,7 @@ from dpportal.errors import ValidationFailed
 from dpportal.privacy import accounting, mechanisms, planning, sensitivity
 from dpportal.privacy.errors import PrivacyParameterError
 from dpportal.privacy.params import exact_str
+from dpportal.privacy.rng import RandomSource
 
 if TYPE_CHECKING:
     from releases.services import ReleasePlan, StatisticPlan
@@ -167,11 +168,13 @@ def noisy_entry(
     confidence: str,
     contribution_bound: int,
     cells: list,
+    rng: RandomSource | None = None,
 ) -> dict[str, Any]:
     """Noise one statistic's true aggregate once; return its public result entry.
 
     The true aggregate is used here and dropped: the entry holds noisy values and
-    the explanation (public parameters) only.
+    the explanation (public parameters) only. `rng`: the OS CSPRNG when None; tests
+    alone pass a seeded source (dpportal.privacy.rng.SeededTestRandom).
     """
     kind = entry["kind"]
     eps = Fraction(Decimal(entry["epsilon"]))
@@ -191,6 +194,7 @@ def noisy_entry(
         result = mechanisms.release_counts(
             int(aggregate), mechanism=mechanism, epsilon=eps, delta=delta,
             contribution_bound=contribution_bound,
+            rng=rng,
         )  # fmt: skip
         out["cells"] = [entry.get("category") or "All rows"]
         out["values"] = list(result.values)
@@ -198,6 +202,7 @@ def noisy_entry(
         result = mechanisms.release_counts(
             np.asarray(aggregate, dtype=np.int64), mechanism=mechanism, epsilon=eps, delta=delta,
             contribution_bound=contribution_bound,
+            rng=rng,
         )  # fmt: skip
         if len(cells) == 2:
             rows, cols = cells[0].labels, cells[1].labels
@@ -212,6 +217,7 @@ def noisy_entry(
             int(aggregate), lower=Fraction(Decimal(entry["lower"])),
             upper=Fraction(Decimal(entry["upper"])), granularity=entry["granularity"],
             mechanism=mechanism, epsilon=eps, delta=delta, contribution_bound=contribution_bound,
+            rng=rng,
         )  # fmt: skip
         out["cells"] = ["Sum"]
         out["values"] = list(result.decimal_values)
@@ -221,6 +227,7 @@ def noisy_entry(
             upper=Fraction(Decimal(entry["upper"])), granularity=entry["granularity"],
             mechanism=mechanism, epsilon=eps, delta=delta, contribution_bound=contribution_bound,
             sum_share=MEAN_SUM_SHARE, confidence=Fraction(Decimal(confidence)),
+            rng=rng,
         )  # fmt: skip
         out["cells"] = ["Mean"]
         out["values"] = [float(result.estimate)]
@@ -228,6 +235,7 @@ def noisy_entry(
         result = mechanisms.release_argmax(
             np.asarray(aggregate, dtype=np.int64), epsilon=eps,
             contribution_bound=contribution_bound,
+            rng=rng,
         )  # fmt: skip
         labels = cells[0].labels
         out["cells"] = list(labels[: result.spec.cells])
