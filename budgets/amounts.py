@@ -1,9 +1,15 @@
-"""Exact arithmetic on budget amounts (Decimal with room to spare, never float)."""
+"""Exact arithmetic on budget amounts (Decimal with room to spare, never float).
+
+`fmt` writes an amount exactly (for JSON, the frozen specification and its
+hash); `text` writes it for a person, in a message (dpportal.formatting).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from decimal import Context, Decimal
+
+from dpportal import formatting
 
 # 60 significant digits: sums of NUMERIC(24,12) / NUMERIC(30,24) amounts stay exact.
 EXACT = Context(prec=60)
@@ -31,3 +37,16 @@ def fmt(value: Decimal) -> str:
         return "0"
     text = format(value.normalize(EXACT), "f")
     return text
+
+
+def text(value: Decimal) -> str:
+    """An amount for a message: formatting.budget, plus the exact value when rounding hid it.
+
+    '0.5' -> '0.5'; '0.333333333334' -> '0.3333 (exactly 0.333333333334)', so a
+    message comparing two amounts never shows two equal-looking numbers.
+    """
+    readable = formatting.budget(value)
+    exact = formatting.exact(value)
+    if readable.replace(",", "") == exact:
+        return readable
+    return f"{readable} (exactly {exact})"

@@ -9,7 +9,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils.text import slugify
 
-from budgets.amounts import fmt as _fmt
+from budgets.amounts import text as _text
 from budgets.models import CapChange, Membership, Project
 from budgets.selectors import budget_summary as _ledger_totals
 from budgets.services.ledger import _user_roles
@@ -100,12 +100,12 @@ def project_caps_update(
         totals = _ledger_totals(project=locked)
         if new_eps < totals.epsilon_committed:
             raise ValidationFailed(
-                f"The epsilon cap cannot go below the {_fmt(totals.epsilon_committed)} "
+                f"The epsilon cap cannot go below the {_text(totals.epsilon_committed)} "
                 "already committed."
             )
         if new_delta < totals.delta_committed:
             raise ValidationFailed(
-                f"The delta cap cannot go below the {_fmt(totals.delta_committed)} "
+                f"The delta cap cannot go below the {_text(totals.delta_committed)} "
                 "already committed."
             )
         if new_eps == locked.epsilon_cap and new_delta == locked.delta_cap:

@@ -15,6 +15,7 @@ from django.utils import timezone
 from budgets.amounts import add as _add
 from budgets.amounts import fmt as _fmt
 from budgets.amounts import sub as _sub
+from budgets.amounts import text as _text
 from budgets.models import BudgetRequest, LedgerEntry, Membership, Project
 from budgets.selectors import budget_summary as _ledger_totals
 from budgets.services.ledger import _lock_request, _open_reservation, _settle, _user_roles
@@ -55,11 +56,12 @@ def budget_request_create(
     eps, dlt = parse_cost(epsilon, delta)
     if eps > project.epsilon_cap:
         raise ValidationFailed(
-            f"epsilon {eps} is above the project's epsilon cap of {project.epsilon_cap}."
+            f"epsilon {_text(eps)} is above the project's epsilon cap of "
+            f"{_text(project.epsilon_cap)}."
         )
     if dlt > project.delta_cap:
         raise ValidationFailed(
-            f"delta {dlt} is above the project's delta cap of {project.delta_cap}."
+            f"delta {_text(dlt)} is above the project's delta cap of {_text(project.delta_cap)}."
         )
     if not isinstance(summary, dict):
         raise ValidationFailed("The request's summary must be a JSON object.")
@@ -130,10 +132,10 @@ def budget_request_approve(
             eps_left = _sub(project.epsilon_cap, totals.epsilon_committed)
             delta_left = _sub(project.delta_cap, totals.delta_committed)
             raise BudgetExceeded(
-                f"Budget exceeded: this request costs epsilon {_fmt(budget_request.epsilon)}, "
-                f"delta {_fmt(budget_request.delta)}, but only epsilon {_fmt(eps_left)}, "
-                f"delta {_fmt(delta_left)} remain in the project.",
-                extra={"epsilon_remaining": str(eps_left), "delta_remaining": str(delta_left)},
+                f"Budget exceeded: this request costs epsilon {_text(budget_request.epsilon)}, "
+                f"delta {_text(budget_request.delta)}, but only epsilon {_text(eps_left)}, "
+                f"delta {_text(delta_left)} remain in the project.",
+                extra={"epsilon_remaining": _fmt(eps_left), "delta_remaining": _fmt(delta_left)},
             )
         _record_decision(
             budget_request=budget_request,

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from budgets.amounts import fmt
 from budgets.models import Project
 from budgets.services import parse_delta, parse_epsilon
 from datasets.models import Column, Dataset
+from dpportal import formatting
 from dpportal.errors import ValidationFailed
 from releases.models import Release, Statistic
 from releases.services.allocation import allocate
@@ -127,7 +127,8 @@ def _clip_bounds(plan: StatisticPlan, column: Column) -> None:
         )
     if lower > upper:
         raise ValidationFailed(
-            f"The lower bound ({fmt(lower)}) is above the upper bound ({fmt(upper)})."
+            f"The lower bound ({formatting.exact(lower)}) is above the upper bound "
+            f"({formatting.exact(upper)})."
         )
     if lower == upper:
         raise ValidationFailed("The lower and upper bounds must differ.")

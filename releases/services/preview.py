@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from budgets.amounts import fmt
+from budgets.amounts import fmt, text
 from budgets.models import Project
 from budgets.selectors import budget_summary
 from dpportal.errors import BudgetExceeded
@@ -71,12 +71,12 @@ def _check_fits(*, plan: ReleasePlan) -> tuple[Decimal, Decimal]:
     summary = budget_summary(project=plan.project)
     if cost_eps > summary.epsilon_remaining:
         raise BudgetExceeded(
-            f"This release costs epsilon {fmt(cost_eps)} but only "
-            f"{fmt(summary.epsilon_remaining)} remains in the project's budget."
+            f"This release costs epsilon {text(cost_eps)} but only "
+            f"{text(summary.epsilon_remaining)} remains in the project's budget."
         )
     if cost_delta > summary.delta_remaining:
         raise BudgetExceeded(
-            f"This release costs delta {fmt(cost_delta)} but only "
-            f"{fmt(summary.delta_remaining)} remains in the project's budget."
+            f"This release costs delta {text(cost_delta)} but only "
+            f"{text(summary.delta_remaining)} remains in the project's budget."
         )
     return cost_eps, cost_delta
