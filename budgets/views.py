@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from budgets import selectors, services
 from budgets.forms import CapsForm, DecisionForm, MemberAddForm, ProjectCreateForm
 from budgets.models import BudgetRequest, Membership, Project
+from dpportal import formatting
 from dpportal.errors import ApplicationError, NotFound, PermissionDenied
 
 
@@ -125,7 +126,11 @@ def project_budget_view(request: HttpRequest, slug: str) -> HttpResponse:
     status = 200
     caps_form = CapsForm(
         request.POST or None,
-        initial={"epsilon_cap": project.epsilon_cap.normalize(), "delta_cap": project.delta_cap},
+        # exact plain text in the inputs ('10', not '1E+1'; '0.000001', not 24 places)
+        initial={
+            "epsilon_cap": formatting.exact(project.epsilon_cap),
+            "delta_cap": formatting.exact(project.delta_cap),
+        },
     )
     if request.method == "POST":
         status = 400

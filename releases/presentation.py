@@ -1,4 +1,10 @@
-"""Noisy results made readable: values with intervals recomputed from the stored explanation."""
+"""Noisy results made readable for the project's members: values with intervals, in data units.
+
+Intervals are recomputed from the stored explanation at the release's
+confidence (public parameters only), and the noise parameters are converted
+to the data's units by releases.results_text, as on the public page: a sum's
+scale is shown in the column's units, never in grid steps.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +12,28 @@ from decimal import Decimal
 from typing import Any
 
 from dpportal.privacy.accuracy import mean_interval, result_halfwidth
+from releases.results_text import noise_parameters
+
+
+def _mean_row(explanation: dict[str, Any], *, confidence: object) -> dict[str, Any]:
+    estimate, low, high = mean_interval(explanation, confidence=confidence)
+    # the interval is asymmetric: its larger side fixes the precision shown
+    halfwidth = max(high - estimate, estimate - low)
+    return {"cell": "Mean", "value": estimate, "low": low, "high": high, "halfwidth": halfwidth}
 
 
 def results_for_display(payload: dict[str, Any]) -> list[dict[str, Any]]:
     """One dict per statistic: rows of (cell, noisy value, low, high) and the noise used.
 
     Intervals describe the noisy value before any post-processing; recomputed at
-    the release's confidence from public parameters only.
+    the release's confidence from public parameters only. Numbers stay exact
+    here; the template formats them (dpformat).
     """
     confidence = payload["confidence"]
     out = []
     for entry in payload["statistics"]:
         explanation = entry["explanation"]
+        noise = noise_parameters(explanation, kind=entry["kind"])
         item: dict[str, Any] = {
             "label": entry["label"],
             "kind": entry["kind"],
@@ -25,19 +41,15 @@ def results_for_display(payload: dict[str, Any]) -> list[dict[str, Any]]:
             "epsilon": entry["epsilon"],
             "delta": entry["delta"],
             "mechanism": explanation.get("mechanism", payload["mechanism"]),
-            "scale": explanation.get("scale_float") or explanation.get("sigma_float"),
-            "scale_name": "sigma" if "sigma" in explanation else "scale",
+            "noise": noise,
+            "noise_text": "; ".join(p.text for p in noise),
             "rows": [],
             "halfwidth": None,
             "halfwidth_simultaneous": None,
             "argmax": entry.get("argmax"),
         }
         if entry["kind"] == "mean":
-            estimate, low, high = mean_interval(explanation, confidence=confidence)
-            item["rows"] = [{"cell": "Mean", "value": estimate, "low": low, "high": high}]
-            item["scale"] = explanation["sum"].get("scale_float") or explanation["sum"].get(
-                "sigma_float"
-            )
+            item["rows"] = [_mean_row(explanation, confidence=confidence)]
         elif entry["kind"] == "argmax":
             item["halfwidth"] = result_halfwidth(explanation, confidence=confidence)
         else:
@@ -50,7 +62,8 @@ def results_for_display(payload: dict[str, Any]) -> list[dict[str, Any]]:
             for cell, value in zip(entry["cells"], entry["values"], strict=False):
                 number = float(Decimal(str(value)))
                 item["rows"].append(
-                    {"cell": cell, "value": value, "low": number - h, "high": number + h}
-                )
+                    {"cell": cell, "value": value, "low": number - h, "high": number + h,
+                     "halfwidth": h}
+                )  # fmt: skip
         out.append(item)
     return out
