@@ -1,7 +1,10 @@
-"""`manage.py seed_demo`: demo users, a demo project and a census-like demo dataset.
+"""`manage.py seed_demo`: demo users, project, census-like dataset and releases.
 
 Idempotent (a second run leaves one demo) and built through the services, so the
-demo walks the real paths: upload, in-process ingest, declaration.
+demo walks the real paths: upload, in-process ingest, declaration, then a
+release with every statistic kind submitted, approved by the reviewer, computed
+by the compute service the Celery task runs and published, and a second
+release left pending in the reviewer's inbox (releases.demo).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from django.core.files import File
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from budgets.models import Membership, Project
@@ -19,6 +22,7 @@ from budgets.services import membership_add, project_create
 from datasets.demo import EDUCATION, REGIONS, SEXES, write_census_csv
 from datasets.models import Dataset
 from datasets.services import dataset_create, dataset_declare, dataset_delete, dataset_ingest
+from releases.demo import DemoNotComputed, demo_releases_seed
 
 DEMO_SLUG = "demo-census"
 DEMO_DATASET = "Demo census"
@@ -51,7 +55,10 @@ def _user(username: str, password: str):
 
 
 class Command(BaseCommand):
-    help = "Create the demo users, project and ingested, declared census-like dataset."
+    help = (
+        "Create the demo users, project, ingested and declared census-like dataset, a "
+        "published release with every statistic kind and one release pending review."
+    )
 
     def handle(self, *args, **options) -> None:
         with transaction.atomic():
@@ -78,11 +85,19 @@ class Command(BaseCommand):
             if dataset is not None and not dataset.releases.exists():
                 dataset_delete(dataset=dataset, actor=owner)  # half-built earlier: start over
             dataset = self._build_dataset(project=project, owner=owner)
+        try:
+            demo = demo_releases_seed(
+                project=project, dataset=dataset, owner=owner, reviewer=reviewer
+            )
+        except DemoNotComputed as exc:
+            raise CommandError(str(exc)) from exc
 
         self.stdout.write(
             self.style.SUCCESS(
                 f"Demo ready: project '{project.name}' (/projects/{project.slug}/), "
                 f"dataset /datasets/{dataset.pk}/\n"
+                f"  public dashboard: /p/{project.slug}/releases/{demo.published.pk}/\n"
+                f"  pending review:   /releases/{demo.pending.pk}/\n"
                 f"  owner login:    {OWNER[0]} / {OWNER[1]}\n"
                 f"  reviewer login: {REVIEWER[0]} / {REVIEWER[1]}"
             )
