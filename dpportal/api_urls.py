@@ -128,6 +128,11 @@ v1 = [
         name="releases-publish",
     ),
     path(
+        "releases/<int:release_id>/clone/",
+        releases_api.ReleaseCloneApi.as_view(),
+        name="releases-clone",
+    ),
+    path(
         "releases/<int:release_id>/approve/",
         releases_api.ReleaseApproveApi.as_view(),
         name="releases-approve",
