@@ -1,5 +1,6 @@
 // A queued or computing release's page (templates/releases/detail.html): polls the
-// status URL named by the progress card and reloads the page once the worker is done.
+// status URL named by the progress card, shows "worker lost, resuming" while the
+// heartbeat is silent, and reloads the page once the worker is done.
 (function () {
   "use strict";
 
@@ -8,6 +9,7 @@
   const url = card.dataset.statusUrl;
   const bar = document.getElementById("progress");
   const label = document.getElementById("status-label");
+  const lost = document.getElementById("worker-lost");
 
   async function poll() {
     try {
@@ -15,6 +17,7 @@
       const s = await res.json();
       bar.value = s.progress;
       label.textContent = s.status_label;
+      if (lost) lost.hidden = !s.worker_lost;
       if (s.status !== "queued" && s.status !== "computing") {
         window.location.reload();
         return;
