@@ -65,6 +65,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's files from our static files, not a CDN
+    "csp",
     "accounts",
     "budgets",
     "datasets",
@@ -81,6 +82,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "dpportal.middleware.ApplicationErrorMiddleware",
 ]
 
@@ -280,6 +282,32 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
+
+# Content-Security-Policy on every response (django-csp). Scripts only from our own
+# static files: no inline <script> anywhere (pages pass data with json_script to a
+# static file), no eval, no plugins, no <base> rewriting, no framing (clickjacking),
+# forms post only to us. Style sheets and <style> elements only from our static files
+# too; style ATTRIBUTES are allowed: the budget bars' widths are data-driven, and
+# Plotly, Swagger UI and DRF's pages set them. An attribute holds no selector and
+# can load nothing from outside 'self', so it can neither run script nor exfiltrate.
+# The pages with Plotly charts add 'unsafe-inline' to style-src-elem for Plotly's own
+# <style> elements (dpportal/csp.py). Images may be data: URIs (icons in CSS).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "style-src-elem": ["'self'"],
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
 
 LOGGING = {
     "version": 1,

@@ -1,5 +1,6 @@
 from django.urls import path
 
+from dpportal.csp import plotly_styles
 from releases import public_views
 
 app_name = "public"
@@ -8,7 +9,7 @@ urlpatterns = [
     path("p/<slug:slug>/", public_views.ProjectDashboardView.as_view(), name="project"),
     path(
         "p/<slug:slug>/releases/<int:release_id>/",
-        public_views.ReleasePageView.as_view(),
+        plotly_styles(public_views.ReleasePageView.as_view()),
         name="release",
     ),
     path(

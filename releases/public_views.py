@@ -213,8 +213,17 @@ class ReleasePageView(View):
         except ValidationFailed as error:
             return _bad_request(request, error, as_json=False)
 
-    def _render(self, request: HttpRequest, *, release: Release, options) -> str:
-        data = _release_data(release=release)
+    def _render(
+        self,
+        request: HttpRequest,
+        *,
+        release: Release,
+        options,
+        data: dict[str, Any] | None = None,
+        template: str = "public/release.html",
+        extra: dict[str, Any] | None = None,
+    ) -> str:
+        data = _release_data(release=release) if data is None else data
         context = {
             "project": release.project,
             "release": release,
@@ -231,7 +240,7 @@ class ReleasePageView(View):
             "chart_data": {**data, "default_confidence": options.confidence},
             "registry_url": registry_url(slug=release.project.slug),
         }
-        return render_to_string("public/release.html", context, request=request)
+        return render_to_string(template, {**context, **(extra or {})}, request=request)
 
 
 def _fmt(x: float | None) -> str:
@@ -390,3 +399,22 @@ class ReleaseDataJsonView(View):
 class ReleaseDataCsvView(View):
     def get(self, request: HttpRequest, slug: str, release_id: int) -> HttpResponse:
         return _download(request, slug, release_id, fmt="csv")
+
+
+def release_preview_html(
+    request: HttpRequest, *, release: Release, options, template: str, extra: dict[str, Any]
+) -> str:
+    """The public page of a computed, unpublished release, for its owners to check.
+
+    The same context as the public page, built from the stored results on every
+    request and never cached: the public caches are keyed by the publication time,
+    which a preview does not have. The caller checks that the user is an owner.
+    """
+    return ReleasePageView()._render(
+        request,
+        release=release,
+        options=options,
+        data=public.release_public_data(release=release),
+        template=template,
+        extra=extra,
+    )

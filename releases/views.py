@@ -10,15 +10,18 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from budgets.models import Membership
 from budgets.selectors import budget_summary, project_get_for_member, project_roles
 from datasets.models import Column, Dataset
+from dpportal.csp import plotly_styles
 from dpportal.errors import ApplicationError
-from releases import lifecycle, selectors, services
+from releases import lifecycle, public_selectors, selectors, services
 from releases.models import Release
 from releases.presentation import results_for_display
+from releases.public_views import release_preview_html
 
 OWNER = {Membership.Role.OWNER}
 
@@ -212,15 +215,65 @@ def release_withdraw_view(request: HttpRequest, release_id: int) -> HttpResponse
     )
 
 
+#: The value of the confirmation field the publish page posts; anything else publishes nothing.
+PUBLISH_CONFIRMATION = "publish"
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@never_cache
+@plotly_styles
+def release_publish_view(request: HttpRequest, release_id: int) -> HttpResponse:
+    """GET: the exact public page of a computed release, bannered as a preview, with the
+    confirmation form. POST with the confirmation: publish. Owners only."""
+    release = selectors.release_get_for_member(
+        release_id=release_id, user=request.user, roles=OWNER
+    )
+    if release.status == Release.Status.PUBLISHED:
+        return redirect("public:release", release.project.slug, release.pk)
+    if release.status != Release.Status.COMPUTED:
+        messages.error(request, "Only a computed release can be published.")
+        return redirect("releases:detail", release.pk)
+    if request.method == "POST":
+        if request.POST.get("confirm") != PUBLISH_CONFIRMATION:
+            messages.error(request, "Check the preview, then confirm to publish.")
+            return redirect("releases:publish", release.pk)
+        return _action(
+            request,
+            release.pk,
+            lambda r: lifecycle.release_publish(release=r, actor=request.user),
+            "Published: the results are now public.",
+        )
+    try:
+        options = public_selectors.view_options_parse(query=request.GET.dict())
+    except ApplicationError:
+        options = public_selectors.view_options_parse(query={})
+    html = release_preview_html(
+        request,
+        release=release,
+        options=options,
+        template="releases/publish_preview.html",
+        extra={"confirmation": PUBLISH_CONFIRMATION},
+    )
+    return HttpResponse(html)
+
+
 @login_required
 @require_POST
-def release_publish_view(request: HttpRequest, release_id: int) -> HttpResponse:
-    return _action(
-        request,
-        release_id,
-        lambda r: lifecycle.release_publish(release=r, actor=request.user),
-        "Published: the results are now public.",
+def release_clone_view(request: HttpRequest, release_id: int) -> HttpResponse:
+    """A rejected or withdrawn release as a new draft (owners): to its edit page."""
+    release = selectors.release_get_for_member(
+        release_id=release_id, user=request.user, roles=OWNER
     )
+    try:
+        clone = services.release_clone(release=release, actor=request.user)
+    except ApplicationError as exc:
+        messages.error(request, exc.message)
+        return redirect("releases:detail", release.pk)
+    messages.success(
+        request, "A new draft with the same statistics. Check it, then submit it for review."
+    )
+    return redirect("releases:edit", clone.pk)
 
 
 @login_required

@@ -296,7 +296,14 @@ def test_end_to_end_from_upload_to_public_chart(
         owner_pages.shot("computed")
         public_url = f"/p/{project.slug}/releases/{release.pk}/"
         assert public_pages.goto(public_url).status == 404  # not public before publication
-        page.get_by_role("button", name="Publish").click()
+        # publishing shows the public page as a preview first, then asks to confirm
+        page.get_by_role("link", name="Preview the public page and publish").click()
+        page.wait_for_selector("body[data-charts-ready='1']")
+        assert "Preview: not public yet" in page.locator("#publish-preview").inner_text()
+        owner_pages.shot("publish-preview")
+        release.refresh_from_db()
+        assert release.status == "computed"
+        page.get_by_role("button", name="Publish: make these results public").first.click()
         page.wait_for_load_state()
         release.refresh_from_db()
         assert release.status == "published"

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
+from pathlib import Path
 
+import pyarrow.dataset as pa_dataset
+import pyarrow.parquet as pq
 import pytest
 from django.urls import reverse
 
@@ -13,7 +16,7 @@ from dpportal.errors import BudgetExceeded, InvalidTransition, SelfApproval, Val
 from releases import lifecycle, services
 from releases.models import Release, Statistic
 from tests.factories import PASSWORD, MembershipFactory, ProjectFactory, UserFactory
-from tests.releases_support import builder_data, draft, make_dataset, submitted
+from tests.releases_support import builder_data, draft, full_statistics, make_dataset, submitted
 
 pytestmark = pytest.mark.django_db
 
@@ -103,10 +106,25 @@ def test_preview_reports_cost_halfwidths_and_budget(project, owner, dataset):
     assert hist["halfwidth_simultaneous"] > hist["halfwidth"] > 0
 
 
-def test_preview_never_opens_the_data(project, owner, dataset, settings):
-    settings.MEDIA_ROOT = settings.MEDIA_ROOT / "nowhere"
+def test_preview_never_opens_the_data(project, owner, dataset, settings, monkeypatch):
+    """With the data file gone and every Parquet reader refusing, the preview is the same."""
+    expected = services.release_preview(project=project, data=builder_data(dataset))
+    (Path(settings.MEDIA_ROOT) / dataset.parquet_file).unlink()
+    opened = []
+
+    def refuse(*args, **kwargs):
+        opened.append(args)
+        raise AssertionError("the preview opened the data")
+
+    for name in ("read_table", "ParquetFile", "ParquetDataset", "read_metadata", "read_schema"):
+        monkeypatch.setattr(pq, name, refuse)
+    monkeypatch.setattr(pa_dataset, "dataset", refuse)
     preview = services.release_preview(project=project, data=builder_data(dataset))
-    assert preview["statistics"]
+    assert opened == []
+    assert preview == expected
+    kinds = [s["kind"] for s in preview["statistics"]]
+    assert kinds == [s["kind"] for s in full_statistics()]
+    assert all(s["halfwidth"] > 0 for s in preview["statistics"] if s["kind"] != "argmax")
 
 
 def test_submitted_release_is_frozen(project, owner, reviewer, dataset):

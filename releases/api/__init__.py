@@ -18,6 +18,7 @@ from releases.api.common import (
     release_detail,
 )
 from releases.api.drafts import (
+    ReleaseCloneApi,
     ReleaseCreateApi,
     ReleaseDetailApi,
     ReleaseInputSerializer,
@@ -65,6 +66,7 @@ __all__ = [
     "PublicReleaseListApi",
     "PublicReleaseOutputSerializer",
     "ReleaseApproveApi",
+    "ReleaseCloneApi",
     "ReleaseCreateApi",
     "ReleaseDataOutputSerializer",
     "ReleaseDetailApi",

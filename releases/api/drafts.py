@@ -156,3 +156,21 @@ class ReleaseUpdateApi(ApiView):
             release=release,
         )
         return Response(release_detail(release))
+
+
+class ReleaseCloneApi(ApiView):
+    @extend_schema(
+        operation_id="releases_clone",
+        summary="Clone a rejected or withdrawn release into a new draft (owners)",
+        description="The new draft has the same dataset, parameters and statistics and goes "
+        "through the same validation as any draft (the dataset must still be usable and the "
+        "cost fit the remaining budget); on any problem nothing is written.",
+        request=None,
+        responses={201: ReleaseDetailOutputSerializer, **error_responses(*MEMBER_ERRORS, 409)},
+    )
+    def post(self, request: Request, release_id: int) -> Response:
+        release = selectors.release_get_for_member(
+            release_id=release_id, user=request.user, roles=OWNER
+        )
+        clone = services.release_clone(release=release, actor=request.user)
+        return Response(release_detail(clone), status=status.HTTP_201_CREATED)

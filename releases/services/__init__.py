@@ -7,11 +7,13 @@ builder form first and writes nothing when any part is wrong.
 
 Modules: `plan` (parsing the builder's input), `allocation` (the epsilon and
 delta split), `preview` (accuracy preview and budget check), `drafts` (saving
-drafts), `freeze` (the frozen specification and its hash). The names below are
-the package's public interface; callers import them from `releases.services`.
+drafts), `clone` (a rejected or withdrawn release as a new draft), `freeze` (the
+frozen specification and its hash). The names below are the package's public
+interface; callers import them from `releases.services`.
 """
 
 from releases.services.allocation import DELTA_QUANTUM, EPS_QUANTUM, allocate
+from releases.services.clone import CLONABLE, release_clone
 from releases.services.drafts import release_form_data, release_save_draft
 from releases.services.freeze import FrozenRelease, release_freeze, release_spec_build, spec_hash
 from releases.services.plan import (
@@ -25,6 +27,7 @@ from releases.services.plan import (
 from releases.services.preview import plan_preview, release_preview
 
 __all__ = [
+    "CLONABLE",
     "CONFIDENCES",
     "DELTA_QUANTUM",
     "EPS_QUANTUM",
@@ -35,6 +38,7 @@ __all__ = [
     "StatisticPlan",
     "allocate",
     "plan_preview",
+    "release_clone",
     "release_form_data",
     "release_freeze",
     "release_plan_parse",
