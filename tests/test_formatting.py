@@ -46,7 +46,7 @@ def test_noisy_rounds_to_the_precision_of_the_halfwidth(value, hw, text):
 def test_scale_and_halfwidth_use_few_significant_digits():
     assert f.scale(44161725.0674) == "44,200,000"
     assert f.scale(1347.7123) == "1350"
-    assert f.halfwidth(7144.035614013672) == "7,100"
+    assert f.halfwidth(7144.035614013672) == "7100"
     assert f.halfwidth(0.0123456) == "0.012"
 
 
