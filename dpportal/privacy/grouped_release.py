@@ -1,0 +1,312 @@
+"""Mechanisms for grouped count, clipped sum and mean: true vectors in, noisy vectors out.
+
+The math (cells, sensitivities with the optional per-group bound, budget split
+of a mean, intervals per cell and simultaneous) is stated in
+dpportal.privacy.grouped, which builds the NoiseSpecs used here; a preview
+(planning) builds the very same specs, so the two cannot disagree. Each
+function takes TRUE per-group aggregates computed by the caller (never stored
+here) and returns a frozen result whose to_dict() holds the noisy values and
+the public parameters, never a true value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpportal.privacy.accuracy import mean_interval_from_parts, noise_halfwidth
+from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.grouped import (
+    grouped_count_noise,
+    grouped_mean_noise,
+    grouped_sum_noise,
+)
+from dpportal.privacy.noise import NoiseSpec
+from dpportal.privacy.params import (
+    check_bounds,
+    check_confidence,
+    check_contribution_bound,
+    exact_str,
+    to_fraction,
+)
+from dpportal.privacy.rng import RandomSource
+
+__all__ = [
+    "GroupedResult",
+    "GroupedMeanResult",
+    "release_grouped_counts",
+    "release_grouped_sums",
+    "release_grouped_means",
+    "grouped_mean_intervals",
+]
+
+
+def _as_int_vector(values: object, name: str) -> list[int]:
+    arr = np.asarray(values, dtype=object).reshape(-1)
+    if arr.size == 0:
+        raise PrivacyParameterError("the group list must not be empty")
+    out = []
+    for v in arr.tolist():
+        if isinstance(v, bool) or not isinstance(v, int | np.integer):
+            raise ValueError(f"{name} must be integers")
+        out.append(int(v))
+    return out
+
+
+@dataclass(frozen=True)
+class GroupedResult:
+    """Noisy per-group values (counts, or sums in grid units) and their noise."""
+
+    values: tuple[int, ...]
+    spec: NoiseSpec
+    group_bound: int
+
+    @property
+    def decimal_values(self) -> tuple[str, ...]:
+        """Values in value units as exact decimal strings (units * granularity)."""
+        return tuple(exact_str(v * self.spec.granularity) for v in self.values)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable: noisy values and public parameters, no true value."""
+        out = self.spec.describe()
+        out["values"] = list(self.values)
+        out["groups"] = self.spec.cells
+        out["group_bound"] = self.group_bound
+        if self.spec.statistic == "grouped_sum":
+            out["unit"] = "grid"
+            out["values_decimal"] = list(self.decimal_values)
+        return out
+
+
+def _noisy(truth: list[int], spec: NoiseSpec, rng: RandomSource | None) -> tuple[int, ...]:
+    noise = spec.sample(len(truth), rng).tolist()
+    return tuple(t + int(z) for t, z in zip(truth, noise, strict=True))
+
+
+def release_grouped_counts(
+    true_counts: object,
+    *,
+    mechanism: str,
+    epsilon: object,
+    delta: object = 0,
+    contribution_bound: object = 1,
+    group_bound: object = None,
+    rng: RandomSource | None = None,
+) -> GroupedResult:
+    """Noisy row count per group: x_g + Y_g, Y iid from grouped_count_noise; costs (eps, delta)."""
+    truth = _as_int_vector(true_counts, "true counts")
+    if min(truth) < 0:
+        raise ValueError("true counts must be >= 0")
+    spec = grouped_count_noise(
+        mechanism=mechanism,
+        epsilon=epsilon,
+        delta=delta,
+        contribution_bound=contribution_bound,
+        groups=len(truth),
+        group_bound=group_bound,
+    )
+    bound = contribution_bound if group_bound is None else group_bound
+    return GroupedResult(_noisy(truth, spec, rng), spec, check_contribution_bound(bound))
+
+
+def release_grouped_sums(
+    true_sum_units: object,
+    *,
+    lower: object,
+    upper: object,
+    granularity: object,
+    mechanism: str,
+    epsilon: object,
+    delta: object = 0,
+    contribution_bound: object = 1,
+    group_bound: object = None,
+    rng: RandomSource | None = None,
+) -> GroupedResult:
+    """Noisy clipped sum per group in grid units (value = units * granularity exactly)."""
+    truth = _as_int_vector(true_sum_units, "true sums")
+    spec = grouped_sum_noise(
+        lower=lower,
+        upper=upper,
+        granularity=granularity,
+        mechanism=mechanism,
+        epsilon=epsilon,
+        delta=delta,
+        contribution_bound=contribution_bound,
+        groups=len(truth),
+        group_bound=group_bound,
+    )
+    bound = contribution_bound if group_bound is None else group_bound
+    return GroupedResult(_noisy(truth, spec, rng), spec, check_contribution_bound(bound))
+
+
+@dataclass(frozen=True)
+class GroupedMeanResult:
+    """Per-group noisy means: both noisy vectors, estimates and per-cell intervals."""
+
+    sums: GroupedResult
+    counts: GroupedResult
+    lower: Fraction
+    upper: Fraction
+    sum_share: Fraction
+    confidence: Fraction
+    estimates: tuple[Fraction, ...]
+    intervals: tuple[tuple[Fraction, Fraction], ...]
+    simultaneous_intervals: tuple[tuple[Fraction, Fraction], ...]
+    count_nonpositive: tuple[bool, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable: both parts' explanations, estimates and intervals as floats."""
+        return {
+            "statistic": "grouped_mean",
+            "mechanism": self.sums.spec.mechanism,
+            "sum": self.sums.to_dict(),
+            "count": self.counts.to_dict(),
+            "groups": self.sums.spec.cells,
+            "lower": exact_str(self.lower),
+            "upper": exact_str(self.upper),
+            "sum_share": exact_str(self.sum_share),
+            "epsilon": exact_str(self.sums.spec.epsilon + self.counts.spec.epsilon),
+            "delta": exact_str(self.sums.spec.delta + self.counts.spec.delta),
+            "contribution_bound": self.sums.spec.contribution_bound,
+            "confidence": exact_str(self.confidence),
+            "estimates": [float(e) for e in self.estimates],
+            "intervals": [[float(a), float(b)] for a, b in self.intervals],
+            "simultaneous_intervals": [
+                [float(a), float(b)] for a, b in self.simultaneous_intervals
+            ],
+            "count_nonpositive": list(self.count_nonpositive),
+        }
+
+
+def _halfwidth(spec: NoiseSpec, confidence: Fraction, k: int) -> int:
+    parameter = spec.scale if spec.mechanism == "laplace" else spec.sigma
+    return noise_halfwidth(noise=spec.noise, parameter=parameter, confidence=confidence, k=k)
+
+
+def _mean_cells(
+    sums: list[int],
+    counts: list[int],
+    hs: int,
+    hc: int,
+    gamma: Fraction,
+    lo: Fraction,
+    hi: Fraction,
+) -> list[tuple[Fraction, Fraction, Fraction, bool]]:
+    return [
+        mean_interval_from_parts(
+            noisy_sum_units=s,
+            sum_halfwidth_units=hs,
+            noisy_count=c,
+            count_halfwidth=hc,
+            granularity=gamma,
+            lower=lo,
+            upper=hi,
+        )
+        for s, c in zip(sums, counts, strict=True)
+    ]
+
+
+def release_grouped_means(
+    true_sum_units: object,
+    true_counts: object,
+    *,
+    lower: object,
+    upper: object,
+    granularity: object,
+    mechanism: str,
+    epsilon: object,
+    delta: object = 0,
+    contribution_bound: object = 1,
+    group_bound: object = None,
+    sum_share: object = Fraction(1, 2),
+    confidence: object,
+    rng: RandomSource | None = None,
+) -> GroupedMeanResult:
+    """Per-group mean = noisy sum / noisy count, (eps, delta) split by sum_share.
+
+    true_counts must count exactly the rows whose values were summed, per group.
+    A cell whose noisy count is <= 0 gets the midpoint (lo + hi)/2, its flag set,
+    and the interval that the count's upper bound still allows (or [lo, hi]).
+    """
+    lo, hi = check_bounds(lower, upper)
+    conf = check_confidence(confidence)
+    sums_true = _as_int_vector(true_sum_units, "true sums")
+    counts_true = _as_int_vector(true_counts, "true counts")
+    if len(sums_true) != len(counts_true) or min(counts_true) < 0:
+        raise ValueError("one non-negative count per group sum is needed")
+    sum_spec, count_spec = grouped_mean_noise(
+        lower=lo,
+        upper=hi,
+        granularity=granularity,
+        mechanism=mechanism,
+        epsilon=epsilon,
+        delta=delta,
+        contribution_bound=contribution_bound,
+        groups=len(sums_true),
+        group_bound=group_bound,
+        sum_share=sum_share,
+    )
+    bound = check_contribution_bound(contribution_bound if group_bound is None else group_bound)
+    sums = GroupedResult(_noisy(sums_true, sum_spec, rng), sum_spec, bound)
+    counts = GroupedResult(_noisy(counts_true, count_spec, rng), count_spec, bound)
+    part = (1 + conf) / 2
+    g = len(sums_true)
+    cells, together = (
+        _mean_cells(
+            list(sums.values),
+            list(counts.values),
+            _halfwidth(sum_spec, part, k),
+            _halfwidth(count_spec, part, k),
+            sum_spec.granularity,
+            lo,
+            hi,
+        )
+        for k in (1, g)
+    )
+    return GroupedMeanResult(
+        sums=sums,
+        counts=counts,
+        lower=lo,
+        upper=hi,
+        sum_share=to_fraction(sum_share, "sum_share"),
+        confidence=conf,
+        estimates=tuple(c[0] for c in cells),
+        intervals=tuple((c[1], c[2]) for c in cells),
+        simultaneous_intervals=tuple((c[1], c[2]) for c in together),
+        count_nonpositive=tuple(c[3] for c in cells),
+    )
+
+
+def grouped_mean_intervals(
+    explanation: Mapping[str, Any], *, confidence: object, simultaneous: bool = False
+) -> list[tuple[float, float, float]]:
+    """(estimate, low, high) per group of a stored grouped mean, at any confidence.
+
+    From the to_dict() alone: each part at 1 - beta/2, and, when simultaneous,
+    spread over the G cells (beta/(2G) per noisy value; module docstring).
+    """
+    conf = check_confidence(confidence)
+    part = (1 + conf) / 2
+    sum_exp, count_exp = explanation["sum"], explanation["count"]
+    k = int(explanation["groups"]) if simultaneous else 1
+
+    def units(exp: Mapping[str, Any]) -> int:
+        key = "scale" if exp["noise"] == "discrete_laplace" else "sigma"
+        return noise_halfwidth(
+            noise=exp["noise"], parameter=Fraction(exp[key]), confidence=part, k=k
+        )
+
+    cells = _mean_cells(
+        [int(v) for v in sum_exp["values"]],
+        [int(v) for v in count_exp["values"]],
+        units(sum_exp),
+        units(count_exp),
+        Fraction(sum_exp["granularity"]),
+        Fraction(explanation["lower"]),
+        Fraction(explanation["upper"]),
+    )
+    return [(float(e), float(a), float(b)) for e, a, b, _ in cells]

@@ -1,0 +1,166 @@
+"""Permute-and-flip, sampled exactly: integer utilities, CSPRNG order, exact coins.
+
+Source: R. McKenna, D. Sheldon, "Permute-and-Flip: A new mechanism for
+differentially private selection", NeurIPS 2020 (MS20), Algorithm 1.
+
+Given integer utilities u_1..u_m of m public candidates, u* = max u_j and a
+utility sensitivity Delta (max over neighbouring datasets of |u_j(D) - u_j(D')|,
+for every j):
+
+    visit the candidates in a uniformly random order;
+    accept candidate j with probability p_j = exp(eps (u_j - u*) / (2 Delta));
+    return the first accepted candidate.
+
+A candidate with u_j = u* has p_j = 1, so the walk always stops. MS20 Thm 1:
+this is eps-DP (same guarantee as the exponential mechanism with the same
+exponent), and MS20 Thm 2: its expected utility is never below the exponential
+mechanism's.
+
+Exactness (nothing here evaluates a float exp or log, and no Gumbel trick):
+- eps = a/b is an exact Fraction and Delta a positive rational r/s, so
+  g_j = eps (u* - u_j) / (2 Delta) = (a s (u* - u_j)) / (2 b r) is an exact
+  rational; the coin is Bernoulli(exp(-g_j)) from exact.bernoulli_exp
+  (Canonne, Kamath, Steinke 2020, Algorithm 1), decided by integer comparisons
+  of CSPRNG words.
+- The order: every candidate gets an independent uniform 64-bit key from the
+  RandomSource; the candidates sorted by key are a uniformly random permutation
+  (i.i.d. keys are exchangeable). The event "two keys tie" is symmetric under
+  permutations, so rejecting it (and drawing all keys again) keeps the order
+  exactly uniform; it has probability < m**2 / 2**65.
+- Drawing every coin up front and returning the first success in the visiting
+  order has the same law as flipping them one at a time (the coins are
+  independent of each other and of the order), and lets numpy vectorise.
+
+Randomness comes from `os.urandom` unless a test passes `rng` explicitly
+(dpportal.privacy.rng). Running time depends on the coins: never show it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.exact import bernoulli_exp
+from dpportal.privacy.params import check_epsilon, to_fraction
+from dpportal.privacy.rng import RandomSource, resolve_rng
+
+__all__ = [
+    "MAX_CANDIDATES",
+    "acceptance_exponents",
+    "uniform_orders",
+    "permute_and_flip_indices",
+    "permute_and_flip",
+]
+
+MAX_CANDIDATES = 100_000
+_INT64_SAFE = 1 << 62
+
+
+def _as_utilities(utilities: object) -> np.ndarray:
+    """Utilities as a 2-D integer array (int64, or object of Python ints when large)."""
+    arr = np.asarray(utilities)
+    if arr.dtype == object:
+        if not all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in arr.flat):
+            raise ValueError("utilities must be integers (scale rational utilities first)")
+        arr = np.vectorize(int, otypes=[object])(arr) if arr.size else arr
+        if arr.size and max(abs(int(arr.max())), abs(int(arr.min()))) < _INT64_SAFE // 2:
+            arr = arr.astype(np.int64)
+    elif arr.dtype.kind in "iu" and arr.dtype != np.bool_:
+        arr = arr.astype(np.int64)
+    else:
+        raise ValueError("utilities must be integers (scale rational utilities first)")
+    if arr.ndim == 1:
+        arr = arr.reshape(1, -1)
+    if arr.ndim != 2 or arr.shape[1] == 0:
+        raise PrivacyParameterError("permute-and-flip needs a non-empty list of candidates")
+    if arr.shape[1] > MAX_CANDIDATES:
+        raise PrivacyParameterError(
+            f"at most {MAX_CANDIDATES} candidates, got {arr.shape[1]}; use a coarser grid"
+        )
+    return arr
+
+
+def acceptance_exponents(
+    utilities: object, *, epsilon: object, sensitivity: object
+) -> tuple[np.ndarray, int]:
+    """(numerators, denominator) with g_j = numerators[..., j] / denominator exactly.
+
+    g_j = eps (u* - u_j) / (2 Delta), u* the maximum of each row; the acceptance
+    probability of candidate j is exp(-g_j) (1 for the best candidates).
+    Numerators are int64 when they fit, else Python ints (object array).
+    """
+    eps = check_epsilon(epsilon)
+    delta_u = to_fraction(sensitivity, "sensitivity")
+    if delta_u <= 0:
+        raise PrivacyParameterError(f"sensitivity must be > 0, got {sensitivity!r}")
+    u = _as_utilities(utilities)
+    gaps = u.max(axis=1).reshape(-1, 1) - u  # >= 0; no int64 overflow since |u| < 2**61
+    ratio = eps / (2 * delta_u)  # g_j = ratio * gap_j
+    if int(gaps.max()) * ratio.numerator < _INT64_SAFE and gaps.dtype != object:
+        return gaps * np.int64(ratio.numerator), ratio.denominator
+    big = np.vectorize(int, otypes=[object])(gaps)
+    return big * ratio.numerator, ratio.denominator
+
+
+def uniform_orders(runs: int, m: int, rng: RandomSource) -> np.ndarray:
+    """`runs` independent uniform permutations of range(m), as an int64 (runs, m) array.
+
+    Sort i.i.d. uniform 64-bit keys; rows with a tied key are drawn again
+    (exact: see the module docstring).
+    """
+    orders = np.empty((runs, m), dtype=np.int64)
+    pending = np.arange(runs)
+    while pending.size:
+        keys = rng.words(pending.size * m).reshape(pending.size, m)
+        order = np.argsort(keys, axis=1, kind="stable")
+        ordered = np.take_along_axis(keys, order, axis=1)
+        tied = (np.diff(ordered, axis=1) == 0).any(axis=1) if m > 1 else np.zeros(0, bool)
+        good = ~tied if m > 1 else np.ones(pending.size, dtype=bool)
+        orders[pending[good]] = order[good]
+        pending = pending[~good]
+    return orders
+
+
+def permute_and_flip_indices(
+    utilities: object,
+    *,
+    epsilon: object,
+    sensitivity: object,
+    rng: RandomSource | None = None,
+) -> np.ndarray:
+    """Vectorised permute-and-flip: one selected index per row of `utilities`.
+
+    utilities: integers, shape (m,) for one run or (runs, m) for independent runs
+    (tests draw many releases at once). sensitivity: Delta of the utilities
+    (a positive rational). Returns an int64 array of indices, one per run.
+    """
+    source = resolve_rng(rng)
+    numerators, denominator = acceptance_exponents(
+        utilities, epsilon=epsilon, sensitivity=sensitivity
+    )
+    runs, m = numerators.shape
+    if m == 1:
+        return np.zeros(runs, dtype=np.int64)
+    orders = uniform_orders(runs, m, source)
+    visited = np.take_along_axis(numerators, orders, axis=1)
+    coins = bernoulli_exp(visited.reshape(-1), denominator, source).reshape(runs, m)
+    first = np.argmax(coins, axis=1)  # the best candidate's coin is always heads
+    return orders[np.arange(runs), first]
+
+
+def permute_and_flip(
+    utilities: object,
+    *,
+    epsilon: object,
+    sensitivity: object,
+    rng: RandomSource | None = None,
+) -> int:
+    """The index of the candidate permute-and-flip selects (one run; see module docstring).
+
+    eps-DP when `sensitivity` bounds |u_j(D) - u_j(D')| for every candidate j
+    and neighbours D, D' (MS20 Thm 1). Only the index may be released.
+    """
+    arr = np.asarray(utilities, dtype=object)
+    if arr.ndim != 1:
+        raise ValueError("utilities must be a 1-D list of integers")
+    return int(permute_and_flip_indices(arr, epsilon=epsilon, sensitivity=sensitivity, rng=rng)[0])
