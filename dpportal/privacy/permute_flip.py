@@ -59,6 +59,8 @@ _INT64_SAFE = 1 << 62
 def _as_utilities(utilities: object) -> np.ndarray:
     """Utilities as a 2-D integer array (int64, or object of Python ints when large)."""
     arr = np.asarray(utilities)
+    if arr.size == 0:
+        raise PrivacyParameterError("permute-and-flip needs a non-empty list of candidates")
     if arr.dtype == object:
         if not all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in arr.flat):
             raise ValueError("utilities must be integers (scale rational utilities first)")

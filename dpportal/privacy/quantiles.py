@@ -77,6 +77,7 @@ __all__ = [
     "RankCounter",
     "check_quantile",
     "quantile_sensitivity",
+    "quantile_scaled_sensitivity",
     "quantile_utilities",
     "quantiles_budget_split",
     "rank_error_bound",
@@ -165,6 +166,14 @@ def quantile_sensitivity(quantile: object, contribution_bound: object = 1) -> Fr
     """Delta_u = max(q, 1 - q) L, in ranks (module docstring; at most L)."""
     q = check_quantile(quantile)
     return max(q, 1 - q) * check_contribution_bound(contribution_bound)
+
+
+def quantile_scaled_sensitivity(quantile: object, contribution_bound: object = 1) -> int:
+    """Delta_U = max(p, d - p) L for q = p/d: the sensitivity of the scaled utilities U = d u."""
+    q = check_quantile(quantile)
+    return max(q.numerator, q.denominator - q.numerator) * check_contribution_bound(
+        contribution_bound
+    )
 
 
 def quantile_utilities(rank_counts: object, n: int, quantile: object) -> np.ndarray:
@@ -342,7 +351,7 @@ def release_quantiles(
     parts = []
     for q, eps_i in zip(qs, budgets, strict=True):
         utilities = quantile_utilities(ranks, n, q)
-        scaled = max(q.numerator, q.denominator - q.numerator) * bound  # Delta_U = d Delta_u
+        scaled = quantile_scaled_sensitivity(q, bound)
         index = permute_and_flip(utilities, epsilon=eps_i, sensitivity=scaled, rng=rng)
         parts.append(
             QuantileResult(
