@@ -11,7 +11,7 @@ the public parameters, never a true value.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -41,6 +41,8 @@ __all__ = [
     "release_grouped_counts",
     "release_grouped_sums",
     "release_grouped_means",
+    "grouped_mean_cells",
+    "grouped_mean_halfwidths",
     "grouped_mean_intervals",
 ]
 
@@ -187,26 +189,28 @@ def _halfwidth(spec: NoiseSpec, confidence: Fraction, k: int) -> int:
     return noise_halfwidth(noise=spec.noise, parameter=parameter, confidence=confidence, k=k)
 
 
-def _mean_cells(
-    sums: list[int],
-    counts: list[int],
-    hs: int,
-    hc: int,
-    gamma: Fraction,
-    lo: Fraction,
-    hi: Fraction,
+def grouped_mean_cells(
+    noisy_sum_units: Sequence[int],
+    noisy_counts: Sequence[int],
+    *,
+    sum_halfwidth_units: int,
+    count_halfwidth: int,
+    granularity: Fraction,
+    lower: Fraction,
+    upper: Fraction,
 ) -> list[tuple[Fraction, Fraction, Fraction, bool]]:
+    """(estimate, low, high, count_nonpositive) per cell, from noisy parts and half-widths."""
     return [
         mean_interval_from_parts(
-            noisy_sum_units=s,
-            sum_halfwidth_units=hs,
-            noisy_count=c,
-            count_halfwidth=hc,
-            granularity=gamma,
-            lower=lo,
-            upper=hi,
+            noisy_sum_units=int(s),
+            sum_halfwidth_units=sum_halfwidth_units,
+            noisy_count=int(c),
+            count_halfwidth=count_halfwidth,
+            granularity=granularity,
+            lower=lower,
+            upper=upper,
         )
-        for s, c in zip(sums, counts, strict=True)
+        for s, c in zip(noisy_sum_units, noisy_counts, strict=True)
     ]
 
 
@@ -256,14 +260,14 @@ def release_grouped_means(
     part = (1 + conf) / 2
     g = len(sums_true)
     cells, together = (
-        _mean_cells(
-            list(sums.values),
-            list(counts.values),
-            _halfwidth(sum_spec, part, k),
-            _halfwidth(count_spec, part, k),
-            sum_spec.granularity,
-            lo,
-            hi,
+        grouped_mean_cells(
+            sums.values,
+            counts.values,
+            sum_halfwidth_units=_halfwidth(sum_spec, part, k),
+            count_halfwidth=_halfwidth(count_spec, part, k),
+            granularity=sum_spec.granularity,
+            lower=lo,
+            upper=hi,
         )
         for k in (1, g)
     )
@@ -281,17 +285,16 @@ def release_grouped_means(
     )
 
 
-def grouped_mean_intervals(
+def grouped_mean_halfwidths(
     explanation: Mapping[str, Any], *, confidence: object, simultaneous: bool = False
-) -> list[tuple[float, float, float]]:
-    """(estimate, low, high) per group of a stored grouped mean, at any confidence.
+) -> tuple[int, int]:
+    """(sum half-width in grid units, count half-width) of a stored grouped mean's parts.
 
-    From the to_dict() alone: each part at 1 - beta/2, and, when simultaneous,
-    spread over the G cells (beta/(2G) per noisy value; module docstring).
+    Each part at confidence 1 - beta/2; simultaneous spreads it over the G cells
+    (beta/(2G) per noisy value; dpportal.privacy.grouped docstring).
     """
     conf = check_confidence(confidence)
     part = (1 + conf) / 2
-    sum_exp, count_exp = explanation["sum"], explanation["count"]
     k = int(explanation["groups"]) if simultaneous else 1
 
     def units(exp: Mapping[str, Any]) -> int:
@@ -300,13 +303,25 @@ def grouped_mean_intervals(
             noise=exp["noise"], parameter=Fraction(exp[key]), confidence=part, k=k
         )
 
-    cells = _mean_cells(
-        [int(v) for v in sum_exp["values"]],
-        [int(v) for v in count_exp["values"]],
-        units(sum_exp),
-        units(count_exp),
-        Fraction(sum_exp["granularity"]),
-        Fraction(explanation["lower"]),
-        Fraction(explanation["upper"]),
+    return units(explanation["sum"]), units(explanation["count"])
+
+
+def grouped_mean_intervals(
+    explanation: Mapping[str, Any], *, confidence: object, simultaneous: bool = False
+) -> list[tuple[float, float, float]]:
+    """(estimate, low, high) per group of a stored grouped mean, at any confidence.
+
+    From the to_dict() alone: grouped_mean_halfwidths, then interval arithmetic
+    per cell (accuracy.mean_interval_from_parts), clamped to [lower, upper].
+    """
+    hs, hc = grouped_mean_halfwidths(explanation, confidence=confidence, simultaneous=simultaneous)
+    cells = grouped_mean_cells(
+        explanation["sum"]["values"],
+        explanation["count"]["values"],
+        sum_halfwidth_units=hs,
+        count_halfwidth=hc,
+        granularity=Fraction(explanation["sum"]["granularity"]),
+        lower=Fraction(explanation["lower"]),
+        upper=Fraction(explanation["upper"]),
     )
     return [(float(e), float(a), float(b)) for e, a, b, _ in cells]
