@@ -42,7 +42,7 @@ small and large n). A negative estimate (noise) is clamped to 0 and flagged.
 The grid, the streaming aggregates and the interval arithmetic are in
 dpportal.privacy.spread_parts. Granularity rule (public parameters only):
 gamma = the largest power of two <= h / 2**16 with h = (hi - lo)/2 (so
-W <= 2**17 + 2 and rounding moves a value by at most h / 2**17), doubled
+W < 2**18 and rounding moves a value by at most gamma/2 <= h / 2**17), doubled
 while the squares' Laplace scale L W**2 / eps would exceed 2**52 units (so
 the noise stays far inside int64).
 """
@@ -87,6 +87,8 @@ __all__ = [
     "spread_noise",
     "SpreadResult",
     "release_spread",
+    "spread_cells",
+    "spread_halfwidths",
     "spread_intervals",
 ]
 
@@ -162,21 +164,28 @@ def _units(spec: NoiseSpec, confidence: Fraction, k: int) -> int:
     return noise_halfwidth(noise=spec.noise, parameter=parameter, confidence=confidence, k=k)
 
 
-def _cells(
-    values: tuple[tuple[int, ...], ...], halfwidths: Sequence[int], width: int
+def spread_cells(
+    counts: Sequence[int],
+    sums: Sequence[int],
+    squares: Sequence[int],
+    *,
+    halfwidths: Sequence[int],
+    w_bound: int,
 ) -> list[VarianceEstimate]:
+    """Per cell: the variance estimate and interval in w**2 units from noisy N, S, Q
+    and the parts' half-widths (hn, hs, hq) (spread_parts.variance_interval_from_parts)."""
     hn, hs, hq = halfwidths
     return [
         variance_interval_from_parts(
-            noisy_count=n,
+            noisy_count=int(n),
             count_halfwidth=hn,
-            noisy_sum=s,
+            noisy_sum=int(s),
             sum_halfwidth=hs,
-            noisy_squares=q,
+            noisy_squares=int(q),
             squares_halfwidth=hq,
-            w_bound=width,
+            w_bound=w_bound,
         )
-        for n, s, q in zip(*values, strict=True)
+        for n, s, q in zip(counts, sums, squares, strict=True)
     ]
 
 
@@ -229,7 +238,8 @@ class SpreadResult:
         k = self.specs[0].cells if simultaneous else 1
         widths = [_units(spec, part, k) for spec in self.specs]
         factor = self.granularity**2 / 4
-        return [_describe(c, factor) for c in _cells(self.values, widths, self.w_bound)]
+        cells = spread_cells(*self.values, halfwidths=widths, w_bound=self.w_bound)
+        return [_describe(c, factor) for c in cells]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable: the three parts, public parameters, per-cell results."""
@@ -317,14 +327,14 @@ def release_spread(
     )
 
 
-def spread_intervals(
+def spread_halfwidths(
     explanation: Mapping[str, Any], *, confidence: object, simultaneous: bool = False
-) -> list[dict[str, Any]]:
-    """Per-cell variance and sd with intervals at any confidence, from a stored to_dict()."""
+) -> tuple[int, int, int]:
+    """(hn, hs, hq): half-widths of the stored parts N, S, Q, each at 1 - beta/3
+    (and spread over the G cells when simultaneous: beta/(3G) per noisy value)."""
     conf = check_confidence(confidence)
     part = 1 - (1 - conf) / 3
     k = int(explanation["groups"]) if simultaneous else 1
-    parts = [explanation[key] for key in ("count", "sum", "squares")]
 
     def units(exp: Mapping[str, Any]) -> int:
         key = "scale" if exp["noise"] == "discrete_laplace" else "sigma"
@@ -332,8 +342,16 @@ def spread_intervals(
             noise=exp["noise"], parameter=Fraction(exp[key]), confidence=part, k=k
         )
 
-    values = tuple(tuple(int(v) for v in p["values"]) for p in parts)
-    widths = [units(p) for p in parts]
+    hn, hs, hq = (units(explanation[key]) for key in ("count", "sum", "squares"))
+    return hn, hs, hq
+
+
+def spread_intervals(
+    explanation: Mapping[str, Any], *, confidence: object, simultaneous: bool = False
+) -> list[dict[str, Any]]:
+    """Per-cell variance and sd with intervals at any confidence, from a stored to_dict()."""
+    widths = spread_halfwidths(explanation, confidence=confidence, simultaneous=simultaneous)
+    values = [explanation[key]["values"] for key in ("count", "sum", "squares")]
+    cells = spread_cells(*values, halfwidths=widths, w_bound=int(explanation["w_bound"]))
     factor = Fraction(explanation["granularity"]) ** 2 / 4
-    cells = _cells(values, widths, int(explanation["w_bound"]))
     return [_describe(c, factor) for c in cells]
