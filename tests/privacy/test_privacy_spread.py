@@ -203,7 +203,7 @@ def test_interval_is_the_exact_image_of_the_box():
 def test_negative_estimates_are_clamped_and_said_so(seeded):
     """All values at the centre (variance 0, S = Q = 0): the raw estimate
     Q^/N^ - (S^/N^)**2 is negative whenever Q^ < 0 (probability >= 1/2); such estimates
-    are reported as 0 with clamped = "low", and the interval starts at 0."""
+    are reported as 0 with clamped = "low", and then the interval starts at 0."""
     gamma = spread_granularity(0, 10, epsilon=1)
     agg = SpreadAggregator(lower=0, upper=10, granularity=gamma)
     agg.add(np.full(500, 5.0))
@@ -226,7 +226,7 @@ def test_negative_estimates_are_clamped_and_said_so(seeded):
         if cell["clamped"] == "low":
             clamped += 1
             assert cell["variance"] == "0" and cell["sd"] == "0"
-        assert Fraction(cell["variance_interval"][0]) == 0
+            assert Fraction(cell["variance_interval"][0]) == 0  # the noisy point is in the box
     assert clamped >= 10  # each run is clamped with probability >= 1/2: P[< 10 of 60] < 1e-7
 
 
