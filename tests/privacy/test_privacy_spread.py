@@ -168,13 +168,13 @@ def _f(n, s, q):
 
 
 def test_interval_is_the_exact_image_of_the_box():
-    """Over 300 random small boxes: every integer point (N >= 1, Q >= 0) maps inside
+    """Over 200 random small boxes: every integer point (N >= 1, Q >= 0) maps inside
     [low, high]; low is attained; high is attained when the box holds S = 0."""
     rng = np.random.default_rng(8)  # parameters, not noise
-    for _ in range(300):
-        n, hn = int(rng.integers(-2, 15)), int(rng.integers(0, 5))
-        s, hs = int(rng.integers(-30, 30)), int(rng.integers(0, 8))
-        q, hq = int(rng.integers(-20, 200)), int(rng.integers(0, 40))
+    for _ in range(200):
+        n, hn = int(rng.integers(-2, 15)), int(rng.integers(0, 4))
+        s, hs = int(rng.integers(-30, 30)), int(rng.integers(0, 5))
+        q, hq = int(rng.integers(-20, 200)), int(rng.integers(0, 12))
         est = variance_interval_from_parts(
             noisy_count=n,
             count_halfwidth=hn,
