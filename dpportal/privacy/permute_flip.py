@@ -98,7 +98,8 @@ def acceptance_exponents(
     u = _as_utilities(utilities)
     gaps = u.max(axis=1).reshape(-1, 1) - u  # >= 0; no int64 overflow since |u| < 2**61
     ratio = eps / (2 * delta_u)  # g_j = ratio * gap_j
-    if int(gaps.max()) * ratio.numerator < _INT64_SAFE and gaps.dtype != object:
+    small = int(gaps.max()) * ratio.numerator < _INT64_SAFE and ratio.denominator < _INT64_SAFE
+    if small and gaps.dtype != object:
         return gaps * np.int64(ratio.numerator), ratio.denominator
     big = np.vectorize(int, otypes=[object])(gaps)
     return big * ratio.numerator, ratio.denominator

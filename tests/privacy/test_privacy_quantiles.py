@@ -94,6 +94,16 @@ def test_permute_and_flip_matches_its_exact_law(utilities, eps, sens, seeded):
     assert _chi2_p(counts, _pf_law(utilities, float(eps), float(sens) / 2)) < 1e-6
 
 
+def test_huge_rational_exponents_stay_exact(seeded):
+    """A float epsilon (denominator 2**54) and a large Delta give exponent denominators
+    beyond int64: the Python-int path must give the same law (N = 20,000, p >= 1e-6)."""
+    utilities, eps, sens = [0, -6300, -12600, -3], Fraction(0.37), Fraction(12600)
+    runs = np.tile(np.array(utilities, dtype=np.int64), (20_000, 1))
+    idx = permute_and_flip_indices(runs, epsilon=eps, sensitivity=sens, rng=seeded(12))
+    counts = np.bincount(idx, minlength=4).astype(float)
+    assert _chi2_p(counts, _pf_law(utilities, float(eps), float(sens))) >= 1e-6
+
+
 def test_one_candidate_and_the_best_is_always_accepted(seeded):
     assert permute_and_flip_indices([5], epsilon=1, sensitivity=1, rng=seeded(1)).tolist() == [0]
     far = np.tile(np.array([0, -(10**40)], dtype=object), (1000, 1))
