@@ -16,6 +16,14 @@ checks this in a subprocess). Modules, in dependency order:
 - accuracy     interval half-widths, per cell and simultaneous
 - mechanisms   release_counts / release_sum / release_mean / release_argmax
 - planning     accuracy preview and its inverse (epsilon for a target half-width)
+- specs        NoiseSpec for vector statistics with separately derived sensitivities
+- permute_flip exact permute-and-flip selection (integer utilities, CSPRNG order)
+- quantiles    quantiles over a public grid: rank counts, utilities, release, rank error
+- grouped      grouped count/sum/mean: sensitivities (optional per-group bound), specs
+- grouped_release  grouped mechanisms and their intervals, per cell and simultaneous
+- spread_parts centred grid, streaming N/S/Q aggregates, the variance interval
+- spread       variance and standard deviation: budget split, release, intervals
+- planning_stats   previews and inverses for grouped statistics, quantiles, spread
 
 Importing this package imports nothing else; import the submodule you need.
 """
