@@ -28,6 +28,9 @@ from budgets import selectors as budget_selectors
 from dpportal.errors import ValidationFailed
 from releases import public_selectors as public
 from releases.models import Release
+from releases.public import data as public_data
+from releases.public import downloads
+from releases.public import options as public_options
 
 logger = logging.getLogger(__name__)
 
@@ -129,7 +132,7 @@ def _release_data(*, release: Release) -> dict[str, Any]:
     key = "public:data:" + public.release_version_key(release=release)
     data = cache.get(key)
     if data is None:
-        data = public.release_public_data(release=release)
+        data = public_data.release_public_data(release=release)
         cache.set(key, data, CACHE_SECONDS)
     return data
 
@@ -207,9 +210,9 @@ class ReleasePageView(View):
             ),
         )
 
-    def _options(self, request: HttpRequest) -> public.ViewOptions | HttpResponse:
+    def _options(self, request: HttpRequest) -> public_options.ViewOptions | HttpResponse:
         try:
-            return public.view_options_parse(query=request.GET.dict())
+            return public_options.view_options_parse(query=request.GET.dict())
         except ValidationFailed as error:
             return _bad_request(request, error, as_json=False)
 
@@ -221,7 +224,7 @@ class ReleasePageView(View):
             "data": data,
             "view": {
                 "confidence": options.confidence,
-                "confidence_label": public.CONFIDENCE_LABELS[options.confidence],
+                "confidence_label": public_options.CONFIDENCE_LABELS[options.confidence],
                 "intervals": options.intervals,
                 "display": options.display,
             },
@@ -271,7 +274,7 @@ def _statistic_context(stat: dict, *, data: dict, options) -> dict[str, Any]:
             row["col_label"] = stat["col_labels"][i % cols]
         rows.append(row)
     noise = stat["noise"] or {}
-    confidence = _fill("confidence", public.CONFIDENCE_LABELS[options.confidence])
+    confidence = _fill("confidence", public_options.CONFIDENCE_LABELS[options.confidence])
     columns_text = " and ".join(stat["columns"]) or "category"
     kind = stat["kind"]
     noise_words = format_html("{} ({})", noise.get("name", ""), noise.get("parameter_text", ""))
@@ -357,7 +360,7 @@ def _statistic_context(stat: dict, *, data: dict, options) -> dict[str, Any]:
 def _download(request: HttpRequest, slug: str, release_id: int, *, fmt: str) -> HttpResponse:
     _published_version(slug=slug, release_id=release_id)  # 404 before 400
     try:
-        confidence = public.confidence_parse(value=request.GET.get("confidence"))
+        confidence = public_options.confidence_parse(value=request.GET.get("confidence"))
     except ValidationFailed as error:
         return _bad_request(request, error, as_json=True)
 
@@ -365,14 +368,14 @@ def _download(request: HttpRequest, slug: str, release_id: int, *, fmt: str) -> 
         filename = f"{release.project.slug}-release-{release.pk}"
         data = _release_data(release=release)
         if fmt == "json":
-            record = public.release_download_data(data=data, confidence=confidence)
+            record = downloads.release_download_data(data=data, confidence=confidence)
             return (
                 json.dumps(record, indent=1),
                 "application/json",
                 {"Content-Disposition": f'inline; filename="{filename}.json"'},
             )
         return (
-            public.release_download_csv(data=data, confidence=confidence),
+            downloads.release_download_csv(data=data, confidence=confidence),
             "text/csv; charset=utf-8",
             {"Content-Disposition": f'attachment; filename="{filename}.csv"'},
         )

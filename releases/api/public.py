@@ -18,6 +18,7 @@ from dpportal.api import (
 from releases import public_selectors as public
 from releases.api.common import CONFIDENCE_PARAMETER, ReleaseDataOutputSerializer, release_data
 from releases.models import Release
+from releases.public import options as public_options
 
 
 class PublicProjectOutputSerializer(serializers.Serializer):
@@ -85,5 +86,5 @@ class PublicReleaseDetailApi(PublicApiView):
     )
     def get(self, request: Request, slug: str, release_id: int) -> Response:
         release = public.release_get_published(slug=slug, release_id=release_id)
-        confidence = public.confidence_parse(value=request.query_params.get("confidence"))
+        confidence = public_options.confidence_parse(value=request.query_params.get("confidence"))
         return Response(release_data(release, confidence=confidence))
