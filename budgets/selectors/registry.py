@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
 
@@ -65,18 +65,25 @@ def project_registry(*, project: Project, now: datetime | None = None) -> dict:
     budgets/schemas/registry.schema.json.
     """
     now = now or timezone.now()
+    today = timezone.localdate(now, timezone=UTC)
     summary = budget_summary(project=project)
-    charges = list(
-        LedgerEntry.objects.filter(project=project, kind=LedgerEntry.Kind.CHARGE)
-        .order_by("created_at", "id")
-        .values_list("request_id", "epsilon", "delta", "created_at")
-    )
-    window_start = now - timedelta(days=BURN_WINDOW_DAYS)
-    eps_30 = amounts.total(e for _, e, _, at in charges if at >= window_start)
-    delta_30 = amounts.total(d for _, _, d, at in charges if at >= window_start)
-    first_at = charges[0][3] if charges else None
-    if first_at is not None:
-        days = max(Decimal((now - first_at).total_seconds()) / Decimal(86400), Decimal(1))
+    # Only the (public) approval DAY of each charged request is used for time: the
+    # charge's own time is when the computation finished, and its distance to the
+    # approval would publish the compute duration (PRIVACY-TESTING.md, "Timing").
+    charges = [
+        (request_id, epsilon, delta, _day(decided_at or created_at))
+        for request_id, epsilon, delta, decided_at, created_at in LedgerEntry.objects.filter(
+            project=project, kind=LedgerEntry.Kind.CHARGE
+        )
+        .order_by("request__decided_at", "id")
+        .values_list("request_id", "epsilon", "delta", "request__decided_at", "created_at")
+    ]
+    window_start = today - timedelta(days=BURN_WINDOW_DAYS)
+    eps_30 = amounts.total(e for _, e, _, day in charges if day >= window_start)
+    delta_30 = amounts.total(d for _, _, d, day in charges if day >= window_start)
+    first_day = min((day for *_, day in charges), default=None)
+    if first_day is not None:
+        days = max(Decimal((today - first_day).days), Decimal(1))
         months = max(days / Decimal(BURN_WINDOW_DAYS), Decimal(1))
         per_month = (summary.epsilon_spent / months).quantize(RATE_PLACES)
     else:
@@ -141,10 +148,10 @@ def project_registry(*, project: Project, now: datetime | None = None) -> dict:
         "burn_rate": {
             "window_days": BURN_WINDOW_DAYS,
             "last_30_days": _pair(eps_30, delta_30),
-            "epsilon_per_month_since_first_release": (
+            "epsilon_per_month_since_first_approval": (
                 amounts.fmt(per_month) if per_month is not None else None
             ),
-            "first_release_at": first_at.isoformat() if first_at else None,
+            "first_approved_at": first_day.isoformat() if first_day else None,
         },
         "group_privacy": {
             "rule": "A group of g privacy units is protected with g*epsilon and "
@@ -165,17 +172,22 @@ def project_registry(*, project: Project, now: datetime | None = None) -> dict:
                 "mechanism": row["release__mechanism"],
                 "epsilon": amounts.fmt(row["epsilon"]),
                 "delta": amounts.fmt(row["delta"]),
-                "approved_at": row["decided_at"].isoformat() if row["decided_at"] else None,
-                "published_at": (
-                    row["release__published_at"].isoformat()
-                    if row["release__published_at"]
-                    else None
-                ),
+                "approved_at": _day_text(row["decided_at"]),
+                "published_at": _day_text(row["release__published_at"]),
             }
             for row in published
         ],
-        "generated_at": now.isoformat(),
+        "generated_at": today.isoformat(),
     }
+
+
+def _day(moment: datetime) -> date:
+    """The UTC calendar day of a moment: the only precision time is published with."""
+    return timezone.localdate(moment, timezone=UTC)
+
+
+def _day_text(moment: datetime | None) -> str | None:
+    return _day(moment).isoformat() if moment else None
 
 
 def _registry_datasets(*, project: Project) -> list[dict]:
