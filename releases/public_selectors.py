@@ -12,11 +12,10 @@ samplers drew (PRIVACY-TESTING.md, "Timing").
 
 from __future__ import annotations
 
-from datetime import datetime
-from decimal import Decimal
-from typing import Any
+from datetime import UTC, datetime
 
 from django.db.models import Count, Max, Q, QuerySet
+from django.utils import timezone
 
 from budgets.models import Project
 from dpportal.errors import NotFound
@@ -89,19 +88,13 @@ def release_version_key(*, release: Release) -> str:
 # --- the public facts of one release ---------------------------------------------------
 
 
-def exact_text(value: Any) -> str:
-    """A Decimal-like value as plain text without exponent noise ('0.5', '1e-05' -> '0.00001')."""
-    if value is None or value == "":
-        return "0"
-    number = Decimal(str(value))
-    if number == 0:
-        return "0"
-    text = format(number.normalize(), "f")
-    return text
+def day_text(value: datetime | None) -> str:
+    """A moment as its UTC calendar day ('2026-11-23'): public times are days only.
 
-
-def _display_dt(value: datetime | None) -> str:
-    return value.strftime("%Y-%m-%d %H:%M UTC") if value else ""
+    Approval and publication are people's acts and public by design, to the day;
+    anything finer, next to other public times, could time the computation.
+    """
+    return timezone.localdate(value, timezone=UTC).isoformat() if value else ""
 
 
 def privacy_unit_text(*, release: Release) -> str:
@@ -119,7 +112,8 @@ def privacy_unit_text(*, release: Release) -> str:
     return f"{unit} (one row of the dataset)"
 
 
-def _approval(*, release: Release) -> dict[str, str] | None:
+def release_approval(*, release: Release) -> dict[str, str] | None:
+    """Who approved the release's budget and on which day (None when not recorded)."""
     request = release.budget_request
     if request is None or request.decided_by is None or request.status != "approved":
         return None
@@ -127,6 +121,5 @@ def _approval(*, release: Release) -> dict[str, str] | None:
     name = (reviewer.get_full_name() or reviewer.get_username()).strip()
     return {
         "reviewer": name,
-        "decided_at": request.decided_at.isoformat() if request.decided_at else "",
-        "decided_at_display": _display_dt(request.decided_at),
+        "decided_at": day_text(request.decided_at),
     }

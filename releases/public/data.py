@@ -5,6 +5,11 @@ the explanation returned by dpportal.privacy (mechanism, noise scale, epsilon,
 delta, granularity). Intervals at any confidence level are recomputed from that
 stored explanation with `dpportal.privacy.accuracy` -- never from data -- so
 switching the confidence level is post-processing of public values.
+
+Numbers for people are formatted here, once, by dpportal.formatting (the `text`
+of each statistic: values at the precision their half-width justifies, one set
+per confidence level and interval kind), so the page, its script and the CSV
+show the same digits; the exact values stay beside them for JSON.
 """
 
 from __future__ import annotations
@@ -12,15 +17,22 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from dpportal import formatting
 from dpportal.privacy import accuracy
 from releases.models import Release
+from releases.public import notes
 from releases.public.options import (
     CONFIDENCE_LABELS,
     CONFIDENCE_LEVELS,
     DEFAULT_CONFIDENCE,
     INTERVAL_KINDS,
 )
-from releases.public_selectors import _approval, _display_dt, exact_text, privacy_unit_text
+from releases.public_selectors import day_text, privacy_unit_text, release_approval
+
+# A 2-D histogram is drawn as a heatmap up to this size; beyond it, as a table of
+# rows by columns (a large heatmap is an unreadable field of near-equal shades).
+HEATMAP_MAX_CELLS = 150
+HEATMAP_MAX_LABELS = 25
 
 MECHANISM_LABELS = {
     "laplace": "Laplace mechanism (pure epsilon-differential privacy)",
@@ -52,12 +64,12 @@ def _noise_part(explanation: dict) -> dict[str, Any]:
         symbol, raw = "scale", explanation.get("scale_float", explanation.get("scale"))
         words = "scale b"
     value = float(_number(raw)) * float(granularity) if raw is not None else None
-    shown = f"{value:.6g}" if value is not None else "?"
+    shown = formatting.scale(value) if value is not None else "not recorded"
     return {
         "name": name,
         "parameter": symbol,
         "value": value,
-        "granularity": exact_text(granularity),
+        "granularity": formatting.exact(granularity),
         "parameter_text": f"{words} = {shown}",
     }
 
@@ -83,7 +95,11 @@ def _layout(entry: dict) -> str:
         return "statement"
     if kind in ("sum", "mean"):
         return "figure"
-    if kind == "histogram" and entry.get("shape"):
+    shape = entry.get("shape")
+    if kind == "histogram" and shape:
+        rows, cols = shape
+        if rows * cols > HEATMAP_MAX_CELLS or max(rows, cols) > HEATMAP_MAX_LABELS:
+            return "crosstab"
         return "heatmap"
     return "bars"
 
@@ -116,7 +132,58 @@ def _intervals(entry: dict, values: list[float]) -> dict[str, dict[str, dict[str
     return out
 
 
-def _statistic_data(entry: dict, *, mechanism: str) -> dict[str, Any]:
+def _precision(value: float, lower: float, upper: float, halfwidth: float | None) -> float:
+    """The half-width that fixes a shown value's last digit (a mean's: its longer side)."""
+    if halfwidth is not None:
+        return halfwidth
+    return max(upper - value, value - lower)
+
+
+def _texts(stat: dict[str, Any]) -> dict[str, Any]:
+    """The statistic's numbers as people read them, for every option of the page.
+
+    {level: {"value": [...], "per_cell": {"lower", "upper", "halfwidth"},
+    "simultaneous": {...}}, "rounded": [...]}: a value keeps the precision its
+    per-cell half-width justifies; an interval's ends the precision of its own
+    half-width; "rounded" is the clamped display of counts (whole, at least 0).
+    """
+    values = stat["values"]
+    out: dict[str, Any] = {}
+    if stat["kind"] == "argmax":
+        return out
+    for level in CONFIDENCE_LEVELS:
+        per_cell = stat["intervals"][level]["per_cell"]
+        texts: dict[str, Any] = {
+            "value": [
+                formatting.noisy(
+                    v,
+                    _precision(
+                        v, per_cell["lower"][i], per_cell["upper"][i], per_cell["halfwidths"][i]
+                    ),
+                )
+                for i, v in enumerate(values)
+            ]  # fmt: skip
+        }
+        for interval_kind in INTERVAL_KINDS:
+            iv = stat["intervals"][level][interval_kind]
+            ends = [
+                _precision(v, iv["lower"][i], iv["upper"][i], iv["halfwidths"][i])
+                for i, v in enumerate(values)
+            ]
+            texts[interval_kind] = {
+                "lower": [formatting.noisy(x, h) for x, h in zip(iv["lower"], ends, strict=True)],
+                "upper": [formatting.noisy(x, h) for x, h in zip(iv["upper"], ends, strict=True)],
+                "halfwidth": [formatting.halfwidth(h) for h in iv["halfwidths"]],
+            }
+        out[level] = texts
+    if stat["clampable"]:
+        out["rounded"] = [formatting.integer(max(0, round(v))) for v in values]
+    return out
+
+
+def _statistic_data(
+    entry: dict, *, spec: dict[str, Any] | None, unit_note: str, mechanism: str
+) -> dict[str, Any]:
     kind = entry["kind"]
     explanation = entry.get("explanation") or {}
     columns = list(entry.get("columns") or [])
@@ -148,8 +215,10 @@ def _statistic_data(entry: dict, *, mechanism: str) -> dict[str, Any]:
         "values": values,
         "k": max(1, len(values)),
         "clampable": kind in ("count", "histogram"),
-        "epsilon": exact_text(entry.get("epsilon")),
-        "delta": exact_text(entry.get("delta")),
+        "epsilon": formatting.exact(entry.get("epsilon") or 0),
+        "delta": formatting.exact(entry.get("delta") or 0),
+        "epsilon_text": formatting.budget(entry.get("epsilon") or 0),
+        "delta_text": formatting.budget(entry.get("delta") or 0),
         "mechanism": explanation.get("mechanism", mechanism),
         "noise": _noise(explanation, kind=kind),
         "intervals": _intervals(entry, values),
@@ -157,7 +226,9 @@ def _statistic_data(entry: dict, *, mechanism: str) -> dict[str, Any]:
         "count_nonpositive": bool(explanation.get("count_nonpositive"))
         if kind == "mean"
         else False,
+        "notes": notes.statistic_notes(entry=entry, spec=spec, unit=unit_note),
     }
+    data["text"] = _texts(data)
     return data
 
 
@@ -171,6 +242,25 @@ def _value_title(kind: str, columns: list[str]) -> str:
     return ""
 
 
+def _frozen_statistics(*, release: Release) -> dict[int, dict[str, Any]]:
+    """The frozen specification of each statistic by position (public domains, bounds)."""
+    spec = release.spec if isinstance(release.spec, dict) else {}
+    entries = spec.get("statistics")
+    if not isinstance(entries, list):
+        return {}
+    return {int(e["position"]): e for e in entries if isinstance(e, dict) and "position" in e}
+
+
+def _frozen_unit(*, release: Release) -> dict[str, Any]:
+    """The privacy unit the release was computed with (its spec; else the dataset's)."""
+    spec = release.spec if isinstance(release.spec, dict) else {}
+    unit = spec.get("privacy_unit")
+    if isinstance(unit, dict) and "contribution_bound" in unit:
+        return {"id_column": unit.get("id_column"), "bound": int(unit["contribution_bound"])}
+    dataset = release.dataset
+    return {"id_column": dataset.id_column or None, "bound": int(dataset.contribution_bound)}
+
+
 def release_public_data(*, release: Release) -> dict[str, Any]:
     """Everything the public may know about a published release, as JSON-ready data.
 
@@ -180,11 +270,15 @@ def release_public_data(*, release: Release) -> dict[str, Any]:
     """
     payload = release.result.payload
     mechanism = payload.get("mechanism") or release.mechanism
+    specs = _frozen_statistics(release=release)
+    unit_note = notes.unit_note(**_frozen_unit(release=release))
     statistics = [
-        _statistic_data(entry, mechanism=mechanism)
+        _statistic_data(
+            entry, spec=specs.get(int(entry["position"])), unit_note=unit_note, mechanism=mechanism
+        )
         for entry in sorted(payload.get("statistics", []), key=lambda e: int(e["position"]))
     ]
-    approval = _approval(release=release)
+    approval = release_approval(release=release)
     return {
         "release_id": release.pk,
         "project": release.project.slug,
@@ -193,12 +287,13 @@ def release_public_data(*, release: Release) -> dict[str, Any]:
         "description": release.description,
         "mechanism": mechanism,
         "mechanism_label": MECHANISM_LABELS.get(mechanism, mechanism),
-        "epsilon": exact_text(release.epsilon),
-        "delta": exact_text(release.delta),
+        "epsilon": formatting.exact(release.epsilon),
+        "delta": formatting.exact(release.delta),
+        "epsilon_text": formatting.budget(release.epsilon),
+        "delta_text": formatting.budget(release.delta),
         "privacy_unit": privacy_unit_text(release=release),
         "approval": approval,
-        "published_at": release.published_at.isoformat() if release.published_at else "",
-        "published_at_display": _display_dt(release.published_at),
+        "published_at": day_text(release.published_at),
         "default_confidence": DEFAULT_CONFIDENCE,
         "confidence_levels": [
             {"value": level, "label": CONFIDENCE_LABELS[level]} for level in CONFIDENCE_LEVELS

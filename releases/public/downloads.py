@@ -1,4 +1,8 @@
-"""The downloads of a published release: JSON and CSV at one confidence level."""
+"""The downloads of a published release: JSON and CSV at one confidence level.
+
+The JSON keeps exact values (for programs); the CSV is read by people in
+spreadsheets, so its numbers go through dpportal.formatting like the page's.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,8 @@ import io
 import math
 import re
 from typing import Any
+
+from dpportal import formatting
 
 
 def _finite(x: float | None) -> float | None:
@@ -48,6 +54,7 @@ def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str,
                 "delta": stat["delta"],
                 "mechanism": stat["mechanism"],
                 "noise": stat["noise"],
+                "notes": stat["notes"],
                 "cells": cells,
                 "argmax": stat["argmax"],
             }
@@ -83,7 +90,7 @@ CSV_COLUMNS = [
     "columns", "category", "cell", "row", "column", "value", "confidence", "halfwidth", "lower",
     "upper", "simultaneous_halfwidth", "simultaneous_lower", "simultaneous_upper", "mechanism",
     "noise", "noise_parameter", "epsilon", "delta", "privacy_unit", "approved_by", "approved_at",
-    "published_at",
+    "published_at", "notes",
 ]  # fmt: skip
 
 _PLAIN_NUMBER = re.compile(r"^-?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")
@@ -105,6 +112,41 @@ def csv_cell(value: Any) -> str:
     if text.startswith(_FORMULA_START) and not _PLAIN_NUMBER.match(text):
         return "'" + text
     return text
+
+
+def _ends_text(value: float, lower: float, upper: float, halfwidth: float | None) -> dict:
+    precision = halfwidth if halfwidth is not None else max(upper - value, value - lower)
+    return {
+        "lower": formatting.noisy(lower, precision, group=False),
+        "upper": formatting.noisy(upper, precision, group=False),
+        "halfwidth": formatting.halfwidth(halfwidth, group=False),
+    }
+
+
+def _cell_text(cell: dict[str, Any]) -> dict[str, Any]:
+    """One cell of the JSON record with its numbers as people read them (for the CSV).
+
+    Through dpportal.formatting, without thousands separators (spreadsheets read
+    them as text): a value to the precision its half-width justifies, the ends of
+    each interval to the precision of that interval's half-width.
+    """
+    value = cell["value"]
+    per_cell = _ends_text(value, cell["lower"], cell["upper"], cell["halfwidth"])
+    together = _ends_text(
+        value, cell["simultaneous_lower"], cell["simultaneous_upper"],
+        cell["simultaneous_halfwidth"],
+    )  # fmt: skip
+    precision = cell["halfwidth"]
+    if precision is None:
+        precision = max(cell["upper"] - value, value - cell["lower"])
+    return {
+        **cell,
+        "value": formatting.noisy(value, precision, group=False),
+        **per_cell,
+        "simultaneous_lower": together["lower"],
+        "simultaneous_upper": together["upper"],
+        "simultaneous_halfwidth": together["halfwidth"],
+    }
 
 
 def release_download_csv(*, data: dict[str, Any], confidence: str) -> str:
@@ -130,14 +172,15 @@ def release_download_csv(*, data: dict[str, Any], confidence: str) -> str:
             "mechanism": stat["mechanism"],
             "noise": noise.get("name"),
             "noise_parameter": noise.get("parameter_text"),
-            "epsilon": stat["epsilon"],
-            "delta": stat["delta"],
+            "epsilon": formatting.budget(stat["epsilon"], group=False),
+            "delta": formatting.budget(stat["delta"], group=False),
             "privacy_unit": meta["privacy_unit"],
             "approved_by": approval.get("reviewer"),
             "approved_at": approval.get("decided_at"),
             "published_at": meta["published_at"],
         }
-        rows = stat["cells"]
+        common["notes"] = " ".join(stat["notes"])
+        rows = [_cell_text(cell) for cell in stat["cells"]]
         if stat["kind"] == "argmax":
             rows = [{"cell": "most common", "value": (stat["argmax"] or {}).get("label")}]
         for cell in rows:
