@@ -17,9 +17,10 @@ from decimal import Decimal
 from typing import Any
 
 from django.core.cache import cache
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.template.loader import render_to_string
+from django.templatetags.static import static
 from django.urls import NoReverseMatch, reverse
 from django.utils.http import parse_etags
 from django.views import View
@@ -136,6 +137,19 @@ def _release_data(*, release: Release) -> dict[str, Any]:
         data = public_data.release_public_data(release=release)
         cache.set(key, data, CACHE_SECONDS)
     return data
+
+
+class FaviconView(View):
+    """/favicon.ico, which browsers ask for on their own: the static icon's address.
+
+    A temporary redirect (cached a day): in collected mode the icon's name carries
+    its content hash, so the target changes when the icon does.
+    """
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        response = HttpResponseRedirect(static("favicon.ico"))
+        response["Cache-Control"] = "public, max-age=86400"
+        return response
 
 
 class PublicHomeView(View):

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
+from typing import Any
 
 from django.apps import apps
+from django.core.cache import cache
+from django.db.models import Aggregate, Count, Max, OuterRef, QuerySet, Subquery, Sum
 from django.utils import timezone
 
 from budgets import amounts
@@ -179,6 +184,72 @@ def project_registry(*, project: Project, now: datetime | None = None) -> dict:
         ],
         "generated_at": today.isoformat(),
     }
+
+
+# The document changes only with what the version below reads, or with the day.
+REGISTRY_CACHE_SECONDS = 24 * 3600
+
+
+def _scalar(queryset: QuerySet, aggregate: Aggregate) -> Subquery:
+    """One aggregate of `queryset` (filtered on the outer project) as a subquery."""
+    return Subquery(
+        queryset.filter(project=OuterRef("pk"))
+        .order_by()
+        .values("project")
+        .annotate(v=aggregate)
+        .values("v")[:1]
+    )
+
+
+def project_registry_version(*, project: Project, now: datetime | None = None) -> str:
+    """A key that changes whenever the registry document of `project` can change.
+
+    Read in one query: the project's public fields and caps, its ledger (every
+    reservation, charge and release of budget appends an entry), its published
+    releases and its datasets' privacy units; plus the UTC day (the 30-day window).
+    """
+    today = timezone.localdate(now or timezone.now(), timezone=UTC)
+    requests = BudgetRequest.objects.all()
+    published = requests.filter(release__status="published")
+    fields: dict[str, Any] = {
+        "ledger_count": _scalar(LedgerEntry.objects.all(), Count("id")),
+        "ledger_last": _scalar(LedgerEntry.objects.all(), Max("id")),
+        "published_count": _scalar(published, Count("id")),
+        "published_last": _scalar(published, Max("release__published_at")),
+    }
+    try:
+        datasets = apps.get_model("datasets", "Dataset").objects.all()
+    except LookupError:
+        datasets = None
+    if datasets is not None:
+        fields.update(
+            datasets_count=_scalar(datasets, Count("id")),
+            datasets_last=_scalar(datasets, Max("id")),
+            datasets_bounds=_scalar(datasets, Sum("contribution_bound")),
+            datasets_by_person=_scalar(datasets.exclude(id_column=""), Count("id")),
+            datasets_shown=_scalar(datasets.filter(status="ready", declared=True), Count("id")),
+        )
+    row = Project.objects.filter(pk=project.pk).annotate(**fields).values(
+        "name", "slug", "description", "privacy_unit_description", "epsilon_cap", "delta_cap",
+        *fields,
+    ).get()  # fmt: skip
+    text = json.dumps({**row, "day": today.isoformat(), "v": REGISTRY_VERSION}, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def project_registry_cached(*, project: Project) -> tuple[dict, str]:
+    """(document, version): the registry from the cache, built once per version.
+
+    The document is public and identical for everyone, like a published release
+    page; the version is also the HTTP ETag.
+    """
+    version = project_registry_version(project=project)
+    key = f"registry:{project.pk}:{version}"
+    document = cache.get(key)
+    if document is None:
+        document = project_registry(project=project)
+        cache.set(key, document, REGISTRY_CACHE_SECONDS)
+    return document, version
 
 
 def _day(moment: datetime) -> date:
