@@ -108,8 +108,8 @@ def statistic_notes(*, entry: dict[str, Any], spec: dict[str, Any] | None, unit:
             notes.append(_clip_note(name, spec["lower"], spec["upper"], what=what))
         if kind == "sum" and spec and spec.get("granularity"):
             notes.append(
-                "Each clipped value was then rounded to the nearest multiple of "
-                f"{formatting.exact(spec['granularity'])} (the public grid the noise is drawn on)."
+                "Each clipped value was then rounded to the public grid the noise is drawn on "
+                f"(steps of {formatting.scale(spec['granularity'])}, rounded here)."
             )
         notes.append(f"Records with no value for {name} are left out.")
     elif kind == "argmax":
