@@ -4,7 +4,7 @@ WORKDIR /app
 COPY requirements.txt .
 RUN pip install --no-cache-dir -r requirements.txt
 COPY . .
-RUN DEBUG=1 python manage.py collectstatic --noinput
+RUN DEBUG=1 DPPORTAL_STATIC_COLLECTED=1 python manage.py collectstatic --noinput
 RUN useradd --system --uid 1000 dpportal && mkdir -p /data && chown dpportal /data
 USER dpportal
 EXPOSE 8000

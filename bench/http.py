@@ -10,6 +10,9 @@ on 127.0.0.1, warms the cache, and runs wrk for a bounded time against:
 
 - the cached public release page (the goal: >= 500 req/s, p99 < 50 ms on 2 cores),
 - its cached JSON download,
+- the project's public registry JSON (cached under a version read in one query),
+- the floor: a static file of the registry JSON's size served by whitenoise
+  through the same gunicorn (no Python view at all),
 - and, as a baseline in the same run, the uncached public home page (one
   aggregate query and a template render per request).
 
@@ -61,8 +64,11 @@ def ensure_database(url: str) -> None:
             conn.execute(f'CREATE DATABASE "{name}"')
 
 
-def build_fixture(env: dict[str, str]) -> str:
-    """Migrate, create a project with a published release; return the release page's path."""
+def build_fixture(env: dict[str, str]) -> tuple[str, str, int]:
+    """Migrate, create a project with a published release.
+
+    Returns the release page's path, the registry JSON's path and its size in bytes.
+    """
     code = r"""
 import sys, time
 import django
@@ -82,14 +88,25 @@ project = services.project_create(
 )
 services.membership_add(project=project, user=reviewer, role="reviewer")
 release = build_release(project=project, owner=owner, reviewer=reviewer)
-sys.stdout.write(f"/p/{project.slug}/releases/{release.pk}/\n")
+from django.http import JsonResponse
+from budgets.selectors import project_registry
+size = len(JsonResponse(project_registry(project=project)).content)
+sys.stdout.write(f"/p/{project.slug}/releases/{release.pk}/ /registry/{project.slug}.json {size}\n")
 """
     result = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
     )
     if result.returncode != 0:
         sys.exit(f"could not build the benchmark release:\n{result.stderr[-3000:]}")
-    return result.stdout.strip().splitlines()[-1]
+    page, registry, size = result.stdout.strip().splitlines()[-1].split()
+    return page, registry, int(size)
+
+
+def write_floor(static_root: Path, size: int) -> str:
+    """A static JSON file of `size` bytes, served by whitenoise: the floor to compare with."""
+    body = '{"padding": "' + "x" * max(0, size - 15) + '"}'
+    (static_root / "bench-floor.json").write_text(body[:size] if len(body) > size else body)
+    return "/static/bench-floor.json"
 
 
 def wait_until_up(base: str, proc: subprocess.Popen, timeout: float = 60) -> None:
@@ -177,7 +194,8 @@ def main() -> int:
         [sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"],
         cwd=ROOT, env=env, check=True, timeout=300,
     )  # fmt: skip
-    page = build_fixture(env)
+    page, registry, registry_size = build_fixture(env)
+    floor = write_floor(static_root, registry_size)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     gunicorn = [
@@ -191,6 +209,8 @@ def main() -> int:
         targets = [
             ("cached release page", base + page),
             ("cached release JSON", base + page + "data.json"),
+            ("cached registry JSON", base + registry),
+            (f"static file of {registry_size} B (floor)", base + floor),
             ("uncached home page (baseline)", base + "/"),
         ]
         for _, url in targets:  # warm the cache (and each worker's connections)
@@ -215,10 +235,10 @@ def main() -> int:
         f"\ngunicorn: {args.workers} sync workers; wrk: {args.threads} threads, "
         f"{args.connections} connections, {args.duration} s per run; {os.cpu_count()} CPUs"
     )
-    print(f"{'target':32} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'non-2xx':>8}")
+    print(f"{'target':36} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'non-2xx':>8}")
     for r in results:
         print(
-            f"{r['label']:32} {r['rps']:9.0f} {r['p50_ms']:8.2f} {r['p99_ms']:8.2f} "
+            f"{r['label']:36} {r['rps']:9.0f} {r['p50_ms']:8.2f} {r['p99_ms']:8.2f} "
             f"{r['non_2xx']:8d}"
         )
     for r in results:

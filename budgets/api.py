@@ -388,4 +388,5 @@ class RegistryApi(PublicApiView):
     )
     def get(self, request: Request, slug: str) -> Response:
         project = selectors.project_get_public(slug=slug)
-        return Response(selectors.project_registry(project=project))
+        registry, _ = selectors.project_registry_cached(project=project)
+        return Response(registry)

@@ -12,9 +12,10 @@ from functools import wraps
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ObjectDoesNotExist
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseNotModified, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.http import parse_etags
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from budgets import selectors, services
@@ -272,10 +273,13 @@ def request_reject_view(request: HttpRequest, pk: int) -> HttpResponse:
 # --- the public registry ---------------------------------------------------------------
 
 
+REGISTRY_MAX_AGE = 60
+
+
 @require_GET
 def registry_view(request: HttpRequest, slug: str) -> HttpResponse:
     project = selectors.project_get_public(slug=slug)
-    registry = selectors.project_registry(project=project)
+    registry, _ = selectors.project_registry_cached(project=project)
     return render(
         request,
         "budgets/registry.html",
@@ -290,6 +294,14 @@ def registry_view(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 def registry_json_view(request: HttpRequest, slug: str) -> HttpResponse:
     project = selectors.project_get_public(slug=slug)
-    response = JsonResponse(selectors.project_registry(project=project))
+    registry, version = selectors.project_registry_cached(project=project)
+    etag = f'"{version}"'
+    if etag in parse_etags(request.headers.get("If-None-Match", "")):
+        response = HttpResponseNotModified()
+    else:
+        response = JsonResponse(registry)
+    # public and the same for everyone: caches may keep it a minute, then revalidate
+    response["ETag"] = etag
+    response["Cache-Control"] = f"public, max-age={REGISTRY_MAX_AGE}"
     response["Access-Control-Allow-Origin"] = "*"
     return response

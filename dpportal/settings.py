@@ -17,7 +17,6 @@ import os
 from pathlib import Path
 
 import dj_database_url
-import plotly
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -75,6 +74,11 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # HTML and JSON compressed too (static files arrive compressed from whitenoise,
+    # which answers before this). BREACH: Django's GZipMiddleware pads every response
+    # with random bytes ("Heal the Breach") and CSRF tokens are masked per response;
+    # the pages carry no other secret (session cookies are headers, never compressed).
+    "django.middleware.gzip.GZipMiddleware",
     "dpportal.middleware.MalformedSessionCookieMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -207,20 +211,24 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
 
 STATIC_URL = "/static/"
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", VAR_DIR / "static"))
-STATICFILES_DIRS = [
-    BASE_DIR / "static",
-    # plotly.js is served from our own static files, taken from the pinned plotly wheel.
-    ("vendor/plotly", Path(plotly.__file__).resolve().parent / "package_data"),
-]
+# plotly.js is ours too: its cartesian partial bundle, vendored under static/vendor/plotly.
+STATICFILES_DIRS = [BASE_DIR / "static"]
+# Static files are served by whitenoise from STATIC_ROOT, collected by `collectstatic`:
+# compressed (gzip) and with content-hashed names cached for a year. That is every
+# mode that serves people: production and `scripts/run.sh` (which collects first and
+# runs runserver with --nostatic). Only a developer's own `runserver` or the test
+# suite, with DEBUG and DPPORTAL_STATIC_COLLECTED=0, read the source folders as is.
+STATIC_COLLECTED = env_bool("DPPORTAL_STATIC_COLLECTED", not DEBUG)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
-        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
-        if not DEBUG
+        "BACKEND": "dpportal.staticfiles.HashedStaticFilesStorage"
+        if STATIC_COLLECTED
         else "django.contrib.staticfiles.storage.StaticFilesStorage"
     },
 }
-WHITENOISE_USE_FINDERS = DEBUG
+WHITENOISE_USE_FINDERS = not STATIC_COLLECTED
+WHITENOISE_AUTOREFRESH = DEBUG and not STATIC_COLLECTED
 
 # --- auth -------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [

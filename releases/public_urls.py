@@ -6,6 +6,7 @@ from releases import public_views
 app_name = "public"
 urlpatterns = [
     path("", public_views.PublicHomeView.as_view(), name="home"),
+    path("favicon.ico", public_views.FaviconView.as_view(), name="favicon"),
     path("p/<slug:slug>/", public_views.ProjectDashboardView.as_view(), name="project"),
     path(
         "p/<slug:slug>/releases/<int:release_id>/",

@@ -13,21 +13,26 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 from django.core.cache import cache
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.template.loader import render_to_string
+from django.templatetags.static import static
 from django.urls import NoReverseMatch, reverse
-from django.utils.html import format_html
 from django.utils.http import parse_etags
 from django.views import View
 
 from budgets import selectors as budget_selectors
+from dpportal import formatting
 from dpportal.errors import ValidationFailed
 from releases import public_selectors as public
 from releases.models import Release
+from releases.public import data as public_data
+from releases.public import downloads, page
+from releases.public import options as public_options
 
 logger = logging.getLogger(__name__)
 
@@ -129,9 +134,22 @@ def _release_data(*, release: Release) -> dict[str, Any]:
     key = "public:data:" + public.release_version_key(release=release)
     data = cache.get(key)
     if data is None:
-        data = public.release_public_data(release=release)
+        data = public_data.release_public_data(release=release)
         cache.set(key, data, CACHE_SECONDS)
     return data
+
+
+class FaviconView(View):
+    """/favicon.ico, which browsers ask for on their own: the static icon's address.
+
+    A temporary redirect (cached a day): in collected mode the icon's name carries
+    its content hash, so the target changes when the icon does.
+    """
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        response = HttpResponseRedirect(static("favicon.ico"))
+        response["Cache-Control"] = "public, max-age=86400"
+        return response
 
 
 class PublicHomeView(View):
@@ -147,8 +165,9 @@ class ProjectDashboardView(View):
         project = public.project_get_published(slug=slug)
         releases = list(public.release_list_published(project=project))
         for release in releases:
-            release.epsilon_text = public.exact_text(release.epsilon)
-            release.delta_text = public.exact_text(release.delta)
+            release.epsilon_text = formatting.budget(release.epsilon)
+            release.delta_text = formatting.budget(release.delta)
+            release.published_on = public.day_text(release.published_at)
         context = {
             "project": project,
             "budget": _budget_context(project=project),
@@ -162,22 +181,23 @@ def _budget_context(*, project) -> dict[str, Any]:
     """The registry's summary (budgets.selectors.project_registry) plus bar widths."""
     registry = budget_selectors.project_registry(project=project)
 
-    def percent(amount: str, cap: str) -> float:
-        cap_value = float(cap)
-        return 0.0 if cap_value <= 0 else min(100.0, round(float(amount) / cap_value * 100, 1))
+    def share(amount: str, cap: str) -> Decimal:
+        """The fraction of the cap, between 0 and 1 (for people: formatting.percent)."""
+        cap_value = Decimal(cap)
+        return Decimal(0) if cap_value <= 0 else min(Decimal(1), Decimal(amount) / cap_value)
 
     caps, spent, committed = registry["caps"], registry["spent"], registry["committed"]
+    spent_share = share(spent["epsilon"], caps["epsilon"])
+    committed_share = share(committed["epsilon"], caps["epsilon"])
     return {
         **registry,
-        "epsilon_spent_percent": percent(spent["epsilon"], caps["epsilon"]),
-        "epsilon_committed_percent": percent(committed["epsilon"], caps["epsilon"]),
-        "delta_spent_percent": percent(spent["delta"], caps["delta"]),
-        "has_delta": float(caps["delta"]) > 0,
+        "epsilon_spent_share": spent_share,
+        "epsilon_committed_share": committed_share,
+        # widths of the bar (CSS, not text): one decimal place is plenty
+        "epsilon_spent_percent": formatting.exact(round(spent_share * 100, 1)),
+        "epsilon_committed_percent": formatting.exact(round(committed_share * 100, 1)),
+        "has_delta": Decimal(caps["delta"]) > 0,
     }
-
-
-def _fill(name: str, value: str) -> str:
-    return format_html('<span data-fill="{}">{}</span>', name, value)
 
 
 class ReleasePageView(View):
@@ -207,9 +227,9 @@ class ReleasePageView(View):
             ),
         )
 
-    def _options(self, request: HttpRequest) -> public.ViewOptions | HttpResponse:
+    def _options(self, request: HttpRequest) -> public_options.ViewOptions | HttpResponse:
         try:
-            return public.view_options_parse(query=request.GET.dict())
+            return public_options.view_options_parse(query=request.GET.dict())
         except ValidationFailed as error:
             return _bad_request(request, error, as_json=False)
 
@@ -230,12 +250,13 @@ class ReleasePageView(View):
             "data": data,
             "view": {
                 "confidence": options.confidence,
-                "confidence_label": public.CONFIDENCE_LABELS[options.confidence],
+                "confidence_label": public_options.CONFIDENCE_LABELS[options.confidence],
                 "intervals": options.intervals,
                 "display": options.display,
             },
             "statistics": [
-                _statistic_context(stat, data=data, options=options) for stat in data["statistics"]
+                page.statistic_context(stat, data=data, options=options)
+                for stat in data["statistics"]
             ],
             "chart_data": {**data, "default_confidence": options.confidence},
             "registry_url": registry_url(slug=release.project.slug),
@@ -243,130 +264,10 @@ class ReleasePageView(View):
         return render_to_string(template, {**context, **(extra or {})}, request=request)
 
 
-def _fmt(x: float | None) -> str:
-    """A number for reading: 4 significant digits at the extremes, else 1-4 decimals."""
-    if x is None:
-        return ""
-    a = abs(x)
-    if a != 0 and (a >= 1e7 or a < 1e-3):
-        return f"{x:.4g}"
-    digits = 1 if a >= 100 else 2 if a >= 1 else 4
-    text = f"{x:,.{digits}f}"
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return "0" if text == "-0" else text
-
-
-def _statistic_context(stat: dict, *, data: dict, options) -> dict[str, Any]:
-    """What the template shows for one statistic at the reader's chosen options."""
-    chosen = stat["intervals"][options.confidence][options.intervals]
-    per_cell = stat["intervals"][options.confidence]["per_cell"]
-    simultaneous = stat["intervals"][options.confidence]["simultaneous"]
-    rows = []
-    for i, cell in enumerate(stat["cells"] if stat["kind"] != "argmax" else []):
-        value = stat["values"][i]
-        if options.display == "rounded" and stat["clampable"]:
-            value = max(0, round(value))
-        row = {
-            "cell": cell,
-            "value": _fmt(value),
-            "lower": _fmt(chosen["lower"][i]),
-            "upper": _fmt(chosen["upper"][i]),
-            "halfwidth": _fmt(chosen["halfwidths"][i]),
-        }
-        if stat["layout"] == "heatmap":
-            cols = stat["shape"][1]
-            row["row_label"] = stat["row_labels"][i // cols]
-            row["col_label"] = stat["col_labels"][i % cols]
-        rows.append(row)
-    noise = stat["noise"] or {}
-    confidence = _fill("confidence", public.CONFIDENCE_LABELS[options.confidence])
-    columns_text = " and ".join(stat["columns"]) or "category"
-    kind = stat["kind"]
-    noise_words = format_html("{} ({})", noise.get("name", ""), noise.get("parameter_text", ""))
-    if kind in ("count", "histogram"):
-        things = "cell" if stat["layout"] == "heatmap" else "bar"
-        k = stat["k"]
-        explanation = format_html(
-            "Each {} is the true count plus random noise drawn from a {}. With {} confidence the "
-            "true value of any one {} lies within plus or minus {} of it{}.",
-            things,
-            noise_words,
-            confidence,
-            things,
-            _fill("halfwidth", _fmt(per_cell["halfwidths"][0])),
-            format_html(
-                "; all {} {}s at once lie within plus or minus {}",
-                k,
-                things,
-                _fill("simultaneous-halfwidth", _fmt(simultaneous["halfwidths"][0])),
-            )
-            if k > 1
-            else "",
-        )
-        alt = (
-            f"{'Heatmap' if stat['layout'] == 'heatmap' else 'Bar chart'} of {stat['label']}: "
-            + (
-                "; ".join(
-                    f"{c} {_fmt(v)}" for c, v in zip(stat["cells"], stat["values"], strict=True)
-                )
-            )
-        )
-        caption = (
-            "Hover over a cell for its interval at the chosen confidence level."
-            if stat["layout"] == "heatmap"
-            else "Error bars: the interval at the chosen confidence level."
-        )
-    elif kind == "sum":
-        explanation = format_html(
-            "The figure is the true sum of {} (each value clipped to the public bounds and rounded "
-            "to the public grid) plus random noise drawn from a {}. With {} confidence the true "
-            "clipped sum lies within plus or minus {} of it.",
-            columns_text,
-            noise_words,
-            confidence,
-            _fill("halfwidth", _fmt(per_cell["halfwidths"][0])),
-        )
-        alt = f"{stat['label']}: {_fmt(stat['values'][0])}"
-        caption = "The line shows the interval at the chosen confidence level."
-    elif kind == "mean":
-        explanation = format_html(
-            "The mean is a noisy sum of {} (values clipped to the public bounds) divided by a "
-            "noisy count, each with its own noise from a {}. With {} confidence the true "
-            "clipped mean lies between {} and {}.",
-            columns_text,
-            noise_words,
-            confidence,
-            _fill("lower", _fmt(per_cell["lower"][0])),
-            _fill("upper", _fmt(per_cell["upper"][0])),
-        )
-        alt = f"{stat['label']}: {_fmt(stat['values'][0])}"
-        caption = "The line shows the interval at the chosen confidence level."
-    else:
-        explanation = format_html(
-            "Chosen by Report Noisy Max: noise from a {} was added to the count of every "
-            "declared category and only the category with the largest noisy count is published; "
-            "the counts themselves are not. It may not be the truly most common one when "
-            "counts are close.",
-            noise_words,
-        )
-        alt = ""
-        caption = ""
-    return {
-        **stat,
-        "rows": rows,
-        "columns_text": columns_text,
-        "explanation_html": explanation,
-        "mechanism_text": data["mechanism_label"] if kind != "argmax" else "Report Noisy Max",
-        "alt_text": alt,
-        "caption": caption,
-    }
-
-
 def _download(request: HttpRequest, slug: str, release_id: int, *, fmt: str) -> HttpResponse:
     _published_version(slug=slug, release_id=release_id)  # 404 before 400
     try:
-        confidence = public.confidence_parse(value=request.GET.get("confidence"))
+        confidence = public_options.confidence_parse(value=request.GET.get("confidence"))
     except ValidationFailed as error:
         return _bad_request(request, error, as_json=True)
 
@@ -374,14 +275,14 @@ def _download(request: HttpRequest, slug: str, release_id: int, *, fmt: str) -> 
         filename = f"{release.project.slug}-release-{release.pk}"
         data = _release_data(release=release)
         if fmt == "json":
-            record = public.release_download_data(data=data, confidence=confidence)
+            record = downloads.release_download_data(data=data, confidence=confidence)
             return (
                 json.dumps(record, indent=1),
                 "application/json",
                 {"Content-Disposition": f'inline; filename="{filename}.json"'},
             )
         return (
-            public.release_download_csv(data=data, confidence=confidence),
+            downloads.release_download_csv(data=data, confidence=confidence),
             "text/csv; charset=utf-8",
             {"Content-Disposition": f'attachment; filename="{filename}.csv"'},
         )

@@ -7,9 +7,13 @@ set -euo pipefail
 source "$(dirname "$0")/_venv.sh" requirements.txt
 
 export DEBUG="${DEBUG:-1}"
+# Static files as production serves them: collected with content-hashed names and
+# gzip copies, served by whitenoise (runserver --nostatic below), not read raw.
+export DPPORTAL_STATIC_COLLECTED=1
 PORT="${PORT:-8000}"
 mkdir -p var/log var/broker/out var/broker/processed var/broker/control
 
+.venv/bin/python manage.py collectstatic --noinput >/dev/null
 .venv/bin/python manage.py migrate --noinput >/dev/null
 .venv/bin/python manage.py seed_demo
 
@@ -21,4 +25,4 @@ trap 'kill $WORKER 2>/dev/null; wait $WORKER 2>/dev/null' EXIT INT TERM
 echo
 echo "dpportal is running at http://127.0.0.1:$PORT/   (worker log: var/log/worker.log)"
 echo "Stop with Ctrl-C."
-.venv/bin/python manage.py runserver "127.0.0.1:$PORT" --noreload
+.venv/bin/python manage.py runserver "127.0.0.1:$PORT" --noreload --nostatic

@@ -129,6 +129,6 @@ def test_openapi_documents_the_registry_with_the_repository_schema(db):
 
     expected = _inline(SCHEMA, SCHEMA["$defs"])
     assert _shape(resolve(documented)) == _shape(expected)
-    nullable = documented["properties"]["burn_rate"]["properties"]["first_release_at"]
-    assert nullable["nullable"] is True and nullable["format"] == "date-time"
+    nullable = documented["properties"]["burn_rate"]["properties"]["first_approved_at"]
+    assert nullable["nullable"] is True and nullable["format"] == "date"
     assert resolve(documented)["properties"]["version"]["enum"] == [1]

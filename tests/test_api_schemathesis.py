@@ -99,7 +99,11 @@ def test_every_operation_conforms_and_never_fails(seeded, owner, reviewer):
                 _with_real_ids(case, seeded)
                 for who, headers in identities.items():
                     try:
-                        response = case.call_and_validate(headers=headers, checks=checks)
+                        # schemathesis's WSGI transport does not undo the gzip the app
+                        # applies to HTML and JSON: ask for the body as is
+                        response = case.call_and_validate(
+                            headers={**headers, "Accept-Encoding": "identity"}, checks=checks
+                        )
                     except Exception as exc:
                         raise AssertionError(f"{operation.label} ({mode.value}) as {who}") from exc
                     statuses.setdefault(operation.label, set()).add(response.status_code)

@@ -12,6 +12,7 @@ from django.contrib.admin.sites import site
 from django.test import RequestFactory
 from django.urls import reverse
 
+from budgets.models import LedgerEntry
 from releases import tasks
 from releases.admin import ReleaseAdmin
 from releases.models import Release
@@ -100,9 +101,14 @@ def _public_urls(release) -> list[str]:
 
 
 @pytest.mark.django_db
-def test_public_pages_and_api_show_no_compute_time(client, published):
-    moment = datetime(2001, 2, 3, 4, 5, 6, tzinfo=UTC)  # distinctive: found only if shown
-    Release.objects.filter(pk=published.pk).update(computed_at=moment)
+def test_public_pages_and_api_show_no_compute_time(client, project, owner, reviewer):
+    # The computation finished at a distinctive moment: its release's computed_at AND the
+    # ledger charge written then (the registry's burn rate reads the charges).
+    moment = datetime(2001, 2, 3, 4, 5, 6, tzinfo=UTC)
+    published = build_release(project=project, owner=owner, reviewer=reviewer, computed_at=moment)
+    assert Release.objects.get(pk=published.pk).computed_at == moment
+    charge = LedgerEntry.objects.get(project=project, kind=LedgerEntry.Kind.CHARGE)
+    assert charge.created_at == moment  # the field the registry used to publish
     stamps = [moment.isoformat()[:19], "2001-02-03"]
     slug = published.project.slug
     urls = _public_urls(published) + [

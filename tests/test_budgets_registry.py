@@ -121,7 +121,7 @@ def test_empty_registry_is_valid(client, project):
     doc = client.get(f"/registry/{project.slug}.json").json()
     validate(doc)
     assert doc["spent"] == {"epsilon": "0", "delta": "0"}
-    assert doc["burn_rate"]["epsilon_per_month_since_first_release"] is None
+    assert doc["burn_rate"]["epsilon_per_month_since_first_approval"] is None
 
 
 def test_burn_rate_per_month(project, history):
@@ -129,7 +129,7 @@ def test_burn_rate_per_month(project, history):
     doc = project_registry(project=project, now=later)
     validate(doc)
     assert doc["burn_rate"]["last_30_days"]["epsilon"] == "0"
-    assert Decimal(doc["burn_rate"]["epsilon_per_month_since_first_release"]) == Decimal("0.15")
+    assert Decimal(doc["burn_rate"]["epsilon_per_month_since_first_approval"]) == Decimal("0.15")
 
 
 def test_audit_ledger_passes_then_names_violations(project, history, capsys):

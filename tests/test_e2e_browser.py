@@ -100,7 +100,7 @@ def chart_error_bars(page, position: int) -> dict:
             const node = document.getElementById('chart-' + position);
             const trace = node.data[0];
             return {type: trace.type, x: trace.x, y: trace.y, error_y: trace.error_y || null,
-                    error_x: trace.error_x || null, text: trace.text || null};
+                    error_x: trace.error_x || null, text: trace.hovertext || trace.text || null};
         }""",
         position,
     )

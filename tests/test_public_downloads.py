@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from dpportal.privacy import accuracy
 from releases.models import ReleaseResult
-from releases.public_selectors import csv_cell
+from releases.public.downloads import csv_cell
 from tests.public_builders import build_release
 
 pytestmark = pytest.mark.django_db

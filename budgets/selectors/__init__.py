@@ -30,6 +30,8 @@ from budgets.selectors.registry import (
     RATE_PLACES,
     REGISTRY_VERSION,
     project_registry,
+    project_registry_cached,
+    project_registry_version,
 )
 
 __all__ = [
@@ -50,5 +52,7 @@ __all__ = [
     "project_get_public",
     "project_list_for_user",
     "project_registry",
+    "project_registry_cached",
+    "project_registry_version",
     "project_roles",
 ]

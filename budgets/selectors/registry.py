@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+import hashlib
+import json
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
 
 from django.apps import apps
+from django.core.cache import cache
+from django.db import connection
 from django.utils import timezone
 
 from budgets import amounts
@@ -65,18 +69,25 @@ def project_registry(*, project: Project, now: datetime | None = None) -> dict:
     budgets/schemas/registry.schema.json.
     """
     now = now or timezone.now()
+    today = timezone.localdate(now, timezone=UTC)
     summary = budget_summary(project=project)
-    charges = list(
-        LedgerEntry.objects.filter(project=project, kind=LedgerEntry.Kind.CHARGE)
-        .order_by("created_at", "id")
-        .values_list("request_id", "epsilon", "delta", "created_at")
-    )
-    window_start = now - timedelta(days=BURN_WINDOW_DAYS)
-    eps_30 = amounts.total(e for _, e, _, at in charges if at >= window_start)
-    delta_30 = amounts.total(d for _, _, d, at in charges if at >= window_start)
-    first_at = charges[0][3] if charges else None
-    if first_at is not None:
-        days = max(Decimal((now - first_at).total_seconds()) / Decimal(86400), Decimal(1))
+    # Only the (public) approval DAY of each charged request is used for time: the
+    # charge's own time is when the computation finished, and its distance to the
+    # approval would publish the compute duration (PRIVACY-TESTING.md, "Timing").
+    charges = [
+        (request_id, epsilon, delta, _day(decided_at or created_at))
+        for request_id, epsilon, delta, decided_at, created_at in LedgerEntry.objects.filter(
+            project=project, kind=LedgerEntry.Kind.CHARGE
+        )
+        .order_by("request__decided_at", "id")
+        .values_list("request_id", "epsilon", "delta", "request__decided_at", "created_at")
+    ]
+    window_start = today - timedelta(days=BURN_WINDOW_DAYS)
+    eps_30 = amounts.total(e for _, e, _, day in charges if day >= window_start)
+    delta_30 = amounts.total(d for _, _, d, day in charges if day >= window_start)
+    first_day = min((day for *_, day in charges), default=None)
+    if first_day is not None:
+        days = max(Decimal((today - first_day).days), Decimal(1))
         months = max(days / Decimal(BURN_WINDOW_DAYS), Decimal(1))
         per_month = (summary.epsilon_spent / months).quantize(RATE_PLACES)
     else:
@@ -141,10 +152,10 @@ def project_registry(*, project: Project, now: datetime | None = None) -> dict:
         "burn_rate": {
             "window_days": BURN_WINDOW_DAYS,
             "last_30_days": _pair(eps_30, delta_30),
-            "epsilon_per_month_since_first_release": (
+            "epsilon_per_month_since_first_approval": (
                 amounts.fmt(per_month) if per_month is not None else None
             ),
-            "first_release_at": first_at.isoformat() if first_at else None,
+            "first_approved_at": first_day.isoformat() if first_day else None,
         },
         "group_privacy": {
             "rule": "A group of g privacy units is protected with g*epsilon and "
@@ -165,17 +176,84 @@ def project_registry(*, project: Project, now: datetime | None = None) -> dict:
                 "mechanism": row["release__mechanism"],
                 "epsilon": amounts.fmt(row["epsilon"]),
                 "delta": amounts.fmt(row["delta"]),
-                "approved_at": row["decided_at"].isoformat() if row["decided_at"] else None,
-                "published_at": (
-                    row["release__published_at"].isoformat()
-                    if row["release__published_at"]
-                    else None
-                ),
+                "approved_at": _day_text(row["decided_at"]),
+                "published_at": _day_text(row["release__published_at"]),
             }
             for row in published
         ],
-        "generated_at": now.isoformat(),
+        "generated_at": today.isoformat(),
     }
+
+
+# The document changes only with what the version below reads, or with the day.
+REGISTRY_CACHE_SECONDS = 24 * 3600
+
+
+def _version_sql() -> str:
+    """One statement reading what the registry depends on (table names from the models).
+
+    Hand-written because the same query through the ORM costs more to compile
+    than the cached document saves (measured with bench/http.py).
+    """
+    ledger = LedgerEntry._meta.db_table
+    release = apps.get_model("releases", "Release")._meta.db_table
+    dataset = apps.get_model("datasets", "Dataset")._meta.db_table
+    return f"""
+        SELECT p.name, p.slug, p.description, p.privacy_unit_description, p.epsilon_cap,
+               p.delta_cap,
+               (SELECT COUNT(*) FROM {ledger} l WHERE l.project_id = p.id),
+               (SELECT MAX(l.id) FROM {ledger} l WHERE l.project_id = p.id),
+               (SELECT COUNT(*) FROM {release} r
+                 WHERE r.project_id = p.id AND r.status = 'published'),
+               (SELECT MAX(r.published_at) FROM {release} r
+                 WHERE r.project_id = p.id AND r.status = 'published'),
+               (SELECT COUNT(*) FROM {dataset} d WHERE d.project_id = p.id),
+               (SELECT MAX(d.id) FROM {dataset} d WHERE d.project_id = p.id),
+               (SELECT SUM(d.contribution_bound) FROM {dataset} d WHERE d.project_id = p.id),
+               (SELECT COUNT(*) FROM {dataset} d WHERE d.project_id = p.id AND d.id_column <> ''),
+               (SELECT COUNT(*) FROM {dataset} d WHERE d.project_id = p.id AND d.status = 'ready'
+                   AND d.declared)
+          FROM {Project._meta.db_table} p WHERE p.id = %s
+    """  # noqa: S608 (table names from the models; the only value is a parameter)
+
+
+def project_registry_version(*, project: Project, now: datetime | None = None) -> str:
+    """A key that changes whenever the registry document of `project` can change.
+
+    Read in one query: the project's public fields and caps, its ledger (every
+    reservation, charge and release of budget appends an entry), its published
+    releases and its datasets' privacy units; plus the UTC day (the 30-day window).
+    """
+    today = timezone.localdate(now or timezone.now(), timezone=UTC)
+    with connection.cursor() as cursor:
+        cursor.execute(_version_sql(), [project.pk])
+        row = cursor.fetchone()
+    text = json.dumps([*row, today.isoformat(), REGISTRY_VERSION], default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def project_registry_cached(*, project: Project) -> tuple[dict, str]:
+    """(document, version): the registry from the cache, built once per version.
+
+    The document is public and identical for everyone, like a published release
+    page; the version is also the HTTP ETag.
+    """
+    version = project_registry_version(project=project)
+    key = f"registry:{project.pk}:{version}"
+    document = cache.get(key)
+    if document is None:
+        document = project_registry(project=project)
+        cache.set(key, document, REGISTRY_CACHE_SECONDS)
+    return document, version
+
+
+def _day(moment: datetime) -> date:
+    """The UTC calendar day of a moment: the only precision time is published with."""
+    return timezone.localdate(moment, timezone=UTC)
+
+
+def _day_text(moment: datetime | None) -> str | None:
+    return _day(moment).isoformat() if moment else None
 
 
 def _registry_datasets(*, project: Project) -> list[dict]:

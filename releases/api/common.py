@@ -10,8 +10,10 @@ from budgets.models import Membership
 from dpportal.api import (
     AmountField,
 )
-from releases import public_selectors as public
 from releases.models import Release, Statistic
+from releases.public import data as public_data
+from releases.public import downloads
+from releases.public import options as public_options
 
 OWNER = {Membership.Role.OWNER.value}
 
@@ -19,7 +21,7 @@ OWNER = {Membership.Role.OWNER.value}
 CONFIDENCE_PARAMETER = OpenApiParameter(
     "confidence",
     OpenApiTypes.STR,
-    enum=list(public.CONFIDENCE_LEVELS),
+    enum=list(public_options.CONFIDENCE_LEVELS),
     description="Confidence level of the intervals (default 0.95).",
 )
 
@@ -98,7 +100,7 @@ class ReleaseDataOutputSerializer(serializers.Serializer):
 
 
 def release_data(release: Release, *, confidence: str) -> dict:
-    data = public.release_public_data(release=release)
+    data = public_data.release_public_data(release=release)
     return ReleaseDataOutputSerializer(
-        public.release_download_data(data=data, confidence=confidence)
+        downloads.release_download_data(data=data, confidence=confidence)
     ).data

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import UTC, date, datetime
+
+from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -18,6 +21,22 @@ from dpportal.api import (
 from releases import public_selectors as public
 from releases.api.common import CONFIDENCE_PARAMETER, ReleaseDataOutputSerializer, release_data
 from releases.models import Release
+from releases.public import options as public_options
+
+
+class DayField(serializers.DateField):
+    """A moment published as its UTC calendar day: public times are days only.
+
+    Approval and publication are public to the day; a finer time, next to the
+    others, could time the computation (PRIVACY-TESTING.md, "Timing").
+    """
+
+    def to_representation(self, value: datetime | date | None) -> str | None:
+        if value is None:
+            return None
+        if isinstance(value, datetime):
+            value = timezone.localdate(value, timezone=UTC)
+        return super().to_representation(value)
 
 
 class PublicProjectOutputSerializer(serializers.Serializer):
@@ -26,7 +45,7 @@ class PublicProjectOutputSerializer(serializers.Serializer):
     description = serializers.CharField()
     privacy_unit_description = serializers.CharField()
     published_count = serializers.IntegerField()
-    last_published_at = serializers.DateTimeField(allow_null=True)
+    last_published_at = DayField(allow_null=True)
 
 
 class PublicReleaseOutputSerializer(serializers.Serializer):
@@ -37,7 +56,7 @@ class PublicReleaseOutputSerializer(serializers.Serializer):
     epsilon = AmountField()
     delta = AmountField()
     statistic_count = serializers.IntegerField()
-    published_at = serializers.DateTimeField()
+    published_at = DayField()
 
 
 class PublicProjectListApi(PublicApiView):
@@ -85,5 +104,5 @@ class PublicReleaseDetailApi(PublicApiView):
     )
     def get(self, request: Request, slug: str, release_id: int) -> Response:
         release = public.release_get_published(slug=slug, release_id=release_id)
-        confidence = public.confidence_parse(value=request.query_params.get("confidence"))
+        confidence = public_options.confidence_parse(value=request.query_params.get("confidence"))
         return Response(release_data(release, confidence=confidence))

@@ -13,10 +13,10 @@ from dpportal.api import (
     error_responses,
 )
 from dpportal.errors import InvalidTransition
-from releases import public_selectors as public
 from releases import selectors
 from releases.api.common import CONFIDENCE_PARAMETER, ReleaseDataOutputSerializer, release_data
 from releases.models import Release
+from releases.public import options as public_options
 
 
 class ReleaseStatusOutputSerializer(serializers.Serializer):
@@ -53,7 +53,7 @@ class ReleaseResultsApi(ApiView):
     )
     def get(self, request: Request, release_id: int) -> Response:
         release = selectors.release_get_for_member(release_id=release_id, user=request.user)
-        confidence = public.confidence_parse(value=request.query_params.get("confidence"))
+        confidence = public_options.confidence_parse(value=request.query_params.get("confidence"))
         if selectors.release_result_get(release=release) is None:
             raise InvalidTransition(
                 f"This release is {release.get_status_display().lower()}: it has no results yet."

@@ -2,8 +2,14 @@
  *
  * Every number comes from the page's embedded JSON (#release-data): the noisy
  * values and, for each confidence level and interval kind, the intervals the
- * server computed from the stored noise parameters. The controls only switch
- * between those precomputed public numbers; nothing is recomputed here.
+ * server computed from the stored noise parameters, and the same numbers as text
+ * (stat.text), formatted once on the server by dpportal/formatting.py. The
+ * controls only switch between those precomputed public numbers and strings;
+ * nothing is recomputed or formatted here.
+ *
+ * Plotly reads its strings as pseudo-HTML (<a href>, <b>, <br>...): every string
+ * from the data (labels, titles) goes through esc() before Plotly sees it, so
+ * markup in a category renders as text. Tables are filled with textContent.
  */
 (function () {
   "use strict";
@@ -15,16 +21,14 @@
   var release = JSON.parse(dataNode.textContent);
   var form = document.getElementById("interval-controls");
 
-  function fmt(x) {
-    if (x === null || x === undefined) {
-      return "";
-    }
-    var a = Math.abs(x);
-    if (a !== 0 && (a >= 1e7 || a < 1e-3)) {
-      return x.toPrecision(4);
-    }
-    var digits = a >= 100 ? 1 : a >= 1 ? 2 : 4;
-    return Number(x.toFixed(digits)).toLocaleString("en-US", { maximumFractionDigits: digits });
+  // Plotly's pseudo-HTML decodes these entities back for display, and only these
+  // three characters can start markup or an entity.
+  function esc(value) {
+    return String(value).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+  }
+
+  function escAll(values) {
+    return values.map(esc);
   }
 
   function state() {
@@ -59,8 +63,40 @@
     return stat.intervals[st.confidence][st.intervals];
   }
 
+  // The strings people read at the chosen options (formatted by the server).
+  function texts(stat, st) {
+    var level = stat.text[st.confidence];
+    var chosen = level[st.intervals];
+    var rounded = st.display === "rounded" && stat.clampable;
+    return {
+      value: rounded ? stat.text.rounded : level.value,
+      lower: chosen.lower,
+      upper: chosen.upper,
+      halfwidth: chosen.halfwidth,
+      perCell: level.per_cell,
+      simultaneous: level.simultaneous,
+    };
+  }
+
+  function hoverLine(name, t, i) {
+    var line = esc(name) + ": " + t.value[i] + "<br>interval " + t.lower[i] + " to " + t.upper[i];
+    return t.halfwidth[i] ? line + " (\u00b1 " + t.halfwidth[i] + ")" : line;
+  }
+
+  function categoryAxis(labels, title) {
+    // 'category' whatever the labels look like: "0%", "1e3" or "007" stay labels
+    return {
+      type: "category",
+      categoryorder: "array",
+      categoryarray: labels,
+      title: { text: esc(title || "") },
+      automargin: true,
+    };
+  }
+
   function barTrace(stat, st) {
     var iv = interval(stat, st);
+    var t = texts(stat, st);
     var ys = stat.values.map(function (v) { return shown(stat, v, st); });
     var errorY;
     if (st.display === "raw" || !stat.clampable) {
@@ -76,23 +112,20 @@
         visible: true,
       };
     }
-    var text = stat.cells.map(function (cell, i) {
-      return cell + ": " + fmt(ys[i]) + " (" + fmt(iv.lower[i]) + " to " + fmt(iv.upper[i]) + ")";
-    });
     return {
       type: "bar",
-      x: stat.cells,
+      x: escAll(stat.cells),
       y: ys,
       error_y: errorY,
       marker: { color: "#1f5fbf" },
-      hovertext: text,
+      hovertext: stat.cells.map(function (cell, i) { return hoverLine(cell, t, i); }),
       hoverinfo: "text",
-      name: stat.label,
+      name: esc(stat.label),
     };
   }
 
   function heatmapTrace(stat, st) {
-    var iv = interval(stat, st);
+    var t = texts(stat, st);
     var rows = stat.shape[0];
     var cols = stat.shape[1];
     var z = [];
@@ -102,13 +135,8 @@
       var tr = [];
       for (var c = 0; c < cols; c++) {
         var i = r * cols + c;
-        var y = shown(stat, stat.values[i], st);
-        zr.push(y);
-        tr.push(
-          stat.row_labels[r] + " / " + stat.col_labels[c] + ": " + fmt(y) +
-          "<br>interval " + fmt(iv.lower[i]) + " to " + fmt(iv.upper[i]) +
-          " (\u00b1 " + fmt(iv.halfwidths[i]) + ")"
-        );
+        zr.push(shown(stat, stat.values[i], st));
+        tr.push(hoverLine(stat.row_labels[r] + " / " + stat.col_labels[c], t, i));
       }
       z.push(zr);
       text.push(tr);
@@ -116,24 +144,26 @@
     return {
       type: "heatmap",
       z: z,
-      x: stat.col_labels,
-      y: stat.row_labels,
-      text: text,
+      x: escAll(stat.col_labels),
+      y: escAll(stat.row_labels),
+      hovertext: text,
       hoverinfo: "text",
       colorscale: "Blues",
       reversescale: true,
-      customdata: stat.cells,
+      xgap: 1,
+      ygap: 1,
     };
   }
 
   function figureTrace(stat, st) {
     var iv = interval(stat, st);
+    var t = texts(stat, st);
     var v = stat.values[0];
     return {
       type: "scatter",
       mode: "markers",
       x: [v],
-      y: [stat.label],
+      y: [esc(stat.label)],
       marker: { size: 12, color: "#1f5fbf" },
       error_x: {
         type: "data",
@@ -144,7 +174,7 @@
         thickness: 2,
         width: 8,
       },
-      hovertext: [fmt(v) + " (" + fmt(iv.lower[0]) + " to " + fmt(iv.upper[0]) + ")"],
+      hovertext: [hoverLine(stat.label, t, 0)],
       hoverinfo: "text",
     };
   }
@@ -163,17 +193,19 @@
     };
     if (stat.layout === "bars") {
       trace = barTrace(stat, st);
-      layout.yaxis = { title: { text: stat.value_title }, zeroline: true };
+      layout.xaxis = categoryAxis(escAll(stat.cells), "");
+      layout.yaxis = { title: { text: esc(stat.value_title) }, zeroline: true };
     } else if (stat.layout === "heatmap") {
       trace = heatmapTrace(stat, st);
-      layout.xaxis = { title: { text: stat.col_title } };
-      layout.yaxis = { title: { text: stat.row_title }, automargin: true };
-      layout.height = Math.max(300, 60 + 40 * stat.shape[0]);
+      layout.xaxis = categoryAxis(escAll(stat.col_labels), stat.col_title);
+      layout.yaxis = categoryAxis(escAll(stat.row_labels), stat.row_title);
+      layout.yaxis.autorange = "reversed"; // first row on top, as in the table
+      layout.height = Math.max(300, 80 + 40 * stat.shape[0]);
     } else if (stat.layout === "figure") {
       trace = figureTrace(stat, st);
       layout.height = 180;
-      layout.xaxis = { title: { text: stat.value_title }, zeroline: false };
-      layout.yaxis = { automargin: true, showticklabels: false };
+      layout.xaxis = { title: { text: esc(stat.value_title) }, zeroline: false };
+      layout.yaxis = { type: "category", automargin: true, showticklabels: false };
     } else {
       return;
     }
@@ -181,43 +213,49 @@
   }
 
   function updateTable(stat, st) {
-    var body = document.getElementById("table-body-" + stat.position);
-    if (!body || stat.layout === "statement") {
+    if (stat.layout === "statement") {
       return;
     }
-    var iv = interval(stat, st);
-    var rowsHtml = body.querySelectorAll("tr");
-    rowsHtml.forEach(function (tr, i) {
-      var cells = tr.querySelectorAll("td");
-      if (cells.length < 4) {
-        return;
-      }
-      cells[0].textContent = fmt(shown(stat, stat.values[i], st));
-      cells[1].textContent = fmt(iv.lower[i]);
-      cells[2].textContent = fmt(iv.upper[i]);
-      cells[3].textContent = iv.halfwidths[i] === null ? "" : "\u00b1 " + fmt(iv.halfwidths[i]);
-    });
+    var t = texts(stat, st);
+    var body = document.getElementById("table-body-" + stat.position);
+    if (body) {
+      body.querySelectorAll("tr").forEach(function (tr, i) {
+        var cells = tr.querySelectorAll("td");
+        if (cells.length < 4) {
+          return;
+        }
+        cells[0].textContent = t.value[i];
+        cells[1].textContent = t.lower[i];
+        cells[2].textContent = t.upper[i];
+        cells[3].textContent = t.halfwidth[i] ? "\u00b1 " + t.halfwidth[i] : "";
+      });
+    }
+    var grid = document.getElementById("crosstab-" + stat.position);
+    if (grid) {
+      grid.querySelectorAll("[data-value-of]").forEach(function (td) {
+        td.textContent = t.value[Number(td.getAttribute("data-value-of"))];
+      });
+    }
   }
 
   function updateText(stat, st) {
     var box = document.getElementById("stat-" + stat.position);
-    if (!box) {
+    if (!box || stat.layout === "statement") {
       return;
     }
-    var perCell = stat.intervals[st.confidence].per_cell;
-    var simultaneous = stat.intervals[st.confidence].simultaneous;
+    var t = texts(stat, st);
     box.querySelectorAll("[data-fill]").forEach(function (el) {
       var what = el.getAttribute("data-fill");
       if (what === "confidence") {
         el.textContent = release.confidence_labels[st.confidence];
       } else if (what === "halfwidth") {
-        el.textContent = fmt(perCell.halfwidths[0]);
+        el.textContent = t.perCell.halfwidth[0];
       } else if (what === "simultaneous-halfwidth") {
-        el.textContent = fmt(simultaneous.halfwidths[0]);
+        el.textContent = t.simultaneous.halfwidth[0];
       } else if (what === "lower") {
-        el.textContent = fmt(perCell.lower[0]);
+        el.textContent = t.perCell.lower[0];
       } else if (what === "upper") {
-        el.textContent = fmt(perCell.upper[0]);
+        el.textContent = t.perCell.upper[0];
       }
     });
   }
@@ -229,6 +267,9 @@
     });
     document.querySelectorAll("[data-show-when-rounded]").forEach(function (el) {
       el.hidden = st.display !== "rounded";
+    });
+    document.querySelectorAll("[data-show-when-raw]").forEach(function (el) {
+      el.hidden = st.display === "rounded";
     });
     document.querySelectorAll("a[data-download]").forEach(function (a) {
       a.href = a.getAttribute("data-base") + "?confidence=" + st.confidence;

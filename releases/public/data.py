@@ -1,0 +1,303 @@
+"""The public data of one published release, as JSON-ready values.
+
+Everything here works from what a published release stores: the noisy values and
+the explanation returned by dpportal.privacy (mechanism, noise scale, epsilon,
+delta, granularity). Intervals at any confidence level are recomputed from that
+stored explanation with `dpportal.privacy.accuracy` -- never from data -- so
+switching the confidence level is post-processing of public values.
+
+Numbers for people are formatted here, once, by dpportal.formatting (the `text`
+of each statistic: values at the precision their half-width justifies, one set
+per confidence level and interval kind), so the page, its script and the CSV
+show the same digits; the exact values stay beside them for JSON.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from dpportal import formatting
+from dpportal.privacy import accuracy
+from releases.models import Release
+from releases.public import notes
+from releases.public.options import (
+    CONFIDENCE_LABELS,
+    CONFIDENCE_LEVELS,
+    DEFAULT_CONFIDENCE,
+    INTERVAL_KINDS,
+)
+from releases.public_selectors import day_text, privacy_unit_text, release_approval
+
+# A 2-D histogram is drawn as a heatmap up to this size; beyond it, as a table of
+# rows by columns (a large heatmap is an unreadable field of near-equal shades).
+HEATMAP_MAX_CELLS = 150
+HEATMAP_MAX_LABELS = 25
+
+MECHANISM_LABELS = {
+    "laplace": "Laplace mechanism (pure epsilon-differential privacy)",
+    "gaussian": "Gaussian mechanism ((epsilon, delta)-differential privacy)",
+}
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool):
+        raise ValueError("boolean is not a statistic value")
+    return float(Decimal(value)) if isinstance(value, str) else float(value)
+
+
+def _halfwidth(explanation: dict, *, confidence: str, simultaneous: bool) -> float:
+    return float(
+        accuracy.result_halfwidth(explanation, confidence=confidence, simultaneous=simultaneous)
+    )
+
+
+def _noise_part(explanation: dict) -> dict[str, Any]:
+    """One noise distribution in words, its parameter converted to value units."""
+    granularity = Decimal(str(explanation.get("granularity", "1")))
+    if explanation.get("noise") == "discrete_gaussian":
+        name = "discrete Gaussian distribution"
+        symbol, raw = "sigma", explanation.get("sigma_float", explanation.get("sigma"))
+        words = "parameter sigma (about its standard deviation)"
+    else:
+        name = "discrete Laplace distribution"
+        symbol, raw = "scale", explanation.get("scale_float", explanation.get("scale"))
+        words = "scale b"
+    value = float(_number(raw)) * float(granularity) if raw is not None else None
+    shown = formatting.scale(value) if value is not None else "not recorded"
+    return {
+        "name": name,
+        "parameter": symbol,
+        "value": value,
+        "granularity": formatting.exact(granularity),
+        "parameter_text": f"{words} = {shown}",
+    }
+
+
+def _noise(explanation: dict, *, kind: str) -> dict[str, Any]:
+    """The noise distribution(s) in words and their parameter (in value units)."""
+    if kind == "mean":
+        total = _noise_part(explanation["sum"])
+        count = _noise_part(explanation["count"])
+        return {
+            "name": total["name"],
+            "parameter": total["parameter"],
+            "sum": total,
+            "count": count,
+            "parameter_text": (f"sum: {total['parameter_text']}; count: {count['parameter_text']}"),
+        }
+    return _noise_part(explanation)
+
+
+def _layout(entry: dict) -> str:
+    kind = entry["kind"]
+    if kind == "argmax":
+        return "statement"
+    if kind in ("sum", "mean"):
+        return "figure"
+    shape = entry.get("shape")
+    if kind == "histogram" and shape:
+        rows, cols = shape
+        if rows * cols > HEATMAP_MAX_CELLS or max(rows, cols) > HEATMAP_MAX_LABELS:
+            return "crosstab"
+        return "heatmap"
+    return "bars"
+
+
+def _intervals(entry: dict, values: list[float]) -> dict[str, dict[str, dict[str, list]]]:
+    """For each confidence level and interval kind: per-cell half-widths, lower and upper."""
+    out: dict[str, dict[str, dict[str, list]]] = {}
+    explanation = entry["explanation"]
+    kind = entry["kind"]
+    for level in CONFIDENCE_LEVELS:
+        out[level] = {}
+        for interval_kind in INTERVAL_KINDS:
+            simultaneous = interval_kind == "simultaneous"
+            if kind == "argmax":
+                out[level][interval_kind] = {"halfwidths": [], "lower": [], "upper": []}
+            elif kind == "mean":
+                _, lower, upper = accuracy.mean_interval(explanation, confidence=level)
+                out[level][interval_kind] = {
+                    "halfwidths": [None],
+                    "lower": [lower],
+                    "upper": [upper],
+                }
+            else:
+                h = _halfwidth(explanation, confidence=level, simultaneous=simultaneous)
+                out[level][interval_kind] = {
+                    "halfwidths": [h] * len(values),
+                    "lower": [v - h for v in values],
+                    "upper": [v + h for v in values],
+                }
+    return out
+
+
+def _precision(value: float, lower: float, upper: float, halfwidth: float | None) -> float:
+    """The half-width that fixes a shown value's last digit (a mean's: its longer side)."""
+    if halfwidth is not None:
+        return halfwidth
+    return max(upper - value, value - lower)
+
+
+def _texts(stat: dict[str, Any]) -> dict[str, Any]:
+    """The statistic's numbers as people read them, for every option of the page.
+
+    {level: {"value": [...], "per_cell": {"lower", "upper", "halfwidth"},
+    "simultaneous": {...}}, "rounded": [...]}: a value keeps the precision its
+    per-cell half-width justifies; an interval's ends the precision of its own
+    half-width; "rounded" is the clamped display of counts (whole, at least 0).
+    """
+    values = stat["values"]
+    out: dict[str, Any] = {}
+    if stat["kind"] == "argmax":
+        return out
+    for level in CONFIDENCE_LEVELS:
+        per_cell = stat["intervals"][level]["per_cell"]
+        texts: dict[str, Any] = {
+            "value": [
+                formatting.noisy(
+                    v,
+                    _precision(
+                        v, per_cell["lower"][i], per_cell["upper"][i], per_cell["halfwidths"][i]
+                    ),
+                )
+                for i, v in enumerate(values)
+            ]  # fmt: skip
+        }
+        for interval_kind in INTERVAL_KINDS:
+            iv = stat["intervals"][level][interval_kind]
+            ends = [
+                _precision(v, iv["lower"][i], iv["upper"][i], iv["halfwidths"][i])
+                for i, v in enumerate(values)
+            ]
+            texts[interval_kind] = {
+                "lower": [formatting.noisy(x, h) for x, h in zip(iv["lower"], ends, strict=True)],
+                "upper": [formatting.noisy(x, h) for x, h in zip(iv["upper"], ends, strict=True)],
+                "halfwidth": [formatting.halfwidth(h) for h in iv["halfwidths"]],
+            }
+        out[level] = texts
+    if stat["clampable"]:
+        out["rounded"] = [formatting.integer(max(0, round(v))) for v in values]
+    return out
+
+
+def _statistic_data(
+    entry: dict, *, spec: dict[str, Any] | None, unit_note: str, mechanism: str
+) -> dict[str, Any]:
+    kind = entry["kind"]
+    explanation = entry.get("explanation") or {}
+    columns = list(entry.get("columns") or [])
+    if kind == "mean":
+        estimate, _, _ = accuracy.mean_interval(explanation, confidence=DEFAULT_CONFIDENCE)
+        values = [float(estimate)]
+    else:
+        values = [_number(v) for v in entry.get("values") or []]
+    cells = [str(c) for c in entry.get("cells") or []]
+    if kind in ("sum", "mean") or (kind == "count" and not cells):
+        cells = [entry.get("label") or kind]
+    if kind != "argmax" and len(cells) != len(values):
+        raise ValueError("a published statistic's cells and values disagree")
+    shape = entry.get("shape")
+    data: dict[str, Any] = {
+        "position": int(entry["position"]),
+        "kind": kind,
+        "label": entry.get("label") or kind,
+        "columns": columns,
+        "category": entry.get("category"),
+        "layout": _layout(entry),
+        "cells": cells,
+        "shape": list(shape) if shape else None,
+        "row_labels": [str(x) for x in entry.get("row_labels") or []],
+        "col_labels": [str(x) for x in entry.get("col_labels") or []],
+        "row_title": columns[0] if columns else "",
+        "col_title": columns[1] if len(columns) > 1 else "",
+        "value_title": _value_title(kind, columns),
+        "values": values,
+        "k": max(1, len(values)),
+        "clampable": kind in ("count", "histogram"),
+        "epsilon": formatting.exact(entry.get("epsilon") or 0),
+        "delta": formatting.exact(entry.get("delta") or 0),
+        "epsilon_text": formatting.budget(entry.get("epsilon") or 0),
+        "delta_text": formatting.budget(entry.get("delta") or 0),
+        "mechanism": explanation.get("mechanism", mechanism),
+        "noise": _noise(explanation, kind=kind),
+        "intervals": _intervals(entry, values),
+        "argmax": entry.get("argmax"),
+        "count_nonpositive": bool(explanation.get("count_nonpositive"))
+        if kind == "mean"
+        else False,
+        "notes": notes.statistic_notes(entry=entry, spec=spec, unit=unit_note),
+    }
+    data["text"] = _texts(data)
+    return data
+
+
+def _value_title(kind: str, columns: list[str]) -> str:
+    if kind in ("count", "histogram"):
+        return "count"
+    if kind == "sum":
+        return f"sum of {columns[0]}" if columns else "sum"
+    if kind == "mean":
+        return f"mean of {columns[0]}" if columns else "mean"
+    return ""
+
+
+def _frozen_statistics(*, release: Release) -> dict[int, dict[str, Any]]:
+    """The frozen specification of each statistic by position (public domains, bounds)."""
+    spec = release.spec if isinstance(release.spec, dict) else {}
+    entries = spec.get("statistics")
+    if not isinstance(entries, list):
+        return {}
+    return {int(e["position"]): e for e in entries if isinstance(e, dict) and "position" in e}
+
+
+def _frozen_unit(*, release: Release) -> dict[str, Any]:
+    """The privacy unit the release was computed with (its spec; else the dataset's)."""
+    spec = release.spec if isinstance(release.spec, dict) else {}
+    unit = spec.get("privacy_unit")
+    if isinstance(unit, dict) and "contribution_bound" in unit:
+        return {"id_column": unit.get("id_column"), "bound": int(unit["contribution_bound"])}
+    dataset = release.dataset
+    return {"id_column": dataset.id_column or None, "bound": int(dataset.contribution_bound)}
+
+
+def release_public_data(*, release: Release) -> dict[str, Any]:
+    """Everything the public may know about a published release, as JSON-ready data.
+
+    The statistics carry their noisy values and, for every confidence level and
+    for per-cell and simultaneous intervals, the intervals computed from the
+    stored noise parameters.
+    """
+    payload = release.result.payload
+    mechanism = payload.get("mechanism") or release.mechanism
+    specs = _frozen_statistics(release=release)
+    unit_note = notes.unit_note(**_frozen_unit(release=release))
+    statistics = [
+        _statistic_data(
+            entry, spec=specs.get(int(entry["position"])), unit_note=unit_note, mechanism=mechanism
+        )
+        for entry in sorted(payload.get("statistics", []), key=lambda e: int(e["position"]))
+    ]
+    approval = release_approval(release=release)
+    return {
+        "release_id": release.pk,
+        "project": release.project.slug,
+        "project_name": release.project.name,
+        "title": release.title,
+        "description": release.description,
+        "mechanism": mechanism,
+        "mechanism_label": MECHANISM_LABELS.get(mechanism, mechanism),
+        "epsilon": formatting.exact(release.epsilon),
+        "delta": formatting.exact(release.delta),
+        "epsilon_text": formatting.budget(release.epsilon),
+        "delta_text": formatting.budget(release.delta),
+        "privacy_unit": privacy_unit_text(release=release),
+        "approval": approval,
+        "published_at": day_text(release.published_at),
+        "default_confidence": DEFAULT_CONFIDENCE,
+        "confidence_levels": [
+            {"value": level, "label": CONFIDENCE_LABELS[level]} for level in CONFIDENCE_LEVELS
+        ],
+        "confidence_labels": CONFIDENCE_LABELS,
+        "statistics": statistics,
+    }

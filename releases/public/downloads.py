@@ -1,0 +1,189 @@
+"""The downloads of a published release: JSON and CSV at one confidence level.
+
+The JSON keeps exact values (for programs); the CSV is read by people in
+spreadsheets, so its numbers go through dpportal.formatting like the page's.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+from typing import Any
+
+from dpportal import formatting
+
+
+def _finite(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(x) else x
+
+
+def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str, Any]:
+    """The JSON download: the release's public record with intervals at `confidence`."""
+    statistics = []
+    for stat in data["statistics"]:
+        per_cell = stat["intervals"][confidence]["per_cell"]
+        simultaneous = stat["intervals"][confidence]["simultaneous"]
+        cells = []
+        if stat["kind"] != "argmax":
+            for i, cell in enumerate(stat["cells"]):
+                row: dict[str, Any] = {"cell": cell, "value": stat["values"][i]}
+                if stat["layout"] == "heatmap":
+                    cols = stat["shape"][1]
+                    row["row"] = stat["row_labels"][i // cols]
+                    row["column"] = stat["col_labels"][i % cols]
+                row.update(
+                    halfwidth=_finite(per_cell["halfwidths"][i]),
+                    lower=per_cell["lower"][i],
+                    upper=per_cell["upper"][i],
+                    simultaneous_halfwidth=_finite(simultaneous["halfwidths"][i]),
+                    simultaneous_lower=simultaneous["lower"][i],
+                    simultaneous_upper=simultaneous["upper"][i],
+                )
+                cells.append(row)
+        statistics.append(
+            {
+                "position": stat["position"],
+                "kind": stat["kind"],
+                "label": stat["label"],
+                "columns": stat["columns"],
+                "category": stat["category"],
+                "shape": stat["shape"],
+                "epsilon": stat["epsilon"],
+                "delta": stat["delta"],
+                "mechanism": stat["mechanism"],
+                "noise": stat["noise"],
+                "notes": stat["notes"],
+                "cells": cells,
+                "argmax": stat["argmax"],
+            }
+        )
+    return {
+        "release": {
+            "id": data["release_id"],
+            "project": data["project"],
+            "title": data["title"],
+            "mechanism": data["mechanism"],
+            "epsilon": data["epsilon"],
+            "delta": data["delta"],
+            "privacy_unit": data["privacy_unit"],
+            "approval": (
+                {k: data["approval"][k] for k in ("reviewer", "decided_at")}
+                if data["approval"]
+                else None
+            ),
+            "published_at": data["published_at"],
+        },
+        "confidence": confidence,
+        "interval_note": (
+            "Intervals hold for the noisy value before any rounding or clamping. "
+            "'halfwidth' holds for each value on its own; 'simultaneous_halfwidth' for all "
+            "values of one statistic at once."
+        ),
+        "statistics": statistics,
+    }
+
+
+CSV_COLUMNS = [
+    "release_id", "project", "release_title", "statistic_position", "statistic_label", "kind",
+    "columns", "category", "cell", "row", "column", "value", "confidence", "halfwidth", "lower",
+    "upper", "simultaneous_halfwidth", "simultaneous_lower", "simultaneous_upper", "mechanism",
+    "noise", "noise_parameter", "epsilon", "delta", "privacy_unit", "approved_by", "approved_at",
+    "published_at", "notes",
+]  # fmt: skip
+
+_PLAIN_NUMBER = re.compile(r"^-?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> str:
+    """A CSV cell safe against formula injection in spreadsheets.
+
+    Text starting with = + - @ (or tab / carriage return) is prefixed with a single
+    quote; plain numbers (e.g. -3.5) stay numbers.
+    """
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        text = repr(value) if math.isfinite(value) else ""
+    else:
+        text = str(value)
+    if text.startswith(_FORMULA_START) and not _PLAIN_NUMBER.match(text):
+        return "'" + text
+    return text
+
+
+def _ends_text(value: float, lower: float, upper: float, halfwidth: float | None) -> dict:
+    precision = halfwidth if halfwidth is not None else max(upper - value, value - lower)
+    return {
+        "lower": formatting.noisy(lower, precision, group=False),
+        "upper": formatting.noisy(upper, precision, group=False),
+        "halfwidth": formatting.halfwidth(halfwidth, group=False),
+    }
+
+
+def _cell_text(cell: dict[str, Any]) -> dict[str, Any]:
+    """One cell of the JSON record with its numbers as people read them (for the CSV).
+
+    Through dpportal.formatting, without thousands separators (spreadsheets read
+    them as text): a value to the precision its half-width justifies, the ends of
+    each interval to the precision of that interval's half-width.
+    """
+    value = cell["value"]
+    per_cell = _ends_text(value, cell["lower"], cell["upper"], cell["halfwidth"])
+    together = _ends_text(
+        value, cell["simultaneous_lower"], cell["simultaneous_upper"],
+        cell["simultaneous_halfwidth"],
+    )  # fmt: skip
+    precision = cell["halfwidth"]
+    if precision is None:
+        precision = max(cell["upper"] - value, value - cell["lower"])
+    return {
+        **cell,
+        "value": formatting.noisy(value, precision, group=False),
+        **per_cell,
+        "simultaneous_lower": together["lower"],
+        "simultaneous_upper": together["upper"],
+        "simultaneous_halfwidth": together["halfwidth"],
+    }
+
+
+def release_download_csv(*, data: dict[str, Any], confidence: str) -> str:
+    """The CSV download: one row per published value (the argmax: one row with its label)."""
+    record = release_download_data(data=data, confidence=confidence)
+    meta = record["release"]
+    approval = meta["approval"] or {}
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    writer.writerow(CSV_COLUMNS)
+    for stat in record["statistics"]:
+        noise = stat["noise"] or {}
+        common = {
+            "release_id": meta["id"],
+            "project": meta["project"],
+            "release_title": meta["title"],
+            "statistic_position": stat["position"],
+            "statistic_label": stat["label"],
+            "kind": stat["kind"],
+            "columns": " x ".join(stat["columns"]),
+            "category": stat["category"],
+            "confidence": confidence,
+            "mechanism": stat["mechanism"],
+            "noise": noise.get("name"),
+            "noise_parameter": noise.get("parameter_text"),
+            "epsilon": formatting.budget(stat["epsilon"], group=False),
+            "delta": formatting.budget(stat["delta"], group=False),
+            "privacy_unit": meta["privacy_unit"],
+            "approved_by": approval.get("reviewer"),
+            "approved_at": approval.get("decided_at"),
+            "published_at": meta["published_at"],
+        }
+        common["notes"] = " ".join(stat["notes"])
+        rows = [_cell_text(cell) for cell in stat["cells"]]
+        if stat["kind"] == "argmax":
+            rows = [{"cell": "most common", "value": (stat["argmax"] or {}).get("label")}]
+        for cell in rows:
+            row = {**common, **cell}
+            writer.writerow([csv_cell(row.get(name)) for name in CSV_COLUMNS])
+    return buffer.getvalue()

@@ -1,0 +1,61 @@
+"""The reader's choices on a public release page: confidence level, intervals, display."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from dpportal.errors import ValidationFailed
+
+CONFIDENCE_LEVELS: tuple[str, ...] = ("0.9", "0.95", "0.99")
+CONFIDENCE_LABELS: dict[str, str] = {"0.9": "90 %", "0.95": "95 %", "0.99": "99 %"}
+DEFAULT_CONFIDENCE = "0.95"
+INTERVAL_KINDS: tuple[str, ...] = ("per_cell", "simultaneous")
+DISPLAY_MODES: tuple[str, ...] = ("raw", "rounded")
+
+
+@dataclass(frozen=True)
+class ViewOptions:
+    """What the reader chose on the release page (validated)."""
+
+    confidence: str = DEFAULT_CONFIDENCE
+    intervals: str = "per_cell"
+    display: str = "raw"
+
+    @property
+    def cache_variant(self) -> str:
+        return f"{self.confidence}:{self.intervals}:{self.display}"
+
+
+def confidence_parse(*, value: str | None) -> str:
+    """The confidence level named by a query parameter: one of 0.9, 0.95, 0.99."""
+    if value is None or value.strip() == "":
+        return DEFAULT_CONFIDENCE
+    text = value.strip().rstrip("%").strip()
+    for level in CONFIDENCE_LEVELS:
+        if (
+            text == level
+            or _same_number(text, level)
+            or _same_number(text, str(100 * float(level)))
+        ):
+            return level
+    raise ValidationFailed("confidence must be one of 0.9, 0.95 or 0.99 (90 %, 95 % or 99 %).")
+
+
+def _same_number(text: str, level: str) -> bool:
+    try:
+        return Decimal(text) == Decimal(level)
+    except ArithmeticError:
+        return False
+
+
+def view_options_parse(*, query: dict[str, str]) -> ViewOptions:
+    """The release page's options from its query string; bad values raise ValidationFailed."""
+    confidence = confidence_parse(value=query.get("confidence"))
+    intervals = (query.get("intervals") or "per_cell").strip()
+    if intervals not in INTERVAL_KINDS:
+        raise ValidationFailed("intervals must be 'per_cell' or 'simultaneous'.")
+    display = (query.get("display") or "raw").strip()
+    if display not in DISPLAY_MODES:
+        raise ValidationFailed("display must be 'raw' or 'rounded'.")
+    return ViewOptions(confidence=confidence, intervals=intervals, display=display)

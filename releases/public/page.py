@@ -1,0 +1,156 @@
+"""What the release page shows of one statistic at the reader's chosen options.
+
+The numbers are the `text` strings releases.public.data formatted with
+dpportal.formatting; the script on the page swaps in the strings of another
+option without formatting anything itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from releases.public import notes
+from releases.public.options import CONFIDENCE_LABELS, ViewOptions
+
+
+def _fill(name: str, value: str) -> SafeString:
+    return format_html('<span data-fill="{}">{}</span>', name, value)
+
+
+def _rows(stat: dict[str, Any], *, options: ViewOptions) -> list[dict[str, Any]]:
+    if stat["kind"] == "argmax":
+        return []
+    text = stat["text"][options.confidence]
+    chosen = text[options.intervals]
+    rounded = options.display == "rounded" and stat["clampable"]
+    rows = []
+    for i, cell in enumerate(stat["cells"]):
+        row = {
+            "index": i,
+            "cell": cell,
+            "value": stat["text"]["rounded"][i] if rounded else text["value"][i],
+            "lower": chosen["lower"][i],
+            "upper": chosen["upper"][i],
+            "halfwidth": chosen["halfwidth"][i],
+        }
+        if stat["layout"] in ("heatmap", "crosstab"):
+            cols = stat["shape"][1]
+            row["row_label"] = stat["row_labels"][i // cols]
+            row["col_label"] = stat["col_labels"][i % cols]
+        rows.append(row)
+    return rows
+
+
+def _grid(stat: dict[str, Any], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A large 2-D histogram as rows of cells, for the table that replaces its heatmap."""
+    if stat["layout"] != "crosstab":
+        return []
+    cols = stat["shape"][1]
+    return [
+        {"label": label, "cells": rows[r * cols : (r + 1) * cols]}
+        for r, label in enumerate(stat["row_labels"])
+    ]
+
+
+def _counts_explanation(stat: dict[str, Any], *, noise_words: str, text: dict) -> SafeString:
+    things = "bar" if stat["layout"] == "bars" else "cell"
+    k = stat["k"]
+    return format_html(
+        "Each {} estimates a count made under the rules below: that count plus random noise "
+        "drawn from a {}. With {} confidence the count it estimates lies within plus or minus {} "
+        "of any one {}{}.",
+        things,
+        noise_words,
+        _fill("confidence", text["label"]),
+        _fill("halfwidth", text["per_cell"]["halfwidth"][0]),
+        things,
+        format_html(
+            "; all {} {}s at once lie within plus or minus {}",
+            k,
+            things,
+            _fill("simultaneous-halfwidth", text["simultaneous"]["halfwidth"][0]),
+        )
+        if k > 1
+        else "",
+    )
+
+
+def _explanation(stat: dict[str, Any], *, options: ViewOptions) -> SafeString:
+    noise = stat["noise"] or {}
+    noise_words = format_html("{} ({})", noise.get("name", ""), noise.get("parameter_text", ""))
+    label = CONFIDENCE_LABELS[options.confidence]
+    text = {**stat["text"].get(options.confidence, {}), "label": label}
+    columns_text = " and ".join(stat["columns"]) or "category"
+    kind = stat["kind"]
+    if kind in ("count", "histogram"):
+        return _counts_explanation(stat, noise_words=noise_words, text=text)
+    if kind == "sum":
+        return format_html(
+            "The figure estimates the sum of {} made under the rules below: that sum plus random "
+            "noise drawn from a {}. With {} confidence the sum it estimates lies within plus or "
+            "minus {} of it.",
+            columns_text,
+            noise_words,
+            _fill("confidence", text["label"]),
+            _fill("halfwidth", text["per_cell"]["halfwidth"][0]),
+        )
+    if kind == "mean":
+        return format_html(
+            "The mean is a noisy sum of {} divided by a noisy count, each with its own noise "
+            "from a {}, both made under the rules below. With {} confidence the mean they "
+            "estimate lies between {} and {}.",
+            columns_text,
+            noise_words,
+            _fill("confidence", text["label"]),
+            _fill("lower", text["per_cell"]["lower"][0]),
+            _fill("upper", text["per_cell"]["upper"][0]),
+        )
+    return format_html(
+        "Chosen by Report Noisy Max: noise from a {} was added to the count of every declared "
+        "category and only the category with the largest noisy count is published; the counts "
+        "themselves are not. It may not be the truly most common one when counts are close.",
+        noise_words,
+    )
+
+
+def _alt_text(stat: dict[str, Any], *, options: ViewOptions) -> str:
+    if stat["kind"] == "argmax":
+        return ""
+    values = stat["text"][options.confidence]["value"]
+    if stat["kind"] in ("sum", "mean"):
+        return f"{stat['label']}: {values[0]}"
+    what = "Bar chart" if stat["layout"] == "bars" else "Heatmap"
+    return f"{what} of {stat['label']}: " + "; ".join(
+        f"{cell} {value}" for cell, value in zip(stat["cells"], values, strict=True)
+    )
+
+
+CAPTIONS = {
+    "bars": "Error bars: the interval at the chosen confidence level.",
+    "heatmap": "Hover over a cell for its value and interval at the chosen confidence level.",
+    "crosstab": "Too many cells for a readable heatmap: the counts are in this table.",
+    "figure": "The line shows the interval at the chosen confidence level.",
+}
+
+
+def statistic_context(
+    stat: dict[str, Any], *, data: dict[str, Any], options: ViewOptions
+) -> dict[str, Any]:
+    """The template's view of one statistic at the reader's options."""
+    rows = _rows(stat, options=options)
+    return {
+        **stat,
+        "rows": rows,
+        "grid": _grid(stat, rows),
+        "columns_text": " and ".join(stat["columns"]) or "category",
+        "explanation_html": _explanation(stat, options=options),
+        "mechanism_text": data["mechanism_label"]
+        if stat["kind"] != "argmax"
+        else "Report Noisy Max",
+        "alt_text": _alt_text(stat, options=options),
+        "caption": CAPTIONS.get(stat["layout"], ""),
+        "negative_note": notes.NEGATIVE_COUNTS if stat["clampable"] else "",
+    }

@@ -1,0 +1,91 @@
+"""Public charts in chromium: categorical heatmaps and labels Plotly must not render as HTML.
+
+Labels that look like numbers ("0%", "1e3", "007") must stay categories, in the
+declared order, with "Other" kept and hover text shown (issue 11, point 5). A
+category holding markup must show as text, never as a live link inside a public
+chart (issue 12, point 1): Plotly reads its strings as pseudo-HTML.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from releases.models import ReleaseResult
+from tests.public_builders import build_release, replace_heatmap
+from tests.test_e2e_browser import Pages, browser  # noqa: F401 (the chromium fixture)
+
+pytestmark = [pytest.mark.browser]
+
+EVIL = '<a href="https://evil.example/phish">Click here</a>'
+NUMBERISH = ["0%", "25%", "1e3", "007", "Other"]
+
+
+def _ticks(page, position: int, axis: str) -> list[str]:
+    """The tick labels as the reader sees them: left to right, or top to bottom."""
+    return page.evaluate(
+        """([position, axis]) => Array.from(
+            document.querySelectorAll('#chart-' + position + ' .' + axis + 'tick text')
+        ).map((node) => [node.getBoundingClientRect(), node.textContent])
+         .sort((a, b) => axis === 'x' ? a[0].left - b[0].left : a[0].top - b[0].top)
+         .map((pair) => pair[1])""",
+        [position, axis],
+    )
+
+
+def _hover(page, position: int) -> str:
+    """Move the mouse over the middle of the plot area; the hover label's text."""
+    area = page.locator(f"#chart-{position} .nsewdrag").first
+    area.scroll_into_view_if_needed()
+    box = area.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    label = page.locator(f"#chart-{position} .hoverlayer .hovertext")
+    label.first.wait_for(state="visible", timeout=10_000)
+    return label.first.text_content()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_heatmap_axes_stay_categorical_and_markup_stays_text(
+    browser,  # noqa: F811
+    live_server,
+    project,
+    owner,
+    reviewer,
+):
+    release = build_release(project=project, owner=owner, reviewer=reviewer)
+    rows = ["female", "male", EVIL]
+    replace_heatmap(release, row_labels=rows, col_labels=NUMBERISH)
+    result = ReleaseResult.objects.get(release=release)
+    payload = result.payload
+    payload["statistics"][1]["cells"] = ["North", EVIL, "East", "West"]
+    ReleaseResult.objects.filter(pk=result.pk).update(payload=payload)
+
+    pages = Pages(browser, live_server, "public-charts")
+    try:
+        pages.goto(f"/p/{project.slug}/releases/{release.pk}/")
+        page = pages.page
+        page.wait_for_selector("body[data-charts-ready='1']")
+        layout = page.evaluate(
+            """() => {
+                const node = document.getElementById('chart-2');
+                return {x: node._fullLayout.xaxis.type, y: node._fullLayout.yaxis.type,
+                        trace: node.data[0].type};
+            }"""
+        )
+        assert layout == {"x": "category", "y": "category", "trace": "heatmap"}
+        # every label on the axis, in the declared order, "Other" included, as text
+        assert _ticks(page, 2, "x") == NUMBERISH
+        assert _ticks(page, 2, "y") == rows  # the markup shows as its own text
+        hover = _hover(page, 2)
+        assert "interval" in hover and " to " in hover
+        pages.shot("heatmap-hover")
+        # the bar chart's category axis too
+        assert _ticks(page, 1, "x") == ["North", EVIL, "East", "West"]
+        # no element from the data: no link to the phishing site anywhere, no <a> in a chart
+        assert page.locator('a[href*="evil.example"]').count() == 0
+        assert page.locator(".main-svg a").count() == 0
+        # the tables show the label as text too
+        assert page.locator("#table-body-1 th", has_text="Click here").first.text_content() == EVIL
+        assert pages.errors == [], pages.errors
+        assert pages.outside == [], pages.outside
+    finally:
+        pages.close()
