@@ -121,7 +121,6 @@ def _build(
     bound: int,
     cells: int,
     granularity: Fraction = Fraction(1),
-    multivariate: bool = False,
     lower: Fraction | None = None,
     upper: Fraction | None = None,
 ) -> NoiseSpec:
@@ -143,7 +142,7 @@ def _build(
     )
     if mech == "laplace":
         return NoiseSpec(**common, scale=laplace_scale(l1, eps))
-    cal = gaussian_sigma(epsilon=eps, delta=dlt, l2_sensitivity=l2, multivariate=multivariate)
+    cal = gaussian_sigma(epsilon=eps, delta=dlt, l2_sensitivity=l2)
     return NoiseSpec(
         **common,
         sigma=cal.sigma,
@@ -164,9 +163,10 @@ def count_noise(
 ) -> NoiseSpec:
     """Noise for a count (cells = 1) or a histogram over `cells` disjoint cells.
 
-    Delta1 = Delta2 = L. For the Gaussian with L > 1 and several cells one person
-    can move several coordinates, so delta is bounded through zCDP (CKS Cor. 13);
-    otherwise one coordinate moves and CKS Thm 7 is exact.
+    Delta1 = Delta2 = L. For the Gaussian, sigma comes from the exact 1-D bound
+    (CKS Thm 7) at sensitivity L also when one person's L rows can move several
+    cells: one cell moved by L is the worst shift pattern (see
+    dpportal.privacy.calibration, "Histogram with L rows per person").
     """
     bound = check_contribution_bound(contribution_bound)
     k = check_cells(cells, "cells")
@@ -183,7 +183,6 @@ def count_noise(
         l2=l2,
         bound=bound,
         cells=k,
-        multivariate=k > 1 and bound > 1,
     )
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from dpportal.privacy.accounting import Cost, mean_budget_split
+from dpportal.privacy.calibration import gaussian_sigma
 from dpportal.privacy.errors import PrivacyParameterError
 from dpportal.privacy.mechanisms import (
     release_argmax,
@@ -61,7 +62,9 @@ def test_gaussian_histogram_records_sigma_and_rho(seeded):
     json.dumps(d)
     sigma = Fraction(d["sigma"])
     assert Fraction(d["rho"]) == Fraction(9) / (2 * sigma * sigma)
-    assert d["calibration"] == "zcdp_cor13"  # L = 3 rows can move 3 cells
+    # L = 3 rows can move 3 cells; one cell moved by 3 is the worst case (issue 13.6a)
+    assert d["calibration"] == "cks_thm7"
+    assert Fraction(d["sigma"]) == gaussian_sigma(epsilon=1, delta="1e-6", l2_sensitivity=3).sigma
     assert d["delta_achieved"] <= 1e-6 and d["statistic"] == "histogram" and d["cells"] == 3
 
 
