@@ -18,9 +18,10 @@ from budgets.selectors import budget_summary, project_get_for_member, project_ro
 from datasets.models import Column, Dataset
 from dpportal.csp import plotly_styles
 from dpportal.errors import ApplicationError
-from releases import lifecycle, public_selectors, selectors, services
+from releases import lifecycle, selectors, services
 from releases.models import Release
 from releases.presentation import results_for_display
+from releases.public import options as public_options
 from releases.public_views import release_preview_html
 
 OWNER = {Membership.Role.OWNER}
@@ -245,9 +246,9 @@ def release_publish_view(request: HttpRequest, release_id: int) -> HttpResponse:
             "Published: the results are now public.",
         )
     try:
-        options = public_selectors.view_options_parse(query=request.GET.dict())
+        options = public_options.view_options_parse(query=request.GET.dict())
     except ApplicationError:
-        options = public_selectors.view_options_parse(query={})
+        options = public_options.view_options_parse(query={})
     html = release_preview_html(
         request,
         release=release,

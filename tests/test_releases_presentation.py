@@ -14,8 +14,10 @@ import pytest
 from django.urls import reverse
 
 from dpportal import formatting
-from releases import compute, lifecycle, public_selectors
+from releases import compute, lifecycle
 from releases.presentation import results_for_display
+from releases.public import data as public_data
+from releases.public import options as public_options
 from releases.results_text import noise_parameter, noise_text
 from tests.releases_support import make_dataset, submitted
 
@@ -58,9 +60,9 @@ def test_members_page_shows_the_public_scales_and_halfwidths(
     release.refresh_from_db()
 
     shown = results_for_display(release.result.payload)
-    public = public_selectors.release_public_data(release=release)["statistics"]
+    public = public_data.release_public_data(release=release)["statistics"]
     confidence = release.result.payload["confidence"]
-    level = public_selectors.confidence_parse(value=confidence)
+    level = public_options.confidence_parse(value=confidence)
     grid_scales = []
     for item, stat in zip(shown, public, strict=True):
         assert item["label"] == stat["label"]
