@@ -7,6 +7,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from django.apps import apps
+from django.db.models import Q
 from django.utils import timezone
 
 from budgets import amounts
@@ -179,12 +180,24 @@ def project_registry(*, project: Project, now: datetime | None = None) -> dict:
 
 
 def _registry_datasets(*, project: Project) -> list[dict]:
-    """Each dataset's privacy unit (public: the ID column's name and the bound L)."""
+    """Each public dataset's privacy unit (public: the ID column's name and the bound L).
+
+    Public by design only: a dataset that is ready, declared and whose unit an owner
+    confirmed, or one a published release used. Never a failed upload, one still
+    ingesting or undeclared (deleted ones are gone).
+    """
     try:
         dataset_model = apps.get_model("datasets", "Dataset")
     except LookupError:
         return []
-    rows = dataset_model.objects.filter(project_id=project.pk).order_by("pk")
+    usable = Q(status="ready", declared=True, unit_confirmed_at__isnull=False)
+    published = Q(releases__status="published")
+    rows = (
+        dataset_model.objects.filter(project_id=project.pk)
+        .filter(usable | published)
+        .distinct()
+        .order_by("pk")
+    )
     return [
         {
             "name": row.name,
