@@ -231,8 +231,8 @@ def _infer_types(names: list[str], table: pa.Table) -> dict[str, str]:
 
 
 def _shape(text: str) -> str:
-    """'r12' -> 'a99', '2024-01' -> '9999-99': what a value looks like, not what it is."""
-    return re.sub(r"[^\W\d_]", "a", re.sub(r"\d", "9", text.strip()))
+    """'r12' -> 'a9', '2024-01' -> '9-9', 'AB 7' -> 'a 9': what a value looks like."""
+    return re.sub(r"[^\W\d_]+", "a", re.sub(r"\d+", "9", text.strip()))
 
 
 def _header_warnings(names: list[str], table: pa.Table, types: dict[str, str]) -> list[str]:
