@@ -194,7 +194,7 @@ def privacy_unit_text(*, release: Release) -> str:
     frozen = (release.spec or {}).get("privacy_unit") or {}
     id_column = frozen.get("id_column", dataset.id_column) or ""
     bound = int(frozen.get("contribution_bound", dataset.contribution_bound) or 1)
-    submitted_at = release.budget_request.created_at if release.budget_request else None
+    submitted_at = release.budget_request.requested_at if release.budget_request else None
     confirmed = (
         dataset.unit_confirmed_at is not None
         and (submitted_at is None or dataset.unit_confirmed_at <= submitted_at)
