@@ -2,7 +2,7 @@
 
 A thin interface over datasets.services.dataset_declare. The privacy unit radio
 has no default until an owner has confirmed a unit: saving the page with a unit
-chosen is that confirmation. "Fill in from profile" (static/js/datasets-declare.js)
+chosen is that confirmation. "Fill in from profile" (static/js/dataset-declare.js)
 marks what it filled in a hidden `derived-<position>` field; the service records
 those parts as data-derived and refuses them without the column's confirmation
 box ticked.

@@ -317,7 +317,7 @@ def test_declaration_page_needs_an_explicit_unit_and_shows_data_derived_values(
     assert dataset.columns.get(name="sex").derived_from_data == ["categories"]
     again = client.get(url).content.decode()
     assert 'name="derived-2" value="categories"' in again and "data-derived:" in again
-    assert "datasets-declare.js" in again and "<script>" not in again
+    assert "dataset-declare.js" in again and "<script>" not in again
     client.force_login(reviewer)
     detail = client.get(reverse("datasets:detail", kwargs={"pk": dataset.pk})).content.decode()
     assert "data-derived: categories" in detail and "Confirmed by" in detail
