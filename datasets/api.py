@@ -49,6 +49,11 @@ class ColumnOutputSerializer(serializers.Serializer):
     upper = AmountField(allow_null=True)
     bin_edges = serializers.ListField(child=serializers.CharField())
     missing = serializers.ChoiceField(choices=Column.Missing.choices)
+    derived_from_data = serializers.ListField(
+        child=serializers.ChoiceField(choices=Column.Derived.choices),
+        help_text="Parts of the declared domain filled in from the data's private profile "
+        "(and confirmed by an owner for publication): 'categories', 'bounds'.",
+    )
 
 
 class DatasetOutputSerializer(serializers.Serializer):
@@ -63,22 +68,52 @@ class DatasetOutputSerializer(serializers.Serializer):
     declared = serializers.BooleanField()
     id_column = serializers.CharField(help_text="Empty: the privacy unit is one row.")
     contribution_bound = serializers.IntegerField(help_text="Rows kept per person (L).")
+    unit_confirmed = serializers.SerializerMethodField(
+        help_text="An owner confirmed the privacy unit (needed before any release)."
+    )
+    unit_confirmed_at = serializers.DateTimeField(allow_null=True)
+    warnings = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Things to check about the upload that did not refuse it "
+        "(e.g. a first line that looks like data rather than a header).",
+    )
+    failed_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="When the ingest failed; the failed upload is removed after the retention "
+        "period (its file at once).",
+    )
+
+    def get_unit_confirmed(self, dataset) -> bool:
+        if isinstance(dataset, dict):
+            return bool(dataset.get("unit_confirmed"))
+        return dataset.unit_confirmed_at is not None
 
 
 class DatasetDetailOutputSerializer(DatasetOutputSerializer):
     frozen = serializers.BooleanField(help_text="A submitted release uses the declaration.")
-    usable = serializers.BooleanField(help_text="Ready and declared: releases may use it.")
+    usable = serializers.BooleanField(
+        help_text="Ready, every column declared and the privacy unit confirmed: releases may "
+        "use it."
+    )
+    usability_problem = serializers.CharField(help_text="Why it is not usable; empty if it is.")
     columns = ColumnOutputSerializer(many=True)
 
 
 def _detail(dataset: Dataset) -> dict:
+    problem = selectors.dataset_usability_problem(dataset=dataset)
     return DatasetDetailOutputSerializer(
         {
-            **{f: getattr(dataset, f) for f in DatasetOutputSerializer().fields if f != "project"},
+            **{
+                f: getattr(dataset, f)
+                for f in DatasetOutputSerializer().fields
+                if f not in ("project", "unit_confirmed")
+            },
             "project": dataset.project,
             "uploaded_by": dataset.uploaded_by,
+            "unit_confirmed": dataset.unit_confirmed_at is not None,
             "frozen": selectors.dataset_is_frozen(dataset=dataset),
-            "usable": selectors.dataset_is_usable(dataset=dataset),
+            "usable": problem is None,
+            "usability_problem": problem or "",
             "columns": list(dataset.columns.order_by("position")),
         }
     ).data
@@ -173,13 +208,43 @@ class DatasetStatusApi(ApiView):
         return Response(self.OutputSerializer(dataset).data)
 
 
+class ProfileSerializer(serializers.Serializer):
+    """The private profile: only what an owner needs to declare (datasets.ingest.profile)."""
+
+    type = serializers.CharField(source="type_", help_text="Suggested type.")
+    values = serializers.ListField(
+        child=serializers.CharField(allow_blank=True),
+        help_text="Frequent values (rare ones are never suggested), at most a few dozen.",
+    )
+    more_values = serializers.BooleanField(help_text="Other values exist and are not listed.")
+    range = serializers.ListField(
+        child=serializers.CharField(),
+        allow_null=True,
+        help_text="Numeric: [lo, hi] rounded outward, extremes left out; null if none.",
+    )
+    unreadable = serializers.BooleanField(
+        allow_null=True, help_text="Numeric: some cells could not be read as numbers (yes/no)."
+    )
+
+
+def _profile(column: Column) -> dict:
+    stored = column.profile or {}
+    return {
+        "type_": stored.get("type", column.suggested_type),
+        "values": [str(v) for v in stored.get("values") or []],
+        "more_values": bool(stored.get("more_values")),
+        "range": stored.get("range") or None,
+        "unreadable": stored.get("unreadable"),
+    }
+
+
 class DatasetProfileApi(ApiView):
     @extend_schema_serializer(component_name="DatasetProfileColumnProfile")
     class ColumnProfileSerializer(serializers.Serializer):
         name = serializers.CharField()
         position = serializers.IntegerField()
         suggested_type = serializers.ChoiceField(choices=Column.Type.choices)
-        profile = serializers.JSONField(help_text="Private suggestions computed from the data.")
+        profile = ProfileSerializer(help_text="Private suggestions computed from the data.")
 
     @extend_schema_serializer(component_name="DatasetProfileOutput")
     class OutputSerializer(serializers.Serializer):
@@ -197,7 +262,18 @@ class DatasetProfileApi(ApiView):
         dataset = selectors.dataset_get_for_member(
             dataset_id=dataset_id, user=request.user, roles=OWNER
         )
-        columns = self.ColumnProfileSerializer(dataset.columns.order_by("position"), many=True)
+        columns = self.ColumnProfileSerializer(
+            [
+                {
+                    "name": c.name,
+                    "position": c.position,
+                    "suggested_type": c.suggested_type,
+                    "profile": _profile(c),
+                }
+                for c in dataset.columns.order_by("position")
+            ],
+            many=True,
+        )
         return Response(
             self.OutputSerializer(
                 {"id": dataset.pk, "status": dataset.status, "columns": columns.data}
@@ -224,6 +300,16 @@ class ColumnDeclarationInputSerializer(serializers.Serializer):
         max_length=1000, help_text="Numeric: public histogram bin edges, increasing.",
     )  # fmt: skip
     missing = serializers.ChoiceField(choices=Column.Missing.values, default="drop")
+    derived_from_data = serializers.ListField(
+        child=serializers.ChoiceField(choices=Column.Derived.values), required=False,
+        default=list, help_text="The parts you filled in from the private profile: "
+        "'categories', 'bounds'. They need confirm_derived, and are shown as data-derived.",
+    )  # fmt: skip
+    confirm_derived = serializers.BooleanField(
+        default=False,
+        help_text="Confirm publishing the data-derived parts: a published value reveals that "
+        "the data holds it (a rare category reveals that someone has it).",
+    )
 
 
 class DatasetDeclareApi(ApiView):
@@ -239,6 +325,14 @@ class DatasetDeclareApi(ApiView):
         )  # fmt: skip
         contribution_bound = serializers.IntegerField(
             min_value=1, max_value=10_000, default=1, help_text="Rows kept per person (L)."
+        )
+        privacy_unit = serializers.ChoiceField(
+            choices=["row", "person"], required=False, allow_null=True, default=None,
+            help_text="Your explicit choice of the privacy unit; giving it confirms the unit. "
+            "Without it the unit is saved unconfirmed and no release may use the dataset.",
+        )  # fmt: skip
+        exclude_rest = serializers.BooleanField(
+            default=False, help_text="Declare every column given no kind excluded."
         )
 
     @extend_schema(
@@ -260,6 +354,45 @@ class DatasetDeclareApi(ApiView):
             columns=data["columns"],
             id_column=data["id_column"],
             contribution_bound=data["contribution_bound"],
+            unit=data["privacy_unit"],
+            exclude_rest=data["exclude_rest"],
+        )
+        return Response(_detail(dataset))
+
+
+class DatasetConfirmUnitApi(ApiView):
+    @extend_schema_serializer(component_name="DatasetConfirmUnitInput")
+    class InputSerializer(serializers.Serializer):
+        privacy_unit = serializers.ChoiceField(
+            choices=["row", "person"], help_text="The unit you confirm, as declared."
+        )
+        id_column = serializers.CharField(
+            max_length=200, required=False, allow_blank=True, default="",
+            help_text="Person: the declared ID column.",
+        )  # fmt: skip
+        contribution_bound = serializers.IntegerField(
+            min_value=1, max_value=10_000, default=1, help_text="Person: the declared L."
+        )
+
+    @extend_schema(
+        operation_id="datasets_confirm_unit",
+        summary="Confirm the dataset's declared privacy unit (owners; needed before a release)",
+        description="What you send must be the declared unit: a unit that changed meanwhile "
+        "is refused, never confirmed unseen. Allowed on a frozen declaration.",
+        request=InputSerializer,
+        responses={200: DatasetDetailOutputSerializer, **error_responses(*MEMBER_ERRORS, 409)},
+    )
+    def post(self, request: Request, dataset_id: int) -> Response:
+        dataset = selectors.dataset_get_for_member(
+            dataset_id=dataset_id, user=request.user, roles=OWNER
+        )
+        data = validated_input(self.InputSerializer, request)
+        dataset = services.dataset_confirm_unit(
+            dataset=dataset,
+            actor=request.user,
+            unit=data["privacy_unit"],
+            id_column=data["id_column"],
+            contribution_bound=data["contribution_bound"],
         )
         return Response(_detail(dataset))
 
@@ -267,7 +400,8 @@ class DatasetDeclareApi(ApiView):
 class DatasetDeleteApi(ApiView):
     @extend_schema(
         operation_id="datasets_delete",
-        summary="Delete a dataset and its files (owners; refused once a release uses it)",
+        summary="Delete a dataset and its files, or dismiss a failed upload (owners; refused "
+        "once a release uses it)",
         request=None,
         responses={204: None, **error_responses(*MEMBER_ERRORS, 409)},
     )

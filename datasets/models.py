@@ -4,6 +4,10 @@ What is private: the uploaded file, the Parquet copy, and each column's profile
 (suggestions computed from the data, shown to the project's owners only).
 What is public: the declared domain of each column and the privacy unit. No
 aggregate of the data (not even its row count) is stored here.
+
+A dataset is usable in a release only once every column is declared AND an owner
+has confirmed its privacy unit (`unit_confirmed_at`): the unit is a declaration,
+never a default (see datasets.selectors.dataset_usability_problem).
 """
 
 from __future__ import annotations
@@ -48,6 +52,21 @@ class Dataset(models.Model):
     id_column = models.CharField(max_length=200, blank=True)
     contribution_bound = models.PositiveIntegerField(default=1)
     declared = models.BooleanField(default=False, help_text="Public domains have been declared.")
+    # The owner's explicit confirmation of the privacy unit above; reset whenever the
+    # unit changes. Datasets from before this field existed start unconfirmed.
+    unit_confirmed_at = models.DateTimeField(null=True, blank=True)
+    unit_confirmed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    # Warnings about the upload that do not refuse it (e.g. a header that looks like data).
+    warnings = models.JSONField(default=list, blank=True)
+    failed_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the ingest failed; the row is removed later."
+    )
 
     class Meta:
         ordering = ["-uploaded_at"]
@@ -73,6 +92,10 @@ class Column(models.Model):
         NUMERIC = "numeric", "Numeric"
         EXCLUDED = "excluded", "Excluded"
 
+    class Derived(models.TextChoices):
+        CATEGORIES = "categories", "the categories"
+        BOUNDS = "bounds", "the bounds"
+
     class Missing(models.TextChoices):
         DROP = "drop", "Dropped from the statistic"
         CATEGORY = "category", "Counted in an explicit 'missing' category"
@@ -89,6 +112,9 @@ class Column(models.Model):
     upper = models.DecimalField(max_digits=30, decimal_places=10, null=True, blank=True)
     bin_edges = models.JSONField(default=list, blank=True)
     missing = models.CharField(max_length=16, choices=Missing.choices, default=Missing.DROP)
+    # Which parts of the declared domain were filled in from the private profile
+    # ("categories", "bounds"), each confirmed by the owner at declaration.
+    derived_from_data = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["dataset", "position"]

@@ -10,7 +10,7 @@ from django.db.models.functions import Coalesce
 
 from budgets.models import Membership, Project
 from budgets.selectors import project_roles
-from datasets.models import Dataset
+from datasets.models import Column, Dataset
 from dpportal.errors import NotFound, PermissionDenied
 
 # Release statuses in which the dataset's declaration may still change.
@@ -42,9 +42,54 @@ def dataset_list_for_project(*, project: Project) -> QuerySet[Dataset]:
     return Dataset.objects.filter(project=project).order_by("-uploaded_at", "-id")
 
 
+def dataset_usability_problem(*, dataset: Dataset) -> str | None:
+    """Why releases may not use the dataset yet, in words for its owners; None if they may.
+
+    Usable: ingested, every column declared (excluded counts), and the privacy unit
+    explicitly confirmed by an owner (never a default).
+    """
+    if dataset.status != Dataset.Status.READY or not dataset.parquet_file:
+        return f"The dataset '{dataset.name}' is not ready (it is {dataset.get_status_display()})."
+    undeclared = list(
+        dataset.columns.filter(kind=Column.Kind.UNDECLARED)
+        .order_by("position")
+        .values_list("name", flat=True)[:6]
+    )
+    if not dataset.declared or undeclared:
+        which = (
+            " (not yet: "
+            + ", ".join(f"'{n}'" for n in undeclared[:5])
+            + (", ..." if len(undeclared) > 5 else "")
+            + ")"
+            if undeclared
+            else ""
+        )
+        return (
+            f"The dataset '{dataset.name}' cannot be used yet: declare every column{which} on "
+            "its declaration page (excluding the ones no release needs)."
+        )
+    if dataset.unit_confirmed_at is None:
+        return (
+            f"The dataset '{dataset.name}' cannot be used yet: an owner must confirm its privacy "
+            "unit (one row, or one person identified by an ID column with at most L rows) on "
+            "the dataset's page."
+        )
+    return None
+
+
 def dataset_is_usable(*, dataset: Dataset) -> bool:
-    """Whether releases may use the dataset: ingested and every column declared."""
-    return dataset.status == Dataset.Status.READY and dataset.declared
+    """Whether releases may use the dataset (see dataset_usability_problem)."""
+    return dataset_usability_problem(dataset=dataset) is None
+
+
+def dataset_unit_confirmed_for(*, dataset: Dataset, id_column: str, bound: int, at) -> bool:
+    """Whether the unit (id_column, bound) was the one an owner had confirmed by `at`."""
+    return (
+        dataset.unit_confirmed_at is not None
+        and dataset.unit_confirmed_at <= at
+        and (dataset.id_column or "") == (id_column or "")
+        and (not id_column or dataset.contribution_bound == bound)
+    )
 
 
 def dataset_is_frozen(*, dataset: Dataset) -> bool:
@@ -53,9 +98,12 @@ def dataset_is_frozen(*, dataset: Dataset) -> bool:
 
 
 def dataset_list_usable(*, project: Project) -> QuerySet[Dataset]:
-    """The project's datasets that releases may use."""
-    return dataset_list_for_project(project=project).filter(
-        status=Dataset.Status.READY, declared=True
+    """The project's datasets that releases may use (see dataset_usability_problem)."""
+    return (
+        dataset_list_for_project(project=project)
+        .filter(status=Dataset.Status.READY, declared=True, unit_confirmed_at__isnull=False)
+        .exclude(parquet_file="")
+        .exclude(columns__kind=Column.Kind.UNDECLARED)
     )
 
 

@@ -4,6 +4,10 @@ The database is the record; the broker is only the doorbell. The ingest task is
 acks_late + reject_on_worker_lost: if its worker dies, the message is delivered
 again and the ingest restarts from scratch (see datasets.services.ingesting, which
 also keeps two deliveries from running at once).
+
+Logs: ids and exception type names only. An exception raised while reading the
+data may quote a cell, and Celery logs the exception it is given to retry with:
+so the retry carries IngestRetry (type name and id), never the original.
 """
 
 from __future__ import annotations
@@ -12,11 +16,15 @@ import logging
 
 from celery import shared_task
 
-from datasets.services import dataset_ingest, dataset_redispatch_stale
+from datasets.services import dataset_cleanup_failed, dataset_ingest, dataset_redispatch_stale
 
 logger = logging.getLogger(__name__)
 
 MAX_RETRIES = 3
+
+
+class IngestRetry(Exception):
+    """An ingest attempt failed; its text names the dataset and the exception's type only."""
 
 
 @shared_task(
@@ -34,11 +42,11 @@ def dataset_ingest_task(self, dataset_id: int) -> None:
     except Exception as exc:
         # Bad files are recorded as failed inside; what reaches here is the database
         # or the file system failing. Never log the text: its type is enough.
-        logger.warning(
-            "dataset %s: ingest attempt failed (%s); retrying", dataset_id, type(exc).__name__
-        )
+        kind = type(exc).__name__
+        logger.warning("dataset %s: ingest attempt failed (%s); retrying", dataset_id, kind)
         if self.request.retries < self.max_retries:
-            raise self.retry(countdown=2 ** (self.request.retries + 1), exc=exc)
+            retry = IngestRetry(f"dataset {dataset_id}: {kind}")
+            raise self.retry(countdown=2 ** (self.request.retries + 1), exc=retry) from None
         logger.error(
             "dataset %s: ingest gave up after retries; the re-dispatch will resend it", dataset_id
         )
@@ -48,3 +56,9 @@ def dataset_ingest_task(self, dataset_id: int) -> None:
 def dataset_redispatch_stale_task() -> int:
     """Periodic (celery beat): re-send the ingest of datasets left uploaded or stalled."""
     return dataset_redispatch_stale()
+
+
+@shared_task(name="datasets.cleanup_failed", ignore_result=True)
+def dataset_cleanup_failed_task() -> int:
+    """Periodic (celery beat): remove failed uploads past their retention period."""
+    return dataset_cleanup_failed()

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from datasets import views
+from datasets import declare_views, views
 
 app_name = "datasets"
 urlpatterns = [
@@ -8,6 +8,7 @@ urlpatterns = [
     path("project/<slug:project_slug>/", views.DatasetListView.as_view(), name="list"),
     path("<int:pk>/", views.DatasetDetailView.as_view(), name="detail"),
     path("<int:pk>/status.json", views.DatasetStatusView.as_view(), name="status"),
-    path("<int:pk>/declare/", views.DatasetDeclareView.as_view(), name="declare"),
+    path("<int:pk>/declare/", declare_views.DatasetDeclareView.as_view(), name="declare"),
+    path("<int:pk>/confirm-unit/", views.DatasetConfirmUnitView.as_view(), name="confirm_unit"),
     path("<int:pk>/delete/", views.DatasetDeleteView.as_view(), name="delete"),
 ]

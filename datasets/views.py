@@ -1,7 +1,8 @@
 """Pages for datasets: thin interfaces over datasets.services and datasets.selectors.
 
-Owners upload, see the private profile, declare, delete. Reviewers see declared
-domains only. Non-members and anonymous users get 404.
+Owners upload, see the private profile, confirm the privacy unit, delete (or
+dismiss a failed upload). Reviewers see declared domains only. Non-members and
+anonymous users get 404. The declaration page: datasets.declare_views.
 """
 
 from __future__ import annotations
@@ -19,14 +20,19 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from budgets.models import Membership
 from budgets.selectors import project_get_for_member, project_roles
 from datasets.ingest import human_size
-from datasets.models import Column, Dataset
+from datasets.models import Dataset
 from datasets.selectors import (
     dataset_get_for_member,
     dataset_is_frozen,
-    dataset_is_usable,
     dataset_list_for_project,
+    dataset_usability_problem,
 )
-from datasets.services import dataset_create, dataset_declare, dataset_delete
+from datasets.services import (
+    dataset_confirm_unit,
+    dataset_create,
+    dataset_delete,
+    failed_upload_retention,
+)
 from datasets.upload_limits import (
     LimitedUploadHandler,
     declared_length_over_limit,
@@ -111,16 +117,47 @@ class DatasetDetailView(View):
         dataset = dataset_get_for_member(dataset_id=pk, user=request.user)
         roles = project_roles(project=dataset.project, user=request.user)
         is_owner = Membership.Role.OWNER in roles
+        problem = dataset_usability_problem(dataset=dataset)
         context = {
             "dataset": dataset,
             "project": dataset.project,
             "columns": list(dataset.columns.order_by("position")),
             "is_owner": is_owner,
             "frozen": dataset_is_frozen(dataset=dataset),
-            "usable": dataset_is_usable(dataset=dataset),
+            "usable": problem is None,
+            "problem": problem,
+            "confirm_unit": is_owner
+            and dataset.declared
+            and dataset.status == Dataset.Status.READY
+            and dataset.unit_confirmed_at is None,
+            "retention_days": failed_upload_retention().days,
+            "removal_at": dataset.failed_at + failed_upload_retention()
+            if dataset.failed_at
+            else None,
             "in_progress": dataset.status in (Dataset.Status.UPLOADED, Dataset.Status.INGESTING),
         }
         return render(request, "datasets/detail.html", context)
+
+
+class DatasetConfirmUnitView(View):
+    """An owner confirms the privacy unit shown on the dataset's page (posted back as read)."""
+
+    def post(self, request: HttpRequest, pk: int) -> HttpResponse:
+        dataset = dataset_get_for_member(dataset_id=pk, user=request.user, roles=OWNER)
+        data = request.POST
+        try:
+            dataset_confirm_unit(
+                dataset=dataset,
+                actor=request.user,
+                unit=data.get("unit", ""),
+                id_column=data.get("id_column", ""),
+                contribution_bound=data.get("contribution_bound", "1"),
+            )
+        except ApplicationError as exc:
+            messages.error(request, exc.message)
+        else:
+            messages.success(request, "The privacy unit is confirmed.")
+        return redirect("datasets:detail", pk=dataset.pk)
 
 
 class DatasetStatusView(View):
@@ -138,132 +175,6 @@ class DatasetStatusView(View):
         )
 
 
-def _column_rows(columns: list[Column], data=None, errors=None) -> list[dict]:
-    """Per column: its profile and the declaration inputs (posted values win)."""
-    rows = []
-    for column in columns:
-        key = str(column.position)
-        if data is not None:
-            values = {
-                "kind": data.get(f"kind-{key}", ""),
-                "categories": data.get(f"categories-{key}", ""),
-                "lower": data.get(f"lower-{key}", ""),
-                "upper": data.get(f"upper-{key}", ""),
-                "bin_edges": data.get(f"bins-{key}", ""),
-                "missing": data.get(f"missing-{key}", Column.Missing.DROP),
-            }
-        else:
-            declared = column.kind != Column.Kind.UNDECLARED
-            values = {
-                "kind": column.kind if declared else "",
-                "categories": "\n".join(column.categories),
-                "lower": _plain(column.lower),
-                "upper": _plain(column.upper),
-                "bin_edges": ", ".join(str(edge) for edge in column.bin_edges),
-                "missing": column.missing,
-            }
-        profile = column.profile or {}
-        rows.append(
-            {
-                "column": column,
-                "key": key,
-                "values": values,
-                "errors": (errors or {}).get(column.name, []),
-                "fill": {
-                    "categories": "\n".join(profile.get("distinct") or []),
-                    "range": profile.get("range") or ["", ""],
-                },
-            }
-        )
-    return rows
-
-
-def _plain(value) -> str:
-    if value is None:
-        return ""
-    text = format(value, "f")
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
-class DatasetDeclareView(View):
-    template_name = "datasets/declare.html"
-
-    def get(self, request: HttpRequest, pk: int) -> HttpResponse:
-        dataset = dataset_get_for_member(dataset_id=pk, user=request.user, roles=OWNER)
-        columns = list(dataset.columns.order_by("position"))
-        return self._render(
-            request,
-            dataset,
-            _column_rows(columns),
-            id_column=dataset.id_column,
-            bound=dataset.contribution_bound,
-        )
-
-    def post(self, request: HttpRequest, pk: int) -> HttpResponse:
-        dataset = dataset_get_for_member(dataset_id=pk, user=request.user, roles=OWNER)
-        columns = list(dataset.columns.order_by("position"))
-        data = request.POST
-        spec = {
-            c.name: {
-                "kind": data.get(f"kind-{c.position}", ""),
-                "categories": data.get(f"categories-{c.position}", ""),
-                "lower": data.get(f"lower-{c.position}", ""),
-                "upper": data.get(f"upper-{c.position}", ""),
-                "bin_edges": data.get(f"bins-{c.position}", ""),
-                "missing": data.get(f"missing-{c.position}", ""),
-            }
-            for c in columns
-        }
-        unit = data.get("unit", "row")
-        id_column = data.get("id_column", "") if unit == "person" else ""
-        bound = data.get("contribution_bound", "1") if unit == "person" else 1
-        try:
-            dataset_declare(
-                dataset=dataset,
-                actor=request.user,
-                columns=spec,
-                id_column=id_column,
-                contribution_bound=bound,
-            )
-        except ApplicationError as exc:
-            errors = exc.extra.get("errors", {})
-            return self._render(
-                request,
-                dataset,
-                _column_rows(columns, data, errors),
-                id_column=id_column,
-                bound=data.get("contribution_bound", "1"),
-                error=exc.message,
-                general=errors.get("__all__", []),
-                unit=unit,
-                status=exc.status_code,
-            )
-        messages.success(request, "The public domains are declared.")
-        return redirect("datasets:detail", pk=dataset.pk)
-
-    def _render(self, request, dataset, rows, *, id_column, bound, error="", general=(),
-                unit=None, status=200):  # fmt: skip
-        context = {
-            "dataset": dataset,
-            "project": dataset.project,
-            "rows": rows,
-            "id_column": id_column,
-            "bound": bound,
-            "unit": unit or ("person" if id_column else "row"),
-            "error": error,
-            "general": general,
-            "frozen": dataset_is_frozen(dataset=dataset),
-            "kinds": [
-                (Column.Kind.CATEGORICAL, "Categorical"),
-                (Column.Kind.NUMERIC, "Numeric"),
-                (Column.Kind.EXCLUDED, "Excluded"),
-            ],
-            "missing_choices": Column.Missing.choices,
-            "fills": {row["key"]: row["fill"] for row in rows},
-        }
-        return render(request, self.template_name, context, status=status)
-
-
 class DatasetDeleteView(View):
     def get(self, request: HttpRequest, pk: int) -> HttpResponse:
         dataset = dataset_get_for_member(dataset_id=pk, user=request.user, roles=OWNER)
@@ -276,5 +187,8 @@ class DatasetDeleteView(View):
         except ApplicationError as exc:
             messages.error(request, exc.message)
             return redirect("datasets:detail", pk=dataset.pk)
-        messages.success(request, f"The dataset '{dataset.name}' and its files are deleted.")
+        if dataset.status == Dataset.Status.FAILED:
+            messages.success(request, f"The failed upload '{dataset.name}' is dismissed.")
+        else:
+            messages.success(request, f"The dataset '{dataset.name}' and its files are deleted.")
         return redirect(reverse("datasets:list", kwargs={"project_slug": dataset.project.slug}))

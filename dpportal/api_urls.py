@@ -67,6 +67,11 @@ v1 = [
         name="datasets-declare",
     ),
     path(
+        "datasets/<int:dataset_id>/confirm-unit/",
+        datasets_api.DatasetConfirmUnitApi.as_view(),
+        name="datasets-confirm-unit",
+    ),
+    path(
         "datasets/<int:dataset_id>/delete/",
         datasets_api.DatasetDeleteApi.as_view(),
         name="datasets-delete",

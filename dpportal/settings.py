@@ -186,6 +186,11 @@ CELERY_BEAT_SCHEDULE["datasets-redispatch-stale"] = {
     "task": "datasets.redispatch_stale",
     "schedule": 60.0,
 }
+# Failed uploads are removed once DPPORTAL_FAILED_UPLOAD_RETENTION_DAYS have passed.
+CELERY_BEAT_SCHEDULE["datasets-cleanup-failed"] = {
+    "task": "datasets.cleanup_failed",
+    "schedule": 3600.0,
+}
 if REDIS_URL:
     # Redis redelivers an unacknowledged message (acks_late: its worker died) once it is
     # this old; a live worker restores such messages about every 100 s (kombu). Twice the
@@ -204,8 +209,13 @@ DPPORTAL_COMPUTE_RETRY_BASE_SECONDS = env_int("DPPORTAL_COMPUTE_RETRY_BASE_SECON
 MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", VAR_DIR / "media"))
 MEDIA_URL = "/media/"  # never served publicly: datasets are private
 DPPORTAL_MAX_UPLOAD_BYTES = env_int("DPPORTAL_MAX_UPLOAD_BYTES", 512 * 1024 * 1024)
-DPPORTAL_MAX_DECOMPRESSED_BYTES = env_int("DPPORTAL_MAX_DECOMPRESSED_BYTES", 4 * 1024**3)
+# A gzip upload may expand to at most RATIO times its size, and never past the absolute cap.
+DPPORTAL_MAX_DECOMPRESSED_BYTES = env_int("DPPORTAL_MAX_DECOMPRESSED_BYTES", 1024**3)
+DPPORTAL_MAX_DECOMPRESSION_RATIO = env_int("DPPORTAL_MAX_DECOMPRESSION_RATIO", 100)
+DPPORTAL_MAX_ROW_BYTES = env_int("DPPORTAL_MAX_ROW_BYTES", 1024**2)
 DPPORTAL_MAX_COLUMNS = env_int("DPPORTAL_MAX_COLUMNS", 200)
+# Failed uploads (their reason; their files are removed at once) are kept this long.
+DPPORTAL_FAILED_UPLOAD_RETENTION_DAYS = env_int("DPPORTAL_FAILED_UPLOAD_RETENTION_DAYS", 7)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
 

@@ -3,8 +3,10 @@
 Statuses, frozen specifications, costs and timings move only through
 releases.lifecycle and the worker (one state machine, ledger in step, noise drawn
 once); an admin form that could set them would let staff re-queue, "publish" or
-alter a computed release behind the ledger's back. Statistics are editable only
-while their release is a draft; results never.
+alter a computed release behind the ledger's back. A release that has left the
+draft stage is read-only as a whole (its title and description are part of what
+was reviewed and published); statistics are editable only while their release is a
+draft; results and events never.
 """
 
 from django.contrib import admin
@@ -61,6 +63,9 @@ class ReleaseAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request) -> bool:
         return False  # releases are created by the builder (releases.services)
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return _is_draft(obj) and super().has_change_permission(request, obj)
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False  # the ledger and the registry refer to them

@@ -98,18 +98,48 @@ def day_text(value: datetime | None) -> str:
 
 
 def privacy_unit_text(*, release: Release) -> str:
-    """The privacy unit in words: the project's description and how rows map to people."""
-    project = release.project
-    dataset = release.dataset
-    unit = project.privacy_unit_description.strip() or "one row of the dataset"
-    if dataset.id_column:
-        bound = dataset.contribution_bound
+    """The privacy unit the release actually used, in the project's words and the dataset's.
+
+    The unit is the one frozen in the release's specification (the dataset's for a
+    release without one). The text says it plainly: a person identified by an ID
+    column with at most L rows used, or one row; and when the dataset's owner had
+    not confirmed that unit before the release was submitted (releases from before
+    confirmations existed), it says so instead of implying the project's description.
+    """
+    from dpportal.formatting import integer  # moves to the imports when this module is split
+
+    project, dataset = release.project, release.dataset
+    frozen = (release.spec or {}).get("privacy_unit") or {}
+    id_column = frozen.get("id_column", dataset.id_column) or ""
+    bound = int(frozen.get("contribution_bound", dataset.contribution_bound) or 1)
+    submitted_at = release.budget_request.requested_at if release.budget_request else None
+    confirmed = (
+        dataset.unit_confirmed_at is not None
+        and (submitted_at is None or dataset.unit_confirmed_at <= submitted_at)
+        and (dataset.id_column or "") == id_column
+        and (not id_column or dataset.contribution_bound == bound)
+    )
+    words = project.privacy_unit_description.strip()
+    lead = f"{words.rstrip('.')}. " if words else ""
+    if id_column:
         rows = "row" if bound == 1 else "rows"
-        return (
-            f"{unit} (a person is identified by the column '{dataset.id_column}'; at most "
-            f"{bound} {rows} per person were used)"
+        used = (
+            f"In this release: one person, identified by the column '{id_column}' of the "
+            f"dataset '{dataset.name}'; at most {integer(bound)} {rows} per person were used."
         )
-    return f"{unit} (one row of the dataset)"
+        if not confirmed:
+            used += " The dataset's owner had not confirmed this privacy unit before the release."
+        return lead + used
+    if confirmed:
+        return (
+            f"{lead}In this release: one row of the dataset '{dataset.name}', as its owner "
+            "confirmed (each row belongs to a different privacy unit)."
+        )
+    return (
+        f"{lead}In this release: each row of the dataset '{dataset.name}' was protected on its "
+        "own; its owner had not confirmed that one row is one privacy unit, so someone with "
+        "several rows is protected less than this description says."
+    )
 
 
 def release_approval(*, release: Release) -> dict[str, str] | None:

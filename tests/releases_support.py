@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from django.conf import settings
+from django.utils import timezone
 
 from datasets.models import Column, Dataset
 from releases import lifecycle, services
@@ -59,6 +60,7 @@ def make_dataset(
     row_group_size: int = 2000,
     people: int | None = None,
     status: str = Dataset.Status.READY,
+    unit_confirmed: bool = True,
 ) -> Dataset:
     relative = write_dataset_file(
         name=f"{name}-{project.pk}", rows=rows, row_group_size=row_group_size, people=people
@@ -72,6 +74,9 @@ def make_dataset(
         id_column=id_column,
         contribution_bound=bound,
         declared=True,
+        # the owner's explicit confirmation of the privacy unit (datasets.selectors)
+        unit_confirmed_at=timezone.now() if unit_confirmed else None,
+        unit_confirmed_by=owner if unit_confirmed else None,
     )
     Column.objects.create(
         dataset=dataset, name="person", position=0, suggested_type="string", kind="excluded"
@@ -105,7 +110,7 @@ def make_dataset(
         upper=Decimal(150000),
     )
     Column.objects.create(
-        dataset=dataset, name="secret", position=4, suggested_type="integer", kind="undeclared"
+        dataset=dataset, name="secret", position=4, suggested_type="integer", kind="excluded"
     )
     return dataset
 

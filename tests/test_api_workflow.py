@@ -109,12 +109,13 @@ def test_whole_workflow_through_the_api(celery_worker, owner, reviewer):
                         "bin_edges": ["0", "18", "65", "100"],
                     },
                     "income": {"kind": "numeric", "lower": "0", "upper": "100000"},
-                }
+                },
+                "privacy_unit": "row",  # the explicit choice confirms the unit
             },
             format="json",
         )
     )
-    assert declared["usable"] is True
+    assert declared["usable"] is True and declared["unit_confirmed"] is True
 
     definition = {
         "title": "Survey 2026",

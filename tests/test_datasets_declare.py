@@ -52,10 +52,16 @@ def declared_state(dataset):
 def test_valid_declaration_saves_every_column_and_the_unit(dataset, owner):
     assert not dataset_is_usable(dataset=dataset)
     dataset = dataset_declare(
-        dataset=dataset, actor=owner, columns=VALID, id_column="person", contribution_bound="2"
+        dataset=dataset,
+        actor=owner,
+        columns=VALID,
+        id_column="person",
+        contribution_bound="2",
+        unit="person",
     )
     assert dataset.declared and dataset_is_usable(dataset=dataset)
     assert (dataset.id_column, dataset.contribution_bound) == ("person", 2)
+    assert dataset.unit_confirmed_by == owner and dataset.unit_confirmed_at is not None
     cols = {c.name: c for c in dataset.columns.all()}
     assert cols["person"].kind == Column.Kind.EXCLUDED
     assert (cols["age"].lower, cols["age"].upper) == (Decimal(18), Decimal(90))

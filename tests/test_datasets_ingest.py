@@ -16,6 +16,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from datasets import ingest
 from datasets.ingest import reader, round_outward, writer
+from datasets.ingest.profile import PROFILE_KEYS
 from datasets.models import Dataset
 from datasets.services import csv_safe_cell, dataset_create, dataset_ingest
 from dpportal.errors import PermissionDenied, UploadTooLarge, ValidationFailed
@@ -74,17 +75,27 @@ def test_clean_csv_becomes_ready_typed_parquet_with_private_profile(project, own
     columns = {c.name: c for c in dataset.columns.all()}
     assert [c.name for c in dataset.columns.order_by("position")] == table.column_names
     assert columns["sex"].suggested_type == "string"
-    assert columns["sex"].profile["distinct"] == ["female", "male"]
-    assert columns["age"].profile["range"] == ["30", "60"]
-    assert columns["income"].profile["range"] == ["10000", "70000"]
-    assert columns["income"].profile["unparseable"] == 0
+    # four rows: every value is rare, so none is suggested and no range either
+    assert columns["sex"].profile == {
+        "type": "string",
+        "values": [],
+        "more_values": True,
+        "range": None,
+    }
+    assert columns["age"].profile["range"] is None
+    assert columns["income"].profile["unreadable"] is False
 
 
 def test_profile_holds_only_the_allowed_private_suggestions(project, owner):
     dataset = ingest_bytes(project, owner, GOOD)
-    allowed = {"type", "distinct", "distinct_limit", "range", "unparseable"}
+    allowed = {"type", "values", "more_values", "range", "unreadable"}
+    assert allowed == PROFILE_KEYS
     for column in dataset.columns.all():
         assert set(column.profile) <= allowed
+        # yes/no flags and short lists, never a count
+        assert not any(
+            isinstance(v, int) and not isinstance(v, bool) for v in column.profile.values()
+        )
     # No row count anywhere on the dataset row either.
     assert not any("row" in f.name and "count" in f.name for f in Dataset._meta.fields)
 
@@ -197,7 +208,8 @@ def test_gzip_bomb(project, owner, settings):
     bomb = gzip.compress(b"a,b\n" + b"1,2\n" * 2_000_000)  # 8 MB of text in a few KB
     assert len(bomb) < 100_000
     dataset = ingest_bytes(project, owner, bomb, name="bomb.csv.gz")
-    assert_rejected(dataset, "larger than 2.0 MiB when decompressed")
+    assert_rejected(dataset, "too large when decompressed")
+    assert "at most 2.0 MiB" in dataset.failure_reason
 
 
 def test_corrupt_gzip(project, owner):
@@ -222,7 +234,7 @@ def test_unparseable_cells_in_a_numeric_column_are_missing_and_counted(project, 
     assert dataset.status == Dataset.Status.READY
     age = dataset.columns.get(name="age")
     assert age.suggested_type == "integer"
-    assert age.profile["unparseable"] == 2  # the empty cell is missing, not unparseable
+    assert age.profile["unreadable"] is True  # a yes/no: how many is never stored
     table = pq.read_table(Path(settings.MEDIA_ROOT) / dataset.parquet_file)
     assert table.column("age").to_pylist()[-3:] == [None, None, None]
 
@@ -233,7 +245,7 @@ def test_unparseable_cell_beyond_the_sample_triggers_the_tolerant_pass(project, 
     assert dataset.status == Dataset.Status.READY
     income = dataset.columns.get(name="income")
     assert income.suggested_type == "float"
-    assert income.profile["unparseable"] == 1
+    assert income.profile["unreadable"] is True
     table = pq.read_table(Path(settings.MEDIA_ROOT) / dataset.parquet_file)
     assert table.column("income").to_pylist()[-2:] == [None, 2.5]
     assert table.column("income").null_count == 1
@@ -244,7 +256,7 @@ def test_non_finite_numbers_are_unparseable(project, owner):
     dataset = ingest_bytes(project, owner, b"x\n1.5\n2.5\n3.5\n4.5\n5.5\n6.5\n7.5\n8.5\n9.5\nnan\n")
     x = dataset.columns.get(name="x")
     assert x.suggested_type == "float"
-    assert x.profile["unparseable"] == 1
+    assert x.profile["unreadable"] is True
     table = pq.read_table(Path(settings.MEDIA_ROOT) / dataset.parquet_file)
     assert table.column("x").to_pylist()[-1] is None
 
@@ -287,9 +299,10 @@ def test_csv_safe_cell(value, safe):
 
 
 def test_many_distinct_values_are_not_listed(project, owner):
-    body = b"code\n" + b"".join(b"c%03d\n" % i for i in range(60))
+    body = b"code\n" + b"".join(b"c%04d\n" % i for i in range(1500))
     dataset = ingest_bytes(project, owner, body)
-    assert dataset.columns.get(name="code").profile["distinct"] is None
+    profile = dataset.columns.get(name="code").profile
+    assert profile["values"] == [] and profile["more_values"] is True
 
 
 def test_row_groups_are_bounded(project, owner, monkeypatch):
@@ -325,7 +338,7 @@ def test_round_outward(lo, hi, expected):
 def test_stream_reads_in_chunks_without_holding_the_file(tmp_path):
     path = tmp_path / "x.csv"
     path.write_bytes(b"a\n" + b"1\n" * 100_000)
-    stream = ingest.GuardedStream(path, max_decompressed=10**9)
+    stream = ingest.GuardedStream(path, limits=ingest.IngestLimits(10**9, 10**9, 10))
     sizes = []
     while chunk := stream.read(4096):
         sizes.append(len(chunk))
@@ -338,7 +351,7 @@ def test_progress_is_the_fraction_of_the_file_read(tmp_path, monkeypatch):
     source = tmp_path / "big.csv"
     source.write_bytes(b"a,b\n" + b"12345,67890\n" * 1_000_000)
     seen: list[float] = []
-    limits = ingest.IngestLimits(10**9, 10**10, 10)
+    limits = ingest.IngestLimits(10**9, 10**10, 10, max_row_bytes=1 << 15)
     ingest.ingest_csv(
         source=source, destination=tmp_path / "out.parquet", limits=limits, on_progress=seen.append
     )

@@ -59,7 +59,7 @@ def test_worker_ingests_an_upload_end_to_end(celery_workers, client, owner, proj
     assert pq.ParquetFile(parquet).schema_arrow.names == [
         "person_id", "age", "sex", "region", "education", "income", "hours",
     ]  # fmt: skip
-    assert dataset.columns.get(name="region").profile["distinct"][:2] == ["Region 01", "Region 02"]
+    assert dataset.columns.get(name="region").profile["values"][:2] == ["Region 01", "Region 02"]
     status = client.get(reverse("datasets:status", kwargs={"pk": dataset.pk})).json()
     assert status["status"] == "ready" and status["progress"] == 1.0
 

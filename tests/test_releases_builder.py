@@ -28,7 +28,7 @@ def dataset(project, owner):
 
 BAD = [
     ({"statistics": [{"kind": "sum", "column": "person"}]}, "excluded"),
-    ({"statistics": [{"kind": "histogram", "column": "secret"}]}, "no declared public domain"),
+    ({"statistics": [{"kind": "histogram", "column": "secret"}]}, "is excluded"),
     ({"statistics": [{"kind": "count", "column": "nope", "category": "x"}]}, "no column named"),
     ({"statistics": [{"kind": "sum", "column": "income", "lower": "10", "upper": "1"}]}, "above"),
     ({"statistics": []}, "at least one statistic"),

@@ -28,6 +28,7 @@ import pytest
 import redis
 from django.conf import settings
 from django.urls import reverse
+from django.utils import timezone
 
 from budgets.models import LedgerEntry
 from datasets.models import Column, Dataset
@@ -56,7 +57,7 @@ def distinctive_dataset(project, owner) -> tuple[Dataset, dict[str, int]]:
     pq.write_table(table, path, row_group_size=65536)
     dataset = Dataset.objects.create(
         project=project, name="distinctive", uploaded_by=owner, parquet_file=relative,
-        status="ready", declared=True,
+        status="ready", declared=True, unit_confirmed_at=timezone.now(), unit_confirmed_by=owner,
     )  # fmt: skip
     Column.objects.create(
         dataset=dataset, name="region", position=0, suggested_type="string",

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from django.conf import settings
+from django.utils import timezone
 
 from budgets.models import LedgerEntry
 from datasets.models import Column, Dataset
@@ -48,7 +49,7 @@ def poisoned_dataset(project, owner) -> Dataset:
         pc.cast(pq.read_table(path).column("amount"), pa.float64())
     dataset = Dataset.objects.create(
         project=project, name="poisoned", uploaded_by=owner, parquet_file=relative,
-        status="ready", declared=True,
+        status="ready", declared=True, unit_confirmed_at=timezone.now(), unit_confirmed_by=owner,
     )  # fmt: skip
     Column.objects.create(
         dataset=dataset, name="amount", position=0, suggested_type="integer",

@@ -27,6 +27,7 @@ import pytest
 import redis
 from django.conf import settings
 from django.db import connection
+from django.utils import timezone
 
 from budgets.models import LedgerEntry
 from datasets.models import Column, Dataset
@@ -156,7 +157,7 @@ def canary_dataset(project, owner) -> Dataset:
     pq.write_table(table, path, row_group_size=131072)
     dataset = Dataset.objects.create(
         project=project, name="canary", uploaded_by=owner, parquet_file=relative,
-        status="ready", declared=True,
+        status="ready", declared=True, unit_confirmed_at=timezone.now(), unit_confirmed_by=owner,
     )  # fmt: skip
     Column.objects.create(
         dataset=dataset, name="region", position=0, suggested_type="string",

@@ -128,7 +128,7 @@ def declare(dataset, owner):
         TEMPLATE: {"kind": "numeric", "lower": "0", "upper": "10"},
         QUOTES: {"kind": "categorical", "categories": CATEGORIES[QUOTES]},
     }
-    return dataset_declare(dataset=dataset, actor=owner, columns=columns)
+    return dataset_declare(dataset=dataset, actor=owner, columns=columns, unit="row")
 
 
 def statistics() -> list[dict]:

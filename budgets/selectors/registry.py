@@ -11,6 +11,7 @@ from fractions import Fraction
 from django.apps import apps
 from django.core.cache import cache
 from django.db import connection
+from django.db.models import Q
 from django.utils import timezone
 
 from budgets import amounts
@@ -212,7 +213,10 @@ def _version_sql() -> str:
                (SELECT SUM(d.contribution_bound) FROM {dataset} d WHERE d.project_id = p.id),
                (SELECT COUNT(*) FROM {dataset} d WHERE d.project_id = p.id AND d.id_column <> ''),
                (SELECT COUNT(*) FROM {dataset} d WHERE d.project_id = p.id AND d.status = 'ready'
-                   AND d.declared)
+                   AND d.declared),
+               (SELECT COUNT(*) FROM {dataset} d WHERE d.project_id = p.id
+                   AND d.unit_confirmed_at IS NOT NULL),
+               (SELECT MAX(d.unit_confirmed_at) FROM {dataset} d WHERE d.project_id = p.id)
           FROM {Project._meta.db_table} p WHERE p.id = %s
     """  # noqa: S608 (table names from the models; the only value is a parameter)
 
@@ -257,12 +261,24 @@ def _day_text(moment: datetime | None) -> str | None:
 
 
 def _registry_datasets(*, project: Project) -> list[dict]:
-    """Each dataset's privacy unit (public: the ID column's name and the bound L)."""
+    """Each public dataset's privacy unit (public: the ID column's name and the bound L).
+
+    Public by design only: a dataset that is ready, declared and whose unit an owner
+    confirmed, or one a published release used. Never a failed upload, one still
+    ingesting or undeclared (deleted ones are gone).
+    """
     try:
         dataset_model = apps.get_model("datasets", "Dataset")
     except LookupError:
         return []
-    rows = dataset_model.objects.filter(project_id=project.pk).order_by("pk")
+    usable = Q(status="ready", declared=True, unit_confirmed_at__isnull=False)
+    published = Q(releases__status="published")
+    rows = (
+        dataset_model.objects.filter(project_id=project.pk)
+        .filter(usable | published)
+        .distinct()
+        .order_by("pk")
+    )
     return [
         {
             "name": row.name,

@@ -6,13 +6,14 @@ reader yields blocks, which are written out in row groups of at most
 ROW_GROUP_ROWS rows; the profile keeps only bounded state per column.
 
 Nothing computed here is a true aggregate fit for publication. The profile holds
-private suggestions for the owners: a suggested type, the distinct values when
-there are few, a numeric range rounded outward, and the count of cells that could
-not be read as numbers. The row count is never returned.
+private suggestions for the owners (see `profile`): a suggested type, a capped list
+of frequent values (rare ones never), a numeric range rounded outward from
+non-extreme values, and whether some cells could not be read as numbers. The row
+count is never returned; no count is stored.
 
 Two passes at most: the first parses numeric columns natively (fast); if a cell
 in a numeric column does not parse, the file is read again with those columns as
-text and the unparseable cells become nulls (counted in the profile).
+text and the unparseable cells become nulls (flagged in the profile).
 
 The modules: `common` (limits, the rejection, type names), `reader` (the guarded
 byte stream, header checks, type inference, CSV options), `profile` (the private
@@ -22,13 +23,14 @@ per-column suggestions), `writer` (the conversion to Parquet: `ingest_csv`).
 from datasets.ingest.common import IngestLimits, IngestRejected, human_size
 from datasets.ingest.profile import ColumnProfile, round_outward
 from datasets.ingest.reader import GuardedStream
-from datasets.ingest.writer import ingest_csv, temporary_parquet_paths
+from datasets.ingest.writer import IngestResult, ingest_csv, temporary_parquet_paths
 
 __all__ = [
     "ColumnProfile",
     "GuardedStream",
     "IngestLimits",
     "IngestRejected",
+    "IngestResult",
     "human_size",
     "ingest_csv",
     "round_outward",

@@ -21,9 +21,32 @@ class IngestRejected(ValidationFailed):
 
 @dataclass(frozen=True)
 class IngestLimits:
+    """What an upload may be. A gzip upload may expand to at most
+    `max_decompression_ratio` times its own size, and never past
+    `max_decompressed_bytes`; no line (the header included) may be longer than
+    `max_row_bytes`."""
+
     max_upload_bytes: int
     max_decompressed_bytes: int
     max_columns: int
+    max_decompression_ratio: int = 100
+    max_row_bytes: int = 1 << 20
+
+    def decompressed_limit(self, compressed_size: int) -> int:
+        return min(self.max_decompressed_bytes, self.max_decompression_ratio * compressed_size)
+
+    def decompressed_message(self) -> str:
+        return (
+            "The file is too large when decompressed: a compressed upload may expand to at "
+            f"most {self.max_decompression_ratio} times its size, and to at most "
+            f"{human_size(self.max_decompressed_bytes)}."
+        )
+
+    def row_message(self) -> str:
+        return (
+            f"A line of the file is longer than {human_size(self.max_row_bytes)}, the limit "
+            "per row: is it a CSV file with one record per line?"
+        )
 
 
 def human_size(n: float) -> str:

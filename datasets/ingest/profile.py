@@ -1,4 +1,21 @@
-"""The private per-column profile: suggestions for the owners, never published."""
+"""The private per-column profile: suggestions for the owners, never published.
+
+What it may hold is only what an owner needs to declare a column, and nothing
+that is an exact aggregate of the data:
+
+- `type`: the suggested type (integer, float, string);
+- `values`: frequent values, each seen in at least SUGGEST_MIN_ROWS rows, at most
+  SUGGEST_MAX_VALUES of them (the most frequent), listed in value order. Rare
+  values are never suggested: copied into a public declaration, a category that
+  few rows have reveals that someone has it. Float columns get none (they cannot
+  be categorical). No count is kept, and the threshold is shown nowhere;
+- `more_values`: whether the column holds values that are not suggested;
+- `range` (numeric): [lo, hi] rounded outward to a power of ten, from the
+  SUGGEST_MIN_ROWS-th smallest and largest values, so that no single extreme row
+  moves it; None when there are too few values;
+- `unreadable` (numeric): whether some cells could not be read as numbers (a
+  yes/no, never how many).
+"""
 
 from __future__ import annotations
 
@@ -11,35 +28,59 @@ import pyarrow.compute as pc
 
 from datasets.ingest.common import FLOAT, INTEGER
 
-DISTINCT_LIMIT = 50
+#: a value is suggested only if at least this many rows hold it (never shown to anyone)
+SUGGEST_MIN_ROWS = 50
+#: at most this many values are suggested per column (the most frequent ones)
+SUGGEST_MAX_VALUES = 50
+#: values are counted only while a column has at most this many distinct ones
+TRACK_LIMIT = 1000
+
+PROFILE_KEYS = frozenset({"type", "values", "more_values", "range", "unreadable"})
 
 
 @dataclass
 class ColumnProfile:
-    """Private suggestions for one column (owners only, never published)."""
+    """Private suggestions for one column (owners only, never published).
+
+    The counts below live only in the ingest's memory; `to_dict` is what is stored.
+    """
 
     name: str
     position: int
     suggested_type: str
-    distinct: set[str] | None = field(default_factory=set)  # None: more than DISTINCT_LIMIT
-    minimum: float | None = None
-    maximum: float | None = None
+    counts: dict[str, int] | None = field(default_factory=dict)  # None: too many values
+    lows: list[float] = field(default_factory=list)  # the smallest values seen (sorted)
+    highs: list[float] = field(default_factory=list)  # the largest values seen (sorted)
     unparseable: int = 0
 
+    def __post_init__(self) -> None:
+        if self.suggested_type == FLOAT:
+            self.counts = None  # decimal numbers are declared numeric, never as categories
+
     def to_dict(self) -> dict:
-        profile: dict = {"type": self.suggested_type, "distinct_limit": DISTINCT_LIMIT}
-        profile["distinct"] = _sorted_values(self.distinct, self.suggested_type)
+        values = self.suggested_values()
+        profile: dict = {
+            "type": self.suggested_type,
+            "values": values,
+            "more_values": self.counts is None or len(self.counts) > len(values),
+        }
+        profile["range"] = None
         if self.suggested_type in (INTEGER, FLOAT):
-            profile["range"] = (
-                round_outward(self.minimum, self.maximum) if self.minimum is not None else None
-            )
-            profile["unparseable"] = self.unparseable
+            if len(self.lows) >= SUGGEST_MIN_ROWS and len(self.highs) >= SUGGEST_MIN_ROWS:
+                lo, hi = self.lows[SUGGEST_MIN_ROWS - 1], self.highs[-SUGGEST_MIN_ROWS]
+                profile["range"] = round_outward(min(lo, hi), max(lo, hi))
+            profile["unreadable"] = self.unparseable > 0
         return profile
 
+    def suggested_values(self) -> list[str]:
+        if not self.counts:
+            return []
+        frequent = [(n, v) for v, n in self.counts.items() if n >= SUGGEST_MIN_ROWS]
+        frequent.sort(key=lambda item: (-item[0], item[1]))
+        return _sorted_values([v for _, v in frequent[:SUGGEST_MAX_VALUES]], self.suggested_type)
 
-def _sorted_values(values: set[str] | None, kind: str) -> list[str] | None:
-    if values is None:
-        return None
+
+def _sorted_values(values: list[str], kind: str) -> list[str]:
     if kind in (INTEGER, FLOAT):
         return sorted(values, key=float)
     return sorted(values)
@@ -67,20 +108,24 @@ def _plain(number: Decimal) -> str:
 
 
 def profile_update(profile: ColumnProfile, array: pa.Array) -> None:
-    if profile.distinct is not None:
-        values = pc.unique(array.drop_null())
-        if len(values) > DISTINCT_LIMIT:
-            profile.distinct = None
+    present = array.drop_null()
+    if profile.counts is not None and len(present):
+        counted = pc.value_counts(present)
+        values = counted.field("values").to_pylist()
+        if len(values) > TRACK_LIMIT:
+            profile.counts = None
         else:
-            profile.distinct.update(_as_text(v) for v in values.to_pylist())
-            if len(profile.distinct) > DISTINCT_LIMIT:
-                profile.distinct = None
-    if profile.suggested_type in (INTEGER, FLOAT):
-        extremes = pc.min_max(array)
-        lo, hi = extremes["min"].as_py(), extremes["max"].as_py()
-        if lo is not None:
-            profile.minimum = lo if profile.minimum is None else min(profile.minimum, lo)
-            profile.maximum = hi if profile.maximum is None else max(profile.maximum, hi)
+            for value, n in zip(values, counted.field("counts").to_pylist(), strict=True):
+                key = _as_text(value)
+                profile.counts[key] = profile.counts.get(key, 0) + n
+            if len(profile.counts) > TRACK_LIMIT:
+                profile.counts = None
+    if profile.suggested_type in (INTEGER, FLOAT) and len(present):
+        k = SUGGEST_MIN_ROWS
+        low = present.take(pc.select_k_unstable(present, k=k, sort_keys=[("", "ascending")]))
+        high = present.take(pc.select_k_unstable(present, k=k, sort_keys=[("", "descending")]))
+        profile.lows = sorted(profile.lows + low.to_pylist())[:k]
+        profile.highs = sorted(profile.highs + high.to_pylist())[-k:]
 
 
 def _as_text(value: object) -> str:

@@ -31,7 +31,6 @@ from datasets.ingest.common import (
     STRING,
     IngestLimits,
     IngestRejected,
-    human_size,
 )
 
 MAX_NAME_LENGTH = 200
@@ -44,21 +43,25 @@ NUMERIC_SHARE = 0.9  # a column is numeric when this share of its sample cells p
 class GuardedStream(io.RawIOBase):
     """The decompressed bytes of the upload, checked as they stream through.
 
-    Refuses NUL bytes, bytes that are not UTF-8, and more than `max_decompressed`
-    bytes (the gzip-bomb guard). `fraction` is the share of the file on disk
-    consumed so far (pyarrow may call read() from its own threads, so progress is
-    reported by the caller's thread, not from here).
+    Refuses NUL bytes, bytes that are not UTF-8, a line longer than
+    `limits.max_row_bytes`, and more decompressed bytes than
+    `limits.decompressed_limit(size on disk)` (the gzip-bomb guard). `fraction` is
+    the share of the file on disk consumed so far (pyarrow may call read() from its
+    own threads, so progress is reported by the caller's thread, not from here).
     """
 
-    def __init__(self, path: Path, *, max_decompressed: int) -> None:
+    def __init__(self, path: Path, *, limits: IngestLimits) -> None:
         super().__init__()
         self._raw: BinaryIO = open(path, "rb")  # noqa: SIM115 - closed in close()
-        self._total = max(os.fstat(self._raw.fileno()).st_size, 1)
-        gzipped = self._raw.read(2) == b"\x1f\x8b"
+        size = os.fstat(self._raw.fileno()).st_size
+        self._total = max(size, 1)
+        self.gzipped = self._raw.read(2) == b"\x1f\x8b"
         self._raw.seek(0)
-        self._stream: BinaryIO = gzip.GzipFile(fileobj=self._raw) if gzipped else self._raw
+        self._stream: BinaryIO = gzip.GzipFile(fileobj=self._raw) if self.gzipped else self._raw
         self._decoder = codecs.getincrementaldecoder("utf-8")()
-        self._max = max_decompressed
+        self._limits = limits
+        self._max = limits.decompressed_limit(size) if self.gzipped else size
+        self._line = 0  # bytes since the last newline
         self.fraction = 0.0
         self.consumed = 0
         self.error: IngestRejected | None = None
@@ -73,11 +76,10 @@ class GuardedStream(io.RawIOBase):
             self._fail("The file looks compressed (gzip) but could not be decompressed.")
         self.consumed += len(data)
         if self.consumed > self._max:
-            self._fail(
-                f"The file is larger than {human_size(self._max)} when decompressed, the limit."
-            )
+            self._fail(self._limits.decompressed_message())
         if b"\x00" in data:
             self._fail("The file contains a NUL byte: it is not a text CSV file.")
+        self._check_lines(data)
         try:
             if data and not data.isascii():
                 self._decoder.decode(data)
@@ -87,6 +89,27 @@ class GuardedStream(io.RawIOBase):
             self._fail("The file is not valid UTF-8 text. Save it as CSV with UTF-8 encoding.")
         self.fraction = min(self._raw.tell() / self._total, 1.0)
         return data
+
+    def _check_lines(self, data: bytes) -> None:
+        """Refuse a line longer than the limit, wherever it falls across reads."""
+        limit = self._limits.max_row_bytes
+        first = data.find(b"\n")
+        if first < 0:
+            self._line += len(data)
+            if self._line > limit:
+                self._fail(self._limits.row_message())
+            return
+        last = data.rfind(b"\n")
+        if self._line + first > limit or (
+            last - first > limit and max(map(len, data[first + 1 : last].split(b"\n"))) > limit
+        ):
+            self._fail(self._limits.row_message())
+        self._line = len(data) - last - 1
+
+    def drain(self) -> None:
+        """Read to the end, checking everything; the fast way to refuse a bomb before parsing."""
+        while self.read(READ_CHUNK):
+            pass
 
     def readinto(self, buffer) -> int:  # type: ignore[override]
         data = self.read(len(buffer))
@@ -104,17 +127,31 @@ class GuardedStream(io.RawIOBase):
         super().close()
 
 
+def check_decompressed(path: Path, limits: IngestLimits) -> None:
+    """Decompress a gzip upload once, keeping nothing, and refuse it if it is over the
+    limits: a gzip bomb is refused in the time it takes zlib to expand the limit's
+    worth of bytes, before any CSV parsing or Parquet writing. Plain files pass."""
+    stream = GuardedStream(path, limits=limits)
+    try:
+        if stream.gzipped:
+            stream.drain()
+    finally:
+        stream.close()
+
+
 def read_header_and_sample(path: Path, limits: IngestLimits) -> tuple[list[str], bytes]:
     """The cleaned header names and the first complete lines (up to SAMPLE_BYTES)."""
-    stream = GuardedStream(path, max_decompressed=limits.max_decompressed_bytes)
+    # room for the header and at least one row, each up to the row limit
+    sample_bytes = max(SAMPLE_BYTES, 2 * limits.max_row_bytes + 2)
+    stream = GuardedStream(path, limits=limits)
     try:
         head = b""
-        while len(head) < SAMPLE_BYTES:
-            chunk = stream.read(SAMPLE_BYTES - len(head))
+        while len(head) < sample_bytes:
+            chunk = stream.read(sample_bytes - len(head))
             if not chunk:
                 break
             head += chunk
-        complete = len(head) < SAMPLE_BYTES
+        complete = len(head) < sample_bytes
     finally:
         stream.close()
     if not head.strip():
@@ -122,12 +159,14 @@ def read_header_and_sample(path: Path, limits: IngestLimits) -> tuple[list[str],
     if not complete:
         head = head[: head.rfind(b"\n") + 1]
         if not head:
-            raise IngestRejected("The first line (the header) is longer than 1 MiB.")
+            raise IngestRejected(limits.row_message())
     text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
     try:
         header = next(csv.reader(io.StringIO(text)))
     except (StopIteration, csv.Error):
         raise IngestRejected("The file has no header line.")
+    if not complete and not text.split("\n", 1)[1].strip():
+        raise IngestRejected(limits.row_message())  # the first row did not end in the sample
     names = [name.strip() for name in header]
     _check_header(names, limits)
     return names, head
@@ -159,11 +198,19 @@ def _check_header(names: list[str], limits: IngestLimits) -> None:
         raise IngestRejected("The header is not usable: " + "; ".join(problems) + ".")
 
 
-def infer_types(names: list[str], sample: bytes) -> dict[str, str]:
-    """Each column's type, from the sample: integer, float or string."""
-    table = _read_all(io.BytesIO(sample), names, {name: STRING for name in names})
+def inspect_sample(
+    names: list[str], sample: bytes, *, max_row_bytes: int = BLOCK_SIZE
+) -> tuple[dict[str, str], list[str]]:
+    """Each column's type from the sample (integer, float or string), and warnings."""
+    text_types = {name: STRING for name in names}
+    table = _read_all(io.BytesIO(sample), names, text_types, max_row_bytes=max_row_bytes)
     if table.num_rows == 0:
         raise IngestRejected("The file has a header but no data rows.")
+    types = _infer_types(names, table)
+    return types, _header_warnings(names, table, types)
+
+
+def _infer_types(names: list[str], table: pa.Table) -> dict[str, str]:
     types = {}
     for name in names:
         values = table.column(name).drop_null()
@@ -181,6 +228,43 @@ def infer_types(names: list[str], sample: bytes) -> dict[str, str]:
         else:
             types[name] = STRING
     return types
+
+
+def _shape(text: str) -> str:
+    """'r12' -> 'a9', '2024-01' -> '9-9', 'AB 7' -> 'a 9': what a value looks like."""
+    return re.sub(r"[^\W\d_]+", "a", re.sub(r"\d+", "9", text.strip()))
+
+
+def _header_warnings(names: list[str], table: pa.Table, types: dict[str, str]) -> list[str]:
+    """A warning when the header looks like a row of data (names only by position).
+
+    A name looks like data when it is a number, or when it has digits and is shaped
+    like most of its column's values ('r0' above 'r1', 'r2', ...). A header where
+    every name is a number is refused outright (see _check_header); this catches
+    the rest: at least half of the names looking like data.
+    """
+    suspicious = []
+    for position, name in enumerate(names, start=1):
+        if re.fullmatch(FLOAT_PATTERN, name):
+            suspicious.append(position)
+            continue
+        shape = _shape(name)
+        if "9" not in shape:
+            continue
+        values = table.column(name).drop_null()
+        if len(values) == 0:
+            continue
+        shapes = [_shape(v) for v in values.slice(0, 1000).to_pylist()]
+        if sum(s == shape for s in shapes) >= NUMERIC_SHARE * len(shapes):
+            suspicious.append(position)
+    if not suspicious or 2 * len(suspicious) < len(names):
+        return []
+    listed = ", ".join(str(p) for p in suspicious[:10]) + (", ..." if len(suspicious) > 10 else "")
+    return [
+        f"The first line may be data rather than a header: the names of {len(suspicious)} of "
+        f"the {len(names)} columns (column {listed}) look like values. If the file has no "
+        "header line, add one that names every column and upload it again."
+    ]
 
 
 class RaggedRows:
@@ -202,8 +286,16 @@ class RaggedRows:
         )
 
 
-def csv_options(names: list[str], types: dict[str, str], ragged: RaggedRows | None = None):
-    read = pa_csv.ReadOptions(column_names=names, skip_rows=1, block_size=BLOCK_SIZE)
+def csv_options(
+    names: list[str],
+    types: dict[str, str],
+    ragged: RaggedRows | None = None,
+    *,
+    max_row_bytes: int = BLOCK_SIZE,
+):
+    # pyarrow needs every row to fit in one block
+    block_size = max(BLOCK_SIZE, max_row_bytes + 1)
+    read = pa_csv.ReadOptions(column_names=names, skip_rows=1, block_size=block_size)
     parse = pa_csv.ParseOptions(invalid_row_handler=ragged)
     convert = pa_csv.ConvertOptions(
         column_types={name: ARROW_TYPES[types[name]] for name in names},
@@ -215,9 +307,11 @@ def csv_options(names: list[str], types: dict[str, str], ragged: RaggedRows | No
     return read, parse, convert
 
 
-def _read_all(source, names: list[str], types: dict[str, str]) -> pa.Table:
+def _read_all(
+    source, names: list[str], types: dict[str, str], *, max_row_bytes: int = BLOCK_SIZE
+) -> pa.Table:
     ragged = RaggedRows()
-    read, parse, convert = csv_options(names, types, ragged)
+    read, parse, convert = csv_options(names, types, ragged, max_row_bytes=max_row_bytes)
     try:
         return pa_csv.read_csv(source, read, parse, convert)
     except pa.ArrowInvalid:

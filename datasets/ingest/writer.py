@@ -6,6 +6,7 @@ import os
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -28,12 +29,21 @@ from datasets.ingest.profile import ColumnProfile, profile_update
 from datasets.ingest.reader import (
     GuardedStream,
     RaggedRows,
+    check_decompressed,
     csv_options,
-    infer_types,
+    inspect_sample,
     read_header_and_sample,
 )
 
 ROW_GROUP_ROWS = 262_144
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    """Each column's private profile, and warnings about the file that did not refuse it."""
+
+    profiles: list[ColumnProfile]
+    warnings: list[str]
 
 
 class _ConversionFailed(Exception):
@@ -46,22 +56,24 @@ def ingest_csv(
     destination: Path,
     limits: IngestLimits,
     on_progress: Callable[[float], None] | None = None,
-) -> list[ColumnProfile]:
+) -> IngestResult:
     """Validate `source` (CSV, plain or gzip) and write it to `destination` as Parquet.
 
     Writes to a temporary file next to `destination` (see temporary_parquet_paths)
     and renames it into place only on success; on any failure the temporary file is
     removed and IngestRejected (or the unexpected error) propagates. A process killed
     midway leaves its temporary file behind: the caller removes it before a restart.
-    Returns each column's private profile.
+    A gzip upload is first decompressed once without parsing (check_decompressed), so
+    a bomb is refused in seconds, before any CSV is parsed or Parquet written.
     """
     size = source.stat().st_size
     if size == 0:
         raise IngestRejected("The file is empty.")
     if size > limits.max_upload_bytes:
         raise IngestRejected(f"The file is larger than {human_size(limits.max_upload_bytes)}.")
+    check_decompressed(source, limits)
     names, sample = read_header_and_sample(source, limits)
-    types = infer_types(names, sample)
+    types, warnings = inspect_sample(names, sample, max_row_bytes=limits.max_row_bytes)
     temporary = destination.with_name(f".{destination.name}.{os.getpid()}-{uuid.uuid4().hex}.tmp")
     try:
         try:
@@ -71,7 +83,7 @@ def ingest_csv(
         os.replace(temporary, destination)
     finally:
         temporary.unlink(missing_ok=True)
-    return profiles
+    return IngestResult(profiles=profiles, warnings=warnings)
 
 
 def temporary_parquet_paths(destination: Path) -> list[Path]:
@@ -91,9 +103,11 @@ def _convert(
     profiles = [ColumnProfile(n, i, types[n]) for i, n in enumerate(names)]
     read_types = {n: STRING for n in names} if tolerant else types
     ragged = RaggedRows()
-    read, parse, convert = csv_options(names, read_types, ragged)
+    read, parse, convert = csv_options(
+        names, read_types, ragged, max_row_bytes=limits.max_row_bytes
+    )
     schema = pa.schema([(n, ARROW_TYPES[types[n]]) for n in names])
-    stream = GuardedStream(source, max_decompressed=limits.max_decompressed_bytes)
+    stream = GuardedStream(source, limits=limits)
     pending: list[pa.RecordBatch] = []
     pending_rows = 0
     # Encoding a row group releases the GIL: one writer thread overlaps it with

@@ -1,7 +1,8 @@
 """Writes for datasets: upload, ingest (restartable), declaration of public domains, deletion.
 
-The modules: `uploads` (dataset_create, dataset_delete), `ingesting` (dataset_ingest,
-its dispatch and the periodic re-dispatch), `declaration` (dataset_declare),
+The modules: `uploads` (dataset_create, dataset_delete, dataset_cleanup_failed),
+`ingesting` (dataset_ingest, its dispatch and the periodic re-dispatch), `declaration`
+(dataset_declare, dataset_confirm_unit),
 `common` (owner checks, file locations). datasets/ingest/ holds the streaming
 conversion itself and says what the private profile holds. No aggregate of the
 data (not even the row count) is stored or logged here.
@@ -12,17 +13,24 @@ from datasets.services.common import (
     dataset_folder,
     dataset_parquet_path,
 )
-from datasets.services.declaration import dataset_declare
+from datasets.services.declaration import dataset_confirm_unit, dataset_declare
 from datasets.services.ingesting import (
     dataset_dispatch_ingest,
     dataset_ingest,
     dataset_redispatch_stale,
     ingest_limits,
 )
-from datasets.services.uploads import dataset_create, dataset_delete
+from datasets.services.uploads import (
+    dataset_cleanup_failed,
+    dataset_create,
+    dataset_delete,
+    failed_upload_retention,
+)
 
 __all__ = [
     "csv_safe_cell",
+    "dataset_cleanup_failed",
+    "dataset_confirm_unit",
     "dataset_create",
     "dataset_declare",
     "dataset_delete",
@@ -31,5 +39,6 @@ __all__ = [
     "dataset_ingest",
     "dataset_parquet_path",
     "dataset_redispatch_stale",
+    "failed_upload_retention",
     "ingest_limits",
 ]

@@ -22,12 +22,19 @@ until its heartbeat is older than STALLED_AFTER.
 
 A dataset whose ingest keeps dying (e.g. the worker is killed for memory) fails
 after MAX_INGEST_ATTEMPTS starts instead of looping.
+
+A failed upload keeps its row (status, reason, failed_at) so the owner can read
+why, but its files are removed at once; the row goes when the owner dismisses it,
+or after DPPORTAL_FAILED_UPLOAD_RETENTION_DAYS (dataset_cleanup_failed, run by beat).
+
+Logs carry ids and exception type names only: parser messages may quote cells.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
 import time
 import traceback
 from collections.abc import Iterator
@@ -71,6 +78,8 @@ def ingest_limits() -> IngestLimits:
         max_upload_bytes=settings.DPPORTAL_MAX_UPLOAD_BYTES,
         max_decompressed_bytes=settings.DPPORTAL_MAX_DECOMPRESSED_BYTES,
         max_columns=settings.DPPORTAL_MAX_COLUMNS,
+        max_decompression_ratio=settings.DPPORTAL_MAX_DECOMPRESSION_RATIO,
+        max_row_bytes=settings.DPPORTAL_MAX_ROW_BYTES,
     )
 
 
@@ -140,14 +149,12 @@ def _claim(*, dataset_id: int, exclusive: bool) -> Dataset | None:
                     dataset_id,
                     dataset.ingest_attempts,
                 )
-                dataset.status = Dataset.Status.FAILED
-                dataset.failure_reason = (
+                reason = (
                     f"The conversion was interrupted {dataset.ingest_attempts} times (the "
                     "worker stopped before it finished); the file was not ingested. The file "
                     "may be too large for the server: try a smaller one."
                 )
-                dataset.parquet_file = ""
-                dataset.save(update_fields=["status", "failure_reason", "parquet_file"])
+                _mark_failed(dataset=dataset, reason=reason)
                 return None
             logger.warning(
                 "dataset %s: restarting an interrupted ingest (attempt %s)",
@@ -196,7 +203,7 @@ def _run(*, dataset: Dataset) -> Dataset | None:
         logger.info("dataset %s: removed %s stale temporary file(s)", dataset_id, len(stale))
     started = time.monotonic()
     try:
-        profiles = ingest_csv(
+        result = ingest_csv(
             source=Path(settings.MEDIA_ROOT) / dataset.source_file,
             destination=destination,
             limits=ingest_limits(),
@@ -208,10 +215,10 @@ def _run(*, dataset: Dataset) -> Dataset | None:
     except Exception as exc:
         # Log the place, not the message: parser messages may quote cell values.
         logger.error(
-            "dataset %s ingest failed: %s\n%s",
+            "dataset %s ingest failed: %s at %s",
             dataset_id,
             type(exc).__name__,
-            "".join(traceback.format_tb(exc.__traceback__)),
+            _where(exc),
         )
         reason = "The file could not be ingested."
         return _fail(dataset_id=dataset_id, attempt=attempt, reason=reason)
@@ -233,14 +240,16 @@ def _run(*, dataset: Dataset) -> Dataset | None:
                     suggested_type=p.suggested_type,
                     profile=p.to_dict(),
                 )
-                for p in profiles
+                for p in result.profiles
             )
             dataset.status = Dataset.Status.READY
             dataset.progress = 1.0
             dataset.failure_reason = ""
+            dataset.warnings = result.warnings
             dataset.heartbeat_at = timezone.now()
             dataset.parquet_file = str(destination.relative_to(settings.MEDIA_ROOT))
-            fields = ["status", "progress", "failure_reason", "heartbeat_at", "parquet_file"]
+            fields = ["status", "progress", "failure_reason", "warnings", "heartbeat_at"]
+            fields.append("parquet_file")
             dataset.save(update_fields=fields)
     except Exception:
         destination.unlink(missing_ok=True)
@@ -267,11 +276,42 @@ def _progress_reporter(*, dataset_id: int, attempt: int):
     return report
 
 
+def _where(exc: BaseException) -> str:
+    """Where an exception was raised: file, line and function of each frame, no text."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    return " <- ".join(
+        f"{Path(f.filename).name}:{f.lineno} in {f.name}" for f in reversed(frames[-6:])
+    )
+
+
 def _fail(*, dataset_id: int, attempt: int, reason: str) -> Dataset | None:
-    Dataset.objects.filter(
-        pk=dataset_id, status=Dataset.Status.INGESTING, ingest_attempts=attempt
-    ).update(status=Dataset.Status.FAILED, failure_reason=reason, parquet_file="")
+    with transaction.atomic():
+        dataset = (
+            Dataset.objects.select_for_update()
+            .filter(pk=dataset_id, status=Dataset.Status.INGESTING, ingest_attempts=attempt)
+            .first()
+        )
+        if dataset is not None:
+            _mark_failed(dataset=dataset, reason=reason)
     return Dataset.objects.filter(pk=dataset_id).first()
+
+
+def _mark_failed(*, dataset: Dataset, reason: str) -> None:
+    """ingesting -> failed, keeping the row and its reason but none of its files.
+
+    The caller holds the row locked. The files go at once: nothing of a refused
+    upload stays on disk (the row is dismissed by the owner or cleaned up later).
+    """
+    dataset.status = Dataset.Status.FAILED
+    dataset.failure_reason = reason
+    dataset.failed_at = timezone.now()
+    dataset.parquet_file = ""
+    dataset.source_file = ""
+    dataset.save(
+        update_fields=["status", "failure_reason", "failed_at", "parquet_file", "source_file"]
+    )
+    shutil.rmtree(dataset_folder(dataset=dataset), ignore_errors=True)
+    logger.info("dataset %s failed; its files are removed", dataset.pk)
 
 
 # --- dispatch ----------------------------------------------------------------------------

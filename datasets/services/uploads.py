@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 import shutil
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.files import File
 from django.db import transaction
+from django.utils import timezone
 
 from budgets.models import Project
 from datasets.ingest import human_size
@@ -90,3 +92,39 @@ def dataset_delete(*, dataset: Dataset, actor: AbstractBaseUser) -> None:
         # Files go only once the row is surely gone.
         transaction.on_commit(lambda: shutil.rmtree(folder, ignore_errors=True))
     logger.info("dataset %s deleted", dataset.pk)
+
+
+def failed_upload_retention() -> timedelta:
+    """How long a failed upload's row (its reason) is kept before it is removed."""
+    return timedelta(days=settings.DPPORTAL_FAILED_UPLOAD_RETENTION_DAYS)
+
+
+def dataset_cleanup_failed(*, now: datetime | None = None) -> int:
+    """Remove failed uploads older than the retention period (row and any file left).
+
+    Run by celery beat. The owners are told the period on the dataset's page; they
+    may dismiss a failed upload sooner (dataset_delete). Returns how many went.
+    """
+    cutoff = (now or timezone.now()) - failed_upload_retention()
+    ids = list(
+        Dataset.objects.filter(status=Dataset.Status.FAILED, failed_at__lte=cutoff)
+        .filter(releases__isnull=True)
+        .values_list("pk", flat=True)
+    )
+    removed = 0
+    for dataset_id in ids:
+        with transaction.atomic():
+            dataset = (
+                Dataset.objects.select_for_update()
+                .filter(pk=dataset_id, status=Dataset.Status.FAILED)
+                .first()
+            )
+            if dataset is None:
+                continue
+            folder = dataset_folder(dataset=dataset)
+            dataset.delete()
+        shutil.rmtree(folder, ignore_errors=True)
+        removed += 1
+    if removed:
+        logger.info("removed %s failed upload(s) past the retention period", removed)
+    return removed

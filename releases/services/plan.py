@@ -8,6 +8,7 @@ from decimal import Decimal
 from budgets.models import Project
 from budgets.services import parse_delta, parse_epsilon
 from datasets.models import Column, Dataset
+from datasets.selectors import dataset_usability_problem
 from dpportal import formatting
 from dpportal.errors import ValidationFailed
 from releases.models import Release, Statistic
@@ -242,10 +243,10 @@ def release_plan_parse(*, project: Project, data: dict) -> ReleasePlan:
     dataset = Dataset.objects.filter(pk=dataset_id, project=project).first()
     if dataset is None:
         raise ValidationFailed("The project has no such dataset.")
-    if dataset.status != Dataset.Status.READY or not dataset.parquet_file:
-        raise ValidationFailed(
-            f"The dataset '{dataset.name}' is not ready (it is {dataset.get_status_display()})."
-        )
+    # ready, every column declared, privacy unit confirmed by an owner (never a default)
+    problem = dataset_usability_problem(dataset=dataset)
+    if problem is not None:
+        raise ValidationFailed(problem)
     mechanism = str(data.get("mechanism") or "laplace").strip()
     if mechanism not in Release.Mechanism.values:
         raise ValidationFailed("The mechanism must be Laplace or Gaussian.")

@@ -1,23 +1,52 @@
-// The declaration page (templates/datasets/declare.html): "Fill in from profile" copies
-// a column's private suggestion into its form fields, as values only (never markup).
+// The declaration page (templates/datasets/declare.html): "Fill in from profile".
+//
+// Copies the private profile's suggestions into a column's inputs and marks them
+// data-derived: the hidden field derived-<key> lists the parts filled in
+// ("categories", "bounds"), the badge shows it and the confirmation box appears.
+// The server records the mark and refuses it unconfirmed. Data comes from
+// json_script only; DOM APIs and .value / .textContent only, never markup.
 (function () {
   "use strict";
+  var source = document.getElementById("profile-fills");
+  var form = document.getElementById("declare-form");
+  if (!source || !form) {
+    return;
+  }
+  var fills = JSON.parse(source.textContent);
+  var LABELS = { categories: "the categories", bounds: "the bounds" };
 
-  const data = document.getElementById("profile-fills");
-  const form = document.getElementById("declare-form");
-  if (!data || !form) return;
-  const fills = JSON.parse(data.textContent) || {};
+  function markDerived(key, part) {
+    var field = form.elements["derived-" + key];
+    var parts = field.value.split(/\s+/).filter(function (p) { return p; });
+    if (parts.indexOf(part) < 0) {
+      parts.push(part);
+    }
+    field.value = parts.join(" ");
+    var badge = document.getElementById("derived-badge-" + key);
+    var text = badge.querySelector(".derived-parts");
+    text.textContent = parts.map(function (p) { return LABELS[p] || p; }).join(" and ");
+    badge.hidden = false;
+    var confirm = document.getElementById("derived-confirm-" + key);
+    confirm.hidden = false;
+    var box = form.elements["confirm-derived-" + key];
+    box.checked = false; // new values from the data: confirm them again
+  }
+
   document.querySelectorAll("button[data-fill]").forEach(function (button) {
     button.addEventListener("click", function () {
-      const key = button.getAttribute("data-fill");
-      const fill = fills[key];
-      if (!fill) return;
+      var key = button.getAttribute("data-fill");
+      var fill = fills[key];
+      if (!fill) {
+        return;
+      }
       if (fill.categories) {
         form.elements["categories-" + key].value = fill.categories;
+        markDerived(key, "categories");
       }
       if (fill.range && fill.range[0] !== "") {
         form.elements["lower-" + key].value = fill.range[0];
         form.elements["upper-" + key].value = fill.range[1];
+        markDerived(key, "bounds");
       }
     });
   });

@@ -21,7 +21,13 @@ from budgets.models import Membership, Project
 from budgets.services import membership_add, project_create
 from datasets.demo import EDUCATION, REGIONS, SEXES, write_census_csv
 from datasets.models import Dataset
-from datasets.services import dataset_create, dataset_declare, dataset_delete, dataset_ingest
+from datasets.services import (
+    dataset_confirm_unit,
+    dataset_create,
+    dataset_declare,
+    dataset_delete,
+    dataset_ingest,
+)
 from releases.demo import DemoNotComputed, demo_releases_seed
 
 DEMO_SLUG = "demo-census"
@@ -80,6 +86,14 @@ class Command(BaseCommand):
 
         dataset = Dataset.objects.filter(project=project, name=DEMO_DATASET).first()
         if dataset is not None and dataset.status == Dataset.Status.READY and dataset.declared:
+            if dataset.unit_confirmed_at is None:  # seeded before confirmations existed
+                dataset_confirm_unit(
+                    dataset=dataset,
+                    actor=owner,
+                    unit="person",
+                    id_column=dataset.id_column,
+                    contribution_bound=dataset.contribution_bound,
+                )
             self.stdout.write("The demo dataset is already there.")
         else:
             if dataset is not None and not dataset.releases.exists():
@@ -124,4 +138,5 @@ class Command(BaseCommand):
             columns=DECLARATION,
             id_column="person_id",
             contribution_bound=2,
+            unit="person",  # the owner's explicit choice: this confirms the privacy unit
         )

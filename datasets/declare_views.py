@@ -1,0 +1,172 @@
+"""The declaration page: every column's PUBLIC domain and the privacy unit (owners only).
+
+A thin interface over datasets.services.dataset_declare. The privacy unit radio
+has no default until an owner has confirmed a unit: saving the page with a unit
+chosen is that confirmation. "Fill in from profile" (static/js/dataset-declare.js)
+marks what it filled in a hidden `derived-<position>` field; the service records
+those parts as data-derived and refuses them without the column's confirmation
+box ticked.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views import View
+
+from budgets.models import Membership
+from datasets.models import Column
+from datasets.selectors import dataset_get_for_member, dataset_is_frozen
+from datasets.services import dataset_declare
+from datasets.services.declaration import DERIVED_CONFIRMATION
+from dpportal.errors import ApplicationError
+
+OWNER = {Membership.Role.OWNER.value}
+
+
+def _column_rows(columns: list[Column], data=None, errors=None) -> list[dict]:
+    """Per column: its profile and the declaration inputs (posted values win)."""
+    rows = []
+    for column in columns:
+        key = str(column.position)
+        if data is not None:
+            values = {
+                "kind": data.get(f"kind-{key}", ""),
+                "categories": data.get(f"categories-{key}", ""),
+                "lower": data.get(f"lower-{key}", ""),
+                "upper": data.get(f"upper-{key}", ""),
+                "bin_edges": data.get(f"bins-{key}", ""),
+                "missing": data.get(f"missing-{key}", Column.Missing.DROP),
+                "derived": data.get(f"derived-{key}", "").split(),
+                "confirm_derived": bool(data.get(f"confirm-derived-{key}")),
+            }
+        else:
+            declared = column.kind != Column.Kind.UNDECLARED
+            values = {
+                "kind": column.kind if declared else "",
+                "categories": "\n".join(column.categories),
+                "lower": _plain(column.lower),
+                "upper": _plain(column.upper),
+                "bin_edges": ", ".join(str(edge) for edge in column.bin_edges),
+                "missing": column.missing,
+                "derived": list(column.derived_from_data or []),
+                "confirm_derived": bool(column.derived_from_data),
+            }
+        profile = column.profile or {}
+        rows.append(
+            {
+                "column": column,
+                "key": key,
+                "values": values,
+                "derived_text": " ".join(values["derived"]),
+                "derived_labels": [
+                    Column.Derived(p).label for p in values["derived"] if p in Column.Derived
+                ],
+                "errors": (errors or {}).get(column.name, []),
+                "fill": {
+                    "categories": "\n".join(profile.get("values") or []),
+                    "range": profile.get("range") or ["", ""],
+                },
+            }
+        )
+    return rows
+
+
+def _plain(value) -> str:
+    if value is None:
+        return ""
+    text = format(value, "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _spec(columns: list[Column], data) -> dict[str, dict]:
+    return {
+        c.name: {
+            "kind": data.get(f"kind-{c.position}", ""),
+            "categories": data.get(f"categories-{c.position}", ""),
+            "lower": data.get(f"lower-{c.position}", ""),
+            "upper": data.get(f"upper-{c.position}", ""),
+            "bin_edges": data.get(f"bins-{c.position}", ""),
+            "missing": data.get(f"missing-{c.position}", ""),
+            "derived_from_data": data.get(f"derived-{c.position}", ""),
+            "confirm_derived": bool(data.get(f"confirm-derived-{c.position}")),
+        }
+        for c in columns
+    }
+
+
+class DatasetDeclareView(View):
+    template_name = "datasets/declare.html"
+
+    def get(self, request: HttpRequest, pk: int) -> HttpResponse:
+        dataset = dataset_get_for_member(dataset_id=pk, user=request.user, roles=OWNER)
+        columns = list(dataset.columns.order_by("position"))
+        confirmed = dataset.unit_confirmed_at is not None
+        return self._render(
+            request,
+            dataset,
+            _column_rows(columns),
+            id_column=dataset.id_column,
+            bound=dataset.contribution_bound,
+            # no unit is pre-selected until one was confirmed: it is a choice, not a default
+            unit=("person" if dataset.id_column else "row") if confirmed else "",
+        )
+
+    def post(self, request: HttpRequest, pk: int) -> HttpResponse:
+        dataset = dataset_get_for_member(dataset_id=pk, user=request.user, roles=OWNER)
+        columns = list(dataset.columns.order_by("position"))
+        data = request.POST
+        unit = data.get("unit", "")
+        id_column = data.get("id_column", "") if unit == "person" else ""
+        bound = data.get("contribution_bound", "1") if unit == "person" else 1
+        try:
+            dataset_declare(
+                dataset=dataset,
+                actor=request.user,
+                columns=_spec(columns, data),
+                id_column=id_column,
+                contribution_bound=bound,
+                unit=unit,
+                exclude_rest=bool(data.get("exclude_rest")),
+            )
+        except ApplicationError as exc:
+            errors = exc.extra.get("errors", {})
+            return self._render(
+                request,
+                dataset,
+                _column_rows(columns, data, errors),
+                id_column=data.get("id_column", ""),
+                bound=data.get("contribution_bound", "1"),
+                error=exc.message,
+                general=errors.get("__all__", []),
+                unit=unit,
+                exclude_rest=bool(data.get("exclude_rest")),
+                status=exc.status_code,
+            )
+        messages.success(request, "The public domains are declared and the privacy unit confirmed.")
+        return redirect("datasets:detail", pk=dataset.pk)
+
+    def _render(self, request, dataset, rows, *, id_column, bound, unit, error="", general=(),
+                exclude_rest=False, status=200):  # fmt: skip
+        context = {
+            "dataset": dataset,
+            "project": dataset.project,
+            "rows": rows,
+            "id_column": id_column,
+            "bound": bound,
+            "unit": unit,
+            "exclude_rest": exclude_rest,
+            "error": error,
+            "general": general,
+            "frozen": dataset_is_frozen(dataset=dataset),
+            "kinds": [
+                (Column.Kind.CATEGORICAL, "Categorical"),
+                (Column.Kind.NUMERIC, "Numeric"),
+                (Column.Kind.EXCLUDED, "Excluded"),
+            ],
+            "missing_choices": Column.Missing.choices,
+            "derived_confirmation": DERIVED_CONFIRMATION,
+            "fills": {row["key"]: row["fill"] for row in rows},
+        }
+        return render(request, self.template_name, context, status=status)
