@@ -315,7 +315,7 @@ def release_preview_html(
         request,
         release=release,
         options=options,
-        data=public.release_public_data(release=release),
+        data=public_data.release_public_data(release=release),
         template=template,
         extra=extra,
     )

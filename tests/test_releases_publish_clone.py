@@ -237,7 +237,7 @@ def test_clone_rechecks_that_the_dataset_is_still_usable(project, owner, reviewe
     count = Release.objects.count()
     dataset.declared = False
     dataset.save(update_fields=["declared"])
-    with pytest.raises(ValidationFailed, match="can no longer be used"):
+    with pytest.raises(ValidationFailed, match="cannot be used yet: declare every column"):
         services.release_clone(release=original, actor=owner)
     dataset.declared = True
     dataset.save(update_fields=["declared"])

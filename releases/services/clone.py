@@ -8,7 +8,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from datasets.models import Dataset
-from datasets.selectors import dataset_is_usable
+from datasets.selectors import dataset_usability_problem
 from dpportal.errors import InvalidTransition, ValidationFailed
 from releases.models import Release, ReleaseEvent
 from releases.services.drafts import release_form_data, release_save_draft
@@ -41,11 +41,9 @@ def release_clone(*, release: Release, actor: AbstractBaseUser) -> Release:
             "only rejected or withdrawn releases can."
         )
     dataset = Dataset.objects.get(pk=release.dataset_id)  # as it is now, not as cached
-    if not dataset_is_usable(dataset=dataset):
-        raise ValidationFailed(
-            f"The dataset '{dataset.name}' can no longer be used in a release: "
-            "it must be ready and fully declared."
-        )
+    problem = dataset_usability_problem(dataset=dataset)
+    if problem is not None:
+        raise ValidationFailed(problem)
     data = release_form_data(release=release)
     data["title"] = _copy_title(release.title)
     with transaction.atomic():
