@@ -1,8 +1,9 @@
 """Reads for projects, memberships and the budget (see STYLE.md: selectors read).
 
 A package by capability; every public name is importable from here:
-projects (membership and visibility), budget (totals, requests, the ledger),
-audit (the invariants), registry (the public epsilon registry).
+projects (membership and visibility), budget (totals, requests, the ledger,
+a request's budget standing), review (the reviewer's inbox), audit (the invariants),
+registry (the public epsilon registry).
 """
 
 from budgets.selectors.audit import (
@@ -11,9 +12,12 @@ from budgets.selectors.audit import (
     ledger_audit,
 )
 from budgets.selectors.budget import (
+    BudgetStanding,
     BudgetSummary,
     budget_request_get_for_member,
     budget_request_list_pending_for_reviewer,
+    budget_standing,
+    budget_summaries,
     budget_summary,
     ledger_list_for_project,
 )
@@ -33,6 +37,12 @@ from budgets.selectors.registry import (
     project_registry_cached,
     project_registry_version,
 )
+from budgets.selectors.review import (
+    InboxEntry,
+    StatisticLine,
+    inbox_list_for_reviewer,
+    statistic_lines,
+)
 
 __all__ = [
     "ACCOUNTING_RULE",
@@ -42,10 +52,16 @@ __all__ = [
     "REGISTRY_VERSION",
     "RELEASE_CLOSED_STATUSES",
     "RELEASE_SPENT_STATUSES",
+    "BudgetStanding",
     "BudgetSummary",
+    "InboxEntry",
+    "StatisticLine",
     "budget_request_get_for_member",
     "budget_request_list_pending_for_reviewer",
+    "budget_standing",
+    "budget_summaries",
     "budget_summary",
+    "inbox_list_for_reviewer",
     "ledger_audit",
     "ledger_list_for_project",
     "project_get_for_member",
@@ -55,4 +71,5 @@ __all__ = [
     "project_registry_cached",
     "project_registry_version",
     "project_roles",
+    "statistic_lines",
 ]
