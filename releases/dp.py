@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpportal.errors import ValidationFailed
-from dpportal.privacy import accounting, mechanisms, planning, sensitivity
+from dpportal.privacy import accounting, mechanisms, noise, planning, sensitivity
 from dpportal.privacy.errors import PrivacyParameterError
 from dpportal.privacy.params import exact_str
 from dpportal.privacy.rng import RandomSource
@@ -134,6 +134,49 @@ def statistic_accuracy(*, plan: ReleasePlan, stat: StatisticPlan) -> dict[str, A
         "halfwidth_simultaneous": simultaneous,
         "n_guess": stat.n_guess,
     }
+
+
+def statistic_noise(*, plan: ReleasePlan, stat: StatisticPlan) -> tuple[noise.NoiseSpec, ...]:
+    """The exact noise the mechanism will give `stat` (a mean: its sum's, then its count's).
+
+    The NoiseSpecs dpportal.privacy.noise builds from `_planning_parameters`, as
+    planning.statistic_halfwidth does: sensitivities, scale or sigma (in grid units
+    for a sum, with the same granularity) for the review document. Public only.
+    """
+    params = _planning_parameters(plan=plan, stat=stat)
+    bound, cells = params["contribution_bound"], params["cells"]
+    common = {"mechanism": params["mechanism"], "epsilon": _frac(stat.epsilon)}
+    common["delta"] = params["delta"]
+    try:
+        if stat.kind == "argmax":
+            return (
+                noise.argmax_noise(
+                    epsilon=common["epsilon"], contribution_bound=bound, cells=cells
+                ),
+            )
+        if stat.kind in ("count", "histogram"):
+            return (
+                noise.count_noise(
+                    **common, contribution_bound=bound, cells=cells, statistic=stat.kind
+                ),
+            )
+        lower, upper = params["lower"], params["upper"]
+        share = params.get("sum_share", Fraction(1))
+        gamma = sensitivity.sum_granularity(
+            lower, upper, epsilon=common["epsilon"] * share, contribution_bound=bound
+        )
+        if stat.kind == "sum":
+            return (
+                noise.sum_noise(
+                    lower=lower, upper=upper, granularity=gamma, contribution_bound=bound, **common
+                ),
+            )
+        return noise.mean_noise(
+            lower=lower, upper=upper, granularity=gamma, contribution_bound=bound,
+            sum_share=share, **common,
+        )  # fmt: skip
+    except PrivacyParameterError as exc:
+        raise ValidationFailed(f"Statistic {stat.position + 1}: {exc}")
 
 
 def epsilon_for_target(*, plan: ReleasePlan, stat: StatisticPlan) -> Fraction:

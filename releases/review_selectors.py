@@ -1,0 +1,390 @@
+"""Reads: the review document of a budget request, for the reviewer's page and the API.
+
+What a reviewer must judge, built once as typed values from public parameters
+only (the release's frozen specification, the request's frozen preview, the
+ledger): each statistic's kind, columns and their declared domains, clip range,
+how out-of-range and missing values are handled (as releases.compute.readers
+does it), the privacy unit and L, mechanism, epsilon and delta, sensitivity,
+noise scale in the data's units (grid units times the granularity) and the
+half-widths at the release's confidence (releases.dp, the preview's own
+functions); then the budget before and after (budgets.selectors.budget_standing)
+and the project's earlier releases on the same dataset. Numbers stay exact here;
+the `*_text` fields are written with dpportal.formatting for people.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+from budgets import amounts
+from budgets.models import BudgetRequest
+from budgets.selectors import BudgetStanding, StatisticLine, budget_standing, statistic_lines
+from datasets.models import Column, Dataset
+from dpportal import formatting
+from dpportal.errors import ApplicationError
+from dpportal.privacy.accuracy import noise_halfwidth
+from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.noise import NoiseSpec
+from releases import dp
+from releases.models import Release
+from releases.review_text import (
+    clip_text,
+    domain_text,
+    estimates_text,
+    halfwidth_text,
+    kind_text,
+    mechanism_text,
+    missing_text,
+    out_of_range_text,
+    privacy_unit_text,
+    sensitivity_text,
+    value_unit,
+)
+from releases.services.plan import ReleasePlan, StatisticPlan
+
+SPENT_STATUSES = (Release.Status.COMPUTED, Release.Status.PUBLISHED)
+
+
+@dataclass(frozen=True)
+class ColumnReview:
+    """A column's declared public domain, as frozen in the release's specification."""
+
+    name: str
+    kind: str
+    categories: tuple[str, ...]
+    lower: Decimal | None
+    upper: Decimal | None
+    bin_edges: tuple[str, ...]
+    missing: str
+    domain_text: str
+
+
+@dataclass(frozen=True)
+class NoiseReview:
+    """One noise draw of a statistic (a mean has two: its sum's and its count's).
+
+    `scale` (the Laplace scale b, or the Gaussian sigma) and the sensitivities are in
+    the data's units: the sampled grid units times `granularity`.
+    """
+
+    part: str
+    distribution: str
+    parameter: str
+    scale: Fraction
+    unit: str
+    l1_sensitivity: Fraction
+    l2_sensitivity: Fraction
+    granularity: Fraction
+    epsilon: Fraction
+    delta: Fraction
+    scale_text: str
+    sensitivity_text: str
+
+
+@dataclass(frozen=True)
+class StatisticReview:
+    number: int
+    label: str
+    kind: str
+    kind_text: str
+    estimates_text: str
+    columns: tuple[ColumnReview, ...]
+    category: str
+    clip_lower: Decimal | None
+    clip_upper: Decimal | None
+    clip_text: str
+    cells: int
+    out_of_range_text: str
+    missing_text: str
+    mechanism: str
+    mechanism_text: str
+    epsilon: Decimal
+    delta: Decimal
+    noise: tuple[NoiseReview, ...]
+    unit: str
+    n_guess: int | None
+    halfwidth: float | None
+    halfwidth_simultaneous: float | None
+    halfwidth_text: str
+    halfwidth_simultaneous_text: str
+
+
+@dataclass(frozen=True)
+class PrivacyUnitReview:
+    id_column: str
+    contribution_bound: int
+    text: str
+    project_text: str
+
+
+@dataclass(frozen=True)
+class EarlierRelease:
+    id: int
+    title: str
+    status: str
+    status_text: str
+    epsilon: Decimal
+    delta: Decimal
+    requested_at: datetime | None
+    published_at: datetime | None
+
+
+@dataclass(frozen=True)
+class ReviewDocument:
+    budget_request: BudgetRequest
+    release: Release | None
+    dataset_name: str
+    mechanism: str
+    mechanism_text: str
+    confidence: Decimal | None
+    confidence_text: str
+    privacy_unit: PrivacyUnitReview | None
+    statistics: tuple[StatisticReview, ...]
+    preview_lines: tuple[StatisticLine, ...]
+    notice: str
+    budget: BudgetStanding
+    earlier_releases: tuple[EarlierRelease, ...]
+    earlier_epsilon_spent: Decimal
+    earlier_delta_spent: Decimal
+
+
+def _decimal(value: Any) -> Decimal | None:
+    return None if value in (None, "") else Decimal(str(value))
+
+
+def _column(domain: dict[str, Any]) -> Column:
+    """An unsaved Column holding the frozen domain (what releases.dp reads)."""
+    return Column(
+        name=str(domain["name"]),
+        kind=str(domain["kind"]),
+        suggested_type=str(domain.get("type") or ""),
+        categories=[str(c) for c in domain.get("categories") or []],
+        bin_edges=[str(e) for e in domain.get("bin_edges") or []],
+        lower=_decimal(domain.get("lower")),
+        upper=_decimal(domain.get("upper")),
+        missing=str(domain.get("missing") or Column.Missing.DROP),
+    )
+
+
+def _plan(*, release: Release, spec: dict[str, Any], summary: Any) -> ReleasePlan:
+    """The frozen specification as the ReleasePlan releases.dp computes with."""
+    unit = spec.get("privacy_unit") or {}
+    dataset = Dataset(
+        pk=release.dataset_id,
+        name=release.dataset.name,
+        id_column=str(unit.get("id_column") or ""),
+        contribution_bound=int(unit.get("contribution_bound") or 1),
+    )
+    previews = summary.get("statistics") if isinstance(summary, dict) else None
+    n_guess = {
+        p.get("position"): p.get("n_guess")
+        for p in (previews if isinstance(previews, list) else [])
+        if isinstance(p, dict)
+    }
+    plan = ReleasePlan(
+        project=release.project,
+        dataset=dataset,
+        title=release.title,
+        description="",
+        mechanism=str(spec["mechanism"]),
+        confidence=Decimal(str(spec["confidence"])),
+        epsilon=Decimal(str(spec["epsilon"])),
+        delta=Decimal(str(spec["delta"])),
+    )
+    for entry in spec["statistics"]:
+        columns = [_column(d) for d in entry["columns"]]
+        guess = n_guess.get(entry["position"])
+        plan.statistics.append(
+            StatisticPlan(
+                position=int(entry["position"]),
+                kind=str(entry["kind"]),
+                label=str(entry.get("label") or ""),
+                column=columns[0] if columns else None,
+                column2=columns[1] if len(columns) > 1 else None,
+                category=str(entry.get("category") or ""),
+                lower=_decimal(entry.get("lower")),
+                upper=_decimal(entry.get("upper")),
+                epsilon=Decimal(str(entry["epsilon"])),
+                delta=Decimal(str(entry.get("delta") or 0)),
+                n_guess=int(guess) if isinstance(guess, int) else None,
+            )
+        )
+    return plan
+
+
+def _noise_review(spec: NoiseSpec, *, part: str, unit: str) -> NoiseReview:
+    gaussian = spec.mechanism == "gaussian"
+    gamma = Fraction(spec.granularity)
+    scale = Fraction(spec.sigma if gaussian else spec.scale) * gamma
+    l1 = Fraction(spec.l1_sensitivity) * gamma
+    l2 = Fraction(spec.l2_sensitivity) * gamma
+    parameter = "sigma" if gaussian else "scale b"
+    return NoiseReview(
+        part=part,
+        distribution="discrete Gaussian" if gaussian else "discrete Laplace",
+        parameter=parameter,
+        scale=scale,
+        unit=unit,
+        l1_sensitivity=l1,
+        l2_sensitivity=l2,
+        granularity=gamma,
+        epsilon=spec.epsilon,
+        delta=spec.delta,
+        scale_text=(
+            f"{'discrete Gaussian' if gaussian else 'discrete Laplace'} noise, {parameter} = "
+            f"{formatting.scale(scale)} {unit}"
+        ),
+        sensitivity_text=sensitivity_text(
+            l1=l1, l2=l2, unit=unit, gaussian=gaussian, bound=spec.contribution_bound
+        ),
+    )
+
+
+def _statistic(*, plan: ReleasePlan, stat: StatisticPlan) -> StatisticReview:
+    specs = dp.statistic_noise(plan=plan, stat=stat)
+    unit = value_unit(stat)
+    if stat.kind == "mean":
+        noises = (
+            _noise_review(specs[0], part="sum", unit=unit),
+            _noise_review(specs[1], part="count", unit="rows"),
+        )
+    else:
+        noises = (_noise_review(specs[0], part="", unit=unit),)
+    preview = (
+        dp.statistic_accuracy(plan=plan, stat=stat) if stat.n_guess or stat.kind != "mean" else None
+    )
+    cells = int(preview["cells"]) if preview else 1
+    per_cell = preview["halfwidth"] if preview else None
+    simultaneous = preview["halfwidth_simultaneous"] if preview else None
+    if stat.kind == "argmax":
+        spec = specs[0]
+        simultaneous = float(
+            noise_halfwidth(
+                noise=spec.noise, parameter=spec.scale, confidence=plan.confidence, k=cells
+            )
+        )
+    elif simultaneous is None:
+        simultaneous = per_cell  # one value: all at once is the same interval
+    mechanism = "laplace" if stat.kind == "argmax" else plan.mechanism
+    texts = halfwidth_text(
+        stat=stat, unit=unit, cells=cells, per_cell=per_cell, simultaneous=simultaneous
+    )
+    return StatisticReview(
+        number=stat.position + 1,
+        label=stat.label,
+        kind=stat.kind,
+        kind_text=kind_text(stat),
+        estimates_text=estimates_text(stat, bound=plan.dataset.contribution_bound),
+        columns=tuple(
+            ColumnReview(
+                name=c.name,
+                kind=c.kind,
+                categories=tuple(c.categories),
+                lower=c.lower,
+                upper=c.upper,
+                bin_edges=tuple(c.bin_edges),
+                missing=c.missing,
+                domain_text=domain_text(c),
+            )
+            for c in stat.columns
+        ),
+        category=stat.category,
+        clip_lower=stat.lower if stat.kind in ("sum", "mean") else None,
+        clip_upper=stat.upper if stat.kind in ("sum", "mean") else None,
+        clip_text=clip_text(stat, granularity=noises[0].granularity),
+        cells=cells,
+        out_of_range_text=out_of_range_text(stat),
+        missing_text=missing_text(stat),
+        mechanism=mechanism,
+        mechanism_text=mechanism_text(stat.kind, mechanism),
+        epsilon=stat.epsilon,
+        delta=Decimal(0) if stat.kind == "argmax" else stat.delta,
+        noise=noises,
+        unit=unit,
+        n_guess=stat.n_guess,
+        halfwidth=per_cell,
+        halfwidth_simultaneous=simultaneous,
+        halfwidth_text=texts[0],
+        halfwidth_simultaneous_text=texts[1],
+    )
+
+
+def _earlier(release: Release) -> tuple[EarlierRelease, ...]:
+    releases = (
+        Release.objects.filter(dataset_id=release.dataset_id, created_at__lt=release.created_at)
+        .exclude(status=Release.Status.DRAFT)
+        .select_related("budget_request")
+        .order_by("-created_at", "-pk")
+    )
+    return tuple(
+        EarlierRelease(
+            id=r.pk,
+            title=r.title,
+            status=r.status,
+            status_text=r.get_status_display(),
+            epsilon=r.epsilon,
+            delta=r.delta,
+            requested_at=r.budget_request.requested_at if r.budget_request else None,
+            published_at=r.published_at,
+        )
+        for r in releases
+    )
+
+
+def review_document_get(*, budget_request: BudgetRequest) -> ReviewDocument:
+    """The review document of `budget_request` (the caller checked the reader's access)."""
+    release = (
+        Release.objects.select_related("dataset", "project")
+        .filter(budget_request_id=budget_request.pk)
+        .first()
+    )
+    summary = budget_request.summary
+    statistics: tuple[StatisticReview, ...] = ()
+    plan = None
+    notice = ""
+    spec = release.spec if release is not None else None
+    if isinstance(spec, dict) and isinstance(spec.get("statistics"), list):
+        try:
+            plan = _plan(release=release, spec=spec, summary=summary)
+            statistics = tuple(_statistic(plan=plan, stat=s) for s in plan.statistics)
+        except (KeyError, TypeError, ValueError, ArithmeticError, PrivacyParameterError,
+                ApplicationError):  # fmt: skip
+            plan, statistics = None, ()
+    if plan is None:
+        notice = (
+            "This request does not carry a readable specification of its statistics: "
+            "only its recorded preview is shown."
+        )
+    earlier = _earlier(release) if release is not None else ()
+    spent = [r for r in earlier if r.status in SPENT_STATUSES]
+    confidence = plan.confidence if plan else None
+    return ReviewDocument(
+        budget_request=budget_request,
+        release=release,
+        dataset_name=release.dataset.name if release else "",
+        mechanism=plan.mechanism if plan else "",
+        mechanism_text=mechanism_text("", plan.mechanism) if plan else "",
+        confidence=confidence,
+        confidence_text=formatting.percent(confidence) if confidence is not None else "",
+        privacy_unit=(
+            PrivacyUnitReview(
+                id_column=plan.dataset.id_column,
+                contribution_bound=plan.dataset.contribution_bound,
+                text=privacy_unit_text(plan.dataset),
+                project_text=budget_request.project.privacy_unit_description,
+            )
+            if plan
+            else None
+        ),
+        statistics=statistics,
+        preview_lines=() if plan else statistic_lines(summary=summary),
+        notice=notice,
+        budget=budget_standing(budget_request=budget_request),
+        earlier_releases=earlier,
+        earlier_epsilon_spent=amounts.total(r.epsilon for r in spent),
+        earlier_delta_spent=amounts.total(r.delta for r in spent),
+    )
