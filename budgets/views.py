@@ -11,7 +11,6 @@ from functools import wraps
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ObjectDoesNotExist
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -23,6 +22,8 @@ from budgets.forms import CapsForm, DecisionForm, MemberAddForm, ProjectCreateFo
 from budgets.models import BudgetRequest, Membership, Project
 from dpportal import formatting
 from dpportal.errors import ApplicationError, NotFound, PermissionDenied
+from releases import lifecycle
+from releases.review_selectors import review_document_get
 
 
 def members_post_only(view):
@@ -165,31 +166,11 @@ def project_budget_view(request: HttpRequest, slug: str) -> HttpResponse:
 # --- reviewer inbox and decisions ----------------------------------------------------
 
 
-def _request_context(budget_request: BudgetRequest) -> dict:
-    summary = selectors.budget_summary(project=budget_request.project)
-    after = summary.after(epsilon=budget_request.epsilon, delta=budget_request.delta)
-    try:
-        release = budget_request.release
-    except ObjectDoesNotExist:
-        release = None
-    statistics = budget_request.summary.get("statistics") if budget_request.summary else None
-    return {
-        "budget_request": budget_request,
-        "release": release,
-        "summary": summary,
-        "remaining_after": after,
-        "fits": after["epsilon_remaining"] >= 0 and after["delta_remaining"] >= 0,
-        "statistics": statistics if isinstance(statistics, list) else [],
-        "request_summary": budget_request.summary or {},
-    }
-
-
 @login_required
 @require_GET
 def inbox_view(request: HttpRequest) -> HttpResponse:
-    pending = list(selectors.budget_request_list_pending_for_reviewer(user=request.user))
-    rows = [_request_context(r) for r in pending]
-    return render(request, "budgets/inbox.html", {"rows": rows})
+    entries = selectors.inbox_list_for_reviewer(user=request.user)
+    return render(request, "budgets/inbox.html", {"entries": entries})
 
 
 @login_required
@@ -204,9 +185,10 @@ def request_detail_view(request: HttpRequest, pk: int) -> HttpResponse:
 def _render_request(
     request: HttpRequest, budget_request: BudgetRequest, form: DecisionForm, status: int = 200
 ) -> HttpResponse:
-    context = _request_context(budget_request)
     roles = selectors.project_roles(project=budget_request.project, user=request.user)
-    context.update(
+    context = dict(
+        budget_request=budget_request,
+        document=review_document_get(budget_request=budget_request),
         form=form,
         project=budget_request.project,
         can_decide=(
@@ -228,15 +210,10 @@ def _decide(request: HttpRequest, pk: int, *, approve: bool) -> HttpResponse:
         form.add_error(None, _first_error(form))
         return _render_request(request, budget_request, form, status=400)
     comment = form.cleaned_data["comment"]
-    try:
-        release = budget_request.release
-    except ObjectDoesNotExist:
-        release = None
+    release = getattr(budget_request, "release", None)
     try:
         if release is not None:
             # The release's state machine moves with the budget, in one transaction.
-            from releases import lifecycle
-
             if approve:
                 lifecycle.release_approve(release=release, reviewer=request.user, comment=comment)
             else:

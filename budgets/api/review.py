@@ -1,0 +1,170 @@
+"""Serializers of the review document (releases.review_selectors.ReviewDocument).
+
+Exact values as strings (AmountField for Decimals, ExactNumberField for the
+math's Fractions and floats), next to the `*_text` fields written for people
+with dpportal.formatting. Never a float in JSON, never a Python repr.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from budgets import selectors
+from dpportal import formatting
+from dpportal.api import AmountField
+from dpportal.privacy.params import exact_str
+
+
+@extend_schema_field(OpenApiTypes.STR)
+class ExactNumberField(serializers.Field):
+    """An exact number as a string: a Decimal or float as plain digits, a Fraction as
+    a finite decimal or "p/q" (e.g. a Laplace scale of 10/3). Never a float in JSON."""
+
+    def to_representation(self, value: Any) -> str | None:
+        if value is None:
+            return None
+        if isinstance(value, Fraction):
+            return exact_str(value)
+        return formatting.exact(value)
+
+
+class BudgetStandingSerializer(serializers.Serializer):
+    """The budget before and after the request; a decided one as it stood at the decision."""
+
+    moment = serializers.ChoiceField(
+        choices=["now", "approval", "rejection", "withdrawn"],
+        help_text="now: a pending request; approval: just before its cost was reserved; "
+        "rejection: at the rejection; withdrawn: withdrawn before any decision.",
+    )
+    at = serializers.DateTimeField(allow_null=True)
+    note = serializers.CharField()
+    before_label = serializers.CharField()
+    after_label = serializers.CharField()
+    epsilon_cost = AmountField()
+    delta_cost = AmountField()
+    epsilon_cap = AmountField()
+    delta_cap = AmountField()
+    epsilon_before = AmountField()
+    delta_before = AmountField()
+    epsilon_after = AmountField()
+    delta_after = AmountField()
+    fits = serializers.BooleanField()
+    text = serializers.SerializerMethodField()
+
+    def get_text(self, obj: selectors.BudgetStanding) -> str:
+        def pair(eps: Decimal, delta: Decimal) -> str:
+            return f"epsilon {formatting.budget(eps)}, delta {formatting.budget(delta)}"
+
+        return (
+            f"{obj.before_label}: {pair(obj.epsilon_before, obj.delta_before)}. "
+            f"{obj.after_label}: {pair(obj.epsilon_after, obj.delta_after)}."
+        )
+
+
+class StatisticLineSerializer(serializers.Serializer):
+    """One statistic of the request's recorded preview (exact values as strings)."""
+
+    number = serializers.IntegerField()
+    label = serializers.CharField()
+    kind = serializers.CharField()
+    kind_text = serializers.CharField()
+    columns = serializers.ListField(child=serializers.CharField())
+    epsilon = AmountField(allow_null=True)
+    delta = AmountField(allow_null=True)
+    halfwidth = AmountField(allow_null=True)
+    halfwidth_simultaneous = AmountField(allow_null=True)
+
+
+class ColumnReviewSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    kind = serializers.CharField()
+    categories = serializers.ListField(child=serializers.CharField())
+    lower = AmountField(allow_null=True)
+    upper = AmountField(allow_null=True)
+    bin_edges = serializers.ListField(child=ExactNumberField())
+    missing = serializers.CharField()
+    domain_text = serializers.CharField()
+
+
+class NoiseReviewSerializer(serializers.Serializer):
+    part = serializers.CharField(help_text="'' for one noise draw; 'sum' or 'count' for a mean.")
+    distribution = serializers.CharField()
+    parameter = serializers.CharField()
+    scale = ExactNumberField(help_text="Laplace scale b or Gaussian sigma, in the data's units.")
+    unit = serializers.CharField()
+    l1_sensitivity = ExactNumberField()
+    l2_sensitivity = ExactNumberField()
+    granularity = ExactNumberField()
+    epsilon = ExactNumberField()
+    delta = ExactNumberField()
+    scale_text = serializers.CharField()
+    sensitivity_text = serializers.CharField()
+
+
+class StatisticReviewSerializer(serializers.Serializer):
+    number = serializers.IntegerField()
+    label = serializers.CharField()
+    kind = serializers.CharField()
+    kind_text = serializers.CharField()
+    estimates_text = serializers.CharField()
+    columns = ColumnReviewSerializer(many=True)
+    category = serializers.CharField()
+    clip_lower = AmountField(allow_null=True)
+    clip_upper = AmountField(allow_null=True)
+    clip_text = serializers.CharField()
+    cells = serializers.IntegerField()
+    out_of_range_text = serializers.CharField()
+    missing_text = serializers.CharField()
+    mechanism = serializers.CharField()
+    mechanism_text = serializers.CharField()
+    epsilon = AmountField()
+    delta = AmountField()
+    noise = NoiseReviewSerializer(many=True)
+    unit = serializers.CharField()
+    n_guess = serializers.IntegerField(allow_null=True)
+    halfwidth = ExactNumberField(allow_null=True)
+    halfwidth_simultaneous = ExactNumberField(allow_null=True)
+    halfwidth_text = serializers.CharField()
+    halfwidth_simultaneous_text = serializers.CharField()
+
+
+class PrivacyUnitReviewSerializer(serializers.Serializer):
+    id_column = serializers.CharField()
+    contribution_bound = serializers.IntegerField()
+    text = serializers.CharField()
+    project_text = serializers.CharField()
+
+
+class EarlierReleaseSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    title = serializers.CharField()
+    status = serializers.CharField()
+    status_text = serializers.CharField()
+    epsilon = AmountField()
+    delta = AmountField()
+    requested_at = serializers.DateTimeField(allow_null=True)
+    published_at = serializers.DateTimeField(allow_null=True)
+
+
+class ReviewDocumentSerializer(serializers.Serializer):
+    """What a reviewer judges: releases.review_selectors.ReviewDocument."""
+
+    dataset = serializers.CharField(source="dataset_name")
+    mechanism = serializers.CharField()
+    mechanism_text = serializers.CharField()
+    confidence = AmountField(allow_null=True)
+    confidence_text = serializers.CharField()
+    privacy_unit = PrivacyUnitReviewSerializer(allow_null=True)
+    notice = serializers.CharField()
+    statistics = StatisticReviewSerializer(many=True)
+    preview = StatisticLineSerializer(source="preview_lines", many=True)
+    budget = BudgetStandingSerializer()
+    earlier_releases = EarlierReleaseSerializer(many=True)
+    earlier_epsilon_spent = AmountField()
+    earlier_delta_spent = AmountField()

@@ -1,0 +1,211 @@
+"""The review document: every statistic's parameters in words and numbers, page and API.
+
+The numbers are checked against what the worker itself records when it computes
+the release (the stored explanation of the noise it drew), so "noise scale in the
+data's units" and the half-widths are the release's, not a second opinion.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from decimal import Decimal
+from fractions import Fraction
+
+import pytest
+from django.urls import reverse
+
+from budgets.services import (
+    budget_request_approve,
+    budget_request_create,
+    budget_request_reject,
+    project_caps_update,
+)
+from dpportal.privacy import accuracy
+from releases import compute, lifecycle
+from releases.models import Release
+from releases.review_selectors import review_document_get
+from tests.factories import PASSWORD, UserFactory
+from tests.review_support import (
+    BOUND,
+    KINDS,
+    gaussian_release,
+    laplace_release,
+    person_dataset,
+    review_project,
+)
+
+pytestmark = pytest.mark.django_db
+
+REPRS = ("None", "{'", "Decimal(", "Fraction(", "True", "False", "[]")
+
+
+@pytest.fixture
+def releases(project, owner, reviewer):
+    review_project(project)
+    dataset = person_dataset(project=project, owner=owner)
+    earlier = gaussian_release(project=project, owner=owner, reviewer=reviewer, dataset=dataset)
+    pending = laplace_release(project=project, owner=owner, dataset=dataset)
+    return earlier, pending
+
+
+def _noise_in_data_units(explanation: dict) -> tuple[Fraction, Fraction]:
+    gamma = Fraction(explanation["granularity"])
+    key = "sigma" if explanation["noise"] == "discrete_gaussian" else "scale"
+    return Fraction(explanation[key]) * gamma, Fraction(explanation["l1_sensitivity"]) * gamma
+
+
+def assert_document_matches_the_worker(release: Release) -> None:
+    document = review_document_get(budget_request=release.budget_request)
+    payload = release.result.payload["statistics"]
+    assert [s.kind for s in document.statistics] == KINDS == [e["kind"] for e in payload]
+    for stat, entry in zip(document.statistics, payload, strict=True):
+        explanation = entry["explanation"]
+        parts = [explanation["sum"], explanation["count"]] if stat.kind == "mean" else [explanation]
+        assert len(stat.noise) == len(parts)
+        for noise, part in zip(stat.noise, parts, strict=True):
+            scale, l1 = _noise_in_data_units(part)
+            assert (noise.scale, noise.l1_sensitivity) == (scale, l1), stat.label
+            assert noise.distribution.lower().replace(" ", "_") == part["noise"]
+        assert stat.epsilon == Decimal(entry["epsilon"])
+        if stat.kind == "mean":
+            continue  # its half-width is planned at the owner's guess of n (checked below)
+        assert stat.cells == explanation["cells"]
+        per_cell = accuracy.result_halfwidth(explanation, confidence="0.95")
+        together = accuracy.result_halfwidth(explanation, confidence="0.95", simultaneous=True)
+        assert stat.halfwidth == pytest.approx(per_cell, rel=1e-12), stat.label
+        assert stat.halfwidth_simultaneous == pytest.approx(together, rel=1e-12), stat.label
+
+
+def test_every_kind_states_the_noise_the_worker_drew(releases, reviewer):
+    earlier, pending = releases
+    assert_document_matches_the_worker(earlier)  # Gaussian (argmax: Report Noisy Max)
+    lifecycle.release_approve(release=pending, reviewer=reviewer)
+    assert compute.release_compute(release_id=pending.pk) == "computed"
+    assert_document_matches_the_worker(Release.objects.get(pk=pending.pk))
+
+
+def test_every_kind_says_how_domains_clipping_and_missing_values_are_handled(releases):
+    _, pending = releases
+    document = review_document_get(budget_request=pending.budget_request)
+    by_label = {s.label: s for s in document.statistics}
+    assert document.privacy_unit.contribution_bound == BOUND
+    assert document.privacy_unit.id_column == "person"
+    assert "at most 3 rows per person" in document.privacy_unit.text
+    region = by_label["Rows by region"]
+    assert region.columns[0].categories == ("north", "south", "east", "west")
+    assert "“Other” cell" in region.out_of_range_text
+    assert "“Missing” cell" in region.missing_text  # the column's policy is "category"
+    ages = by_label["Rows by age band"]
+    assert ages.columns[0].bin_edges == ("0", "18", "40", "65", "100")
+    assert "clamped into the edge bins" in ages.out_of_range_text
+    assert ages.missing_text == "Rows where age is missing are dropped."
+    assert by_label["Region by age band"].cells == 6 * 4
+    income = by_label["Total income"]
+    assert (income.clip_lower, income.clip_upper) == (Decimal(0), Decimal(100000))
+    assert income.clip_text.startswith("0 to 100,000 (narrower than the column's declared range")
+    assert "left out of the sum" in income.missing_text
+    assert income.noise[0].l1_sensitivity == BOUND * 100000  # L max(|lo|, |hi|), in income
+    assert income.noise[0].scale == BOUND * 100000 / Fraction("0.1")
+    assert income.noise[0].scale_text.endswith("scale b = 3,000,000 units of income")
+    mean = by_label["Mean age"]
+    assert [n.part for n in mean.noise] == ["sum", "count"]
+    assert "both the sum and the count" in mean.missing_text
+    assert "planning guess" in mean.halfwidth_text
+    assert by_label["Most common region"].mechanism_text.startswith("Report Noisy Max")
+    assert by_label["Rows in the south"].category == "south"
+    assert document.budget.moment == "now"
+    assert [r.title for r in document.earlier_releases] == ["Wave 1 (Gaussian)"]
+    assert document.earlier_epsilon_spent == Decimal("1.6")
+
+
+def _text(html: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+
+
+def test_page_and_api_carry_the_document_without_reprs(client, releases, reviewer):
+    _, pending = releases
+    client.login(username=reviewer.username, password=PASSWORD)
+    page = client.get(reverse("budgets:request_detail", args=[pending.budget_request_id]))
+    assert page.status_code == 200
+    html = page.content.decode()
+    text = _text(html)
+    for marker in REPRS:
+        assert marker not in text, marker
+    assert html.count('class="card statistic"') == len(KINDS)
+    for param in ("kind", "columns", "clip", "out-of-range", "missing", "unit", "mechanism",
+                  "epsilon", "delta", "sensitivity", "scale", "halfwidth",
+                  "halfwidth-simultaneous"):  # fmt: skip
+        assert html.count(f'data-param="{param}"') >= len(KINDS), param
+    assert "bin edges 0, 18, 40, 65, 100" in text
+    assert "scale b = 3,000,000 units of income" in text
+    assert "Remaining after approval" in text and "Wave 1 (Gaussian)" in text
+
+    response = client.get(f"/api/v1/budget-requests/{pending.budget_request_id}/")
+    assert response.status_code == 200
+    body = response.content.decode()
+    for marker in ("None", "{'", "Decimal(", "Fraction("):
+        assert marker not in body, marker
+    review = json.loads(body)["review"]
+    assert review["privacy_unit"]["contribution_bound"] == BOUND
+    income = next(s for s in review["statistics"] if s["kind"] == "sum")
+    assert income["noise"][0]["scale"] == "3000000" and income["clip_upper"] == "100000"
+    assert income["noise"][0]["granularity"] == "0.0625"
+    assert isinstance(income["halfwidth"], str) and Decimal(income["halfwidth"]) > 0
+    assert review["budget"]["epsilon_before"] == "3.4"
+    assert review["budget"]["epsilon_after"] == "2.6"
+    assert [r["title"] for r in review["earlier_releases"]] == ["Wave 1 (Gaussian)"]
+    assert '"summary"' not in body  # the raw preview record is not the representation
+
+
+# --- the budget as it stood at the decision ------------------------------------------
+
+
+def _request(project, owner, title, epsilon="1"):
+    return budget_request_create(
+        project=project, title=title, epsilon=epsilon, delta="0", summary={},
+        spec_hash="d" * 64, requested_by=owner,
+    )  # fmt: skip
+
+
+def _budget_cells(client, budget_request) -> dict[str, str]:
+    """The exact values (title attributes) of the page's budget table."""
+    html = client.get(reverse("budgets:request_detail", args=[budget_request.pk])).content
+    cells = re.findall(
+        r'data-param="(epsilon-before|epsilon-after)"><span class="amount" title="([^"]*)"',
+        html.decode(),
+    )
+    return dict(cells)
+
+
+def _api_budget(client, budget_request) -> tuple[str, str, str]:
+    body = client.get(f"/api/v1/budget-requests/{budget_request.pk}/").json()["review"]["budget"]
+    return body["moment"], body["epsilon_before"], body["epsilon_after"]
+
+
+def test_a_decided_request_shows_the_budget_as_at_its_decision(client, project, owner, reviewer):
+    project.epsilon_cap = Decimal("3")
+    project.save(update_fields=["epsilon_cap"])
+    first = _request(project, owner, "First")
+    budget_request_approve(budget_request_id=first.pk, reviewer=reviewer)
+    client.login(username=reviewer.username, password=PASSWORD)
+    assert _budget_cells(client, first) == {"epsilon-before": "3", "epsilon-after": "2"}
+    assert _api_budget(client, first) == ("approval", "3", "2")
+
+    second = _request(project, owner, "Second")
+    assert _budget_cells(client, second) == {"epsilon-before": "2", "epsilon-after": "1"}
+    budget_request_approve(budget_request_id=second.pk, reviewer=reviewer)
+    # the first request's page still shows its own moment, the second its own
+    assert _budget_cells(client, first) == {"epsilon-before": "3", "epsilon-after": "2"}
+    assert _budget_cells(client, second) == {"epsilon-before": "2", "epsilon-after": "1"}
+
+    third = _request(project, owner, "Third", epsilon="0.5")
+    budget_request_reject(budget_request_id=third.pk, reviewer=reviewer, comment="not now")
+    assert _api_budget(client, third) == ("rejection", "1", "1")  # nothing reserved
+
+    staff = UserFactory(username="stella-staff", is_staff=True)
+    project_caps_update(project=project, actor=staff, epsilon_cap="10", delta_cap="0.00001")
+    # a later cap change does not rewrite what the decisions saw
+    assert _budget_cells(client, first) == {"epsilon-before": "3", "epsilon-after": "2"}
+    page = client.get(reverse("budgets:request_detail", args=[first.pk])).content.decode()
+    assert "Remaining before the approval" in page and "not subtracted again" in page
