@@ -27,6 +27,16 @@ def _public(value: object) -> str:
     return formatting.significant(value, 30)
 
 
+def grid_text(granularity: Fraction) -> str:
+    """The public grid step: a power of two written as one ("2^-14, about 0.000061")."""
+    g = Fraction(granularity)
+    if g.numerator == 1 and g.denominator > 1 and g.denominator & (g.denominator - 1) == 0:
+        return f"2^-{g.denominator.bit_length() - 1} (about {formatting.scale(g)})"
+    if g.denominator == 1:
+        return formatting.integer(g.numerator)
+    return f"about {formatting.scale(g)}"
+
+
 def _rows(n: int) -> str:
     return f"{formatting.integer(n)} row{'' if n == 1 else 's'}"
 
@@ -113,7 +123,7 @@ def clip_text(stat: StatisticPlan, *, granularity: Fraction) -> str:
             )
     return (
         f"{lo} to {hi}{declared}; values are rounded to a public grid of "
-        f"{_public(granularity)} before summing."
+        f"{grid_text(granularity)} before summing."
     )
 
 
