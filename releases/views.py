@@ -7,6 +7,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -42,7 +43,15 @@ def _builder_payload(request: HttpRequest) -> dict[str, Any]:
 def _datasets_context(project) -> list[dict[str, Any]]:
     """Ready datasets with their columns' PUBLIC domains only (never the private profile)."""
     out = []
-    for dataset in Dataset.objects.filter(project=project, status=Dataset.Status.READY):
+    # every dataset's public columns in one more query, not one per dataset
+    public_columns = Column.objects.exclude(
+        kind__in=[Column.Kind.EXCLUDED, Column.Kind.UNDECLARED]
+    ).order_by("position")
+    ready = Dataset.objects.filter(project=project, status=Dataset.Status.READY)
+    datasets = ready.prefetch_related(
+        Prefetch("columns", queryset=public_columns, to_attr="public_columns")
+    )
+    for dataset in datasets:
         out.append(
             {
                 "id": dataset.pk,
@@ -58,9 +67,7 @@ def _datasets_context(project) -> list[dict[str, Any]]:
                         "upper": str(c.upper) if c.upper is not None else None,
                         "bin_edges": [str(e) for e in c.bin_edges or []],
                     }
-                    for c in dataset.columns.exclude(
-                        kind__in=[Column.Kind.EXCLUDED, Column.Kind.UNDECLARED]
-                    )
+                    for c in dataset.public_columns
                 ],
             }
         )

@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from budgets.services import budget_request_approve, budget_request_create
-from datasets.models import Dataset
+from datasets.models import Column, Dataset
 from releases.models import Release
 from tests.factories import PASSWORD, MembershipFactory, ProjectFactory, UserFactory
 
@@ -124,3 +124,32 @@ def test_the_release_lists_of_a_project(client, django_assert_num_queries, peopl
             _published(project, owner, dataset, i, reviewer)
 
     _assert_constant(client, django_assert_num_queries, url.format(slug=project.slug), grow)
+
+
+def test_the_builder_lists_every_dataset_with_its_columns(
+    client, django_assert_num_queries, people
+):
+    owner, reviewer = people
+    (project,) = _projects(owner, reviewer, 1)
+
+    def dataset_with_columns(i: int) -> None:
+        dataset = _dataset(project, owner)
+        Column.objects.create(
+            dataset=dataset, name=f"region{i}", position=0, suggested_type="string",
+            kind="categorical", categories=["north", "south"],
+        )  # fmt: skip
+        Column.objects.create(
+            dataset=dataset, name="secret", position=1, suggested_type="integer", kind="excluded"
+        )
+
+    dataset_with_columns(0)
+    client.login(username=owner.username, password=PASSWORD)
+    url = f"/releases/new/{project.slug}/"
+
+    def grow():
+        for i in range(1, 50):
+            dataset_with_columns(i)
+
+    _assert_constant(client, django_assert_num_queries, url, grow)
+    page = client.get(url).content.decode()
+    assert "region49" in page and "secret" not in page  # excluded columns stay out
