@@ -60,6 +60,7 @@ class ColumnReview:
     upper: Decimal | None
     bin_edges: tuple[str, ...]
     missing: str
+    derived_from_data: tuple[str, ...]
     domain_text: str
 
 
@@ -156,9 +157,14 @@ def _decimal(value: Any) -> Decimal | None:
     return None if value in (None, "") else Decimal(str(value))
 
 
-def _column(domain: dict[str, Any]) -> Column:
-    """An unsaved Column holding the frozen domain (what releases.dp reads)."""
+def _column(domain: dict[str, Any], derived: dict[str, list[str]]) -> Column:
+    """An unsaved Column holding the frozen domain (what releases.dp reads).
+
+    Which parts were filled in from the data comes from the column's row: the
+    declaration is frozen once a release using it leaves the draft stage.
+    """
     return Column(
+        derived_from_data=list(derived.get(str(domain["name"])) or []),
         name=str(domain["name"]),
         kind=str(domain["kind"]),
         suggested_type=str(domain.get("type") or ""),
@@ -195,8 +201,13 @@ def _plan(*, release: Release, spec: dict[str, Any], summary: Any) -> ReleasePla
         epsilon=Decimal(str(spec["epsilon"])),
         delta=Decimal(str(spec["delta"])),
     )
+    derived = dict(
+        Column.objects.filter(dataset_id=release.dataset_id).values_list(
+            "name", "derived_from_data"
+        )
+    )
     for entry in spec["statistics"]:
-        columns = [_column(d) for d in entry["columns"]]
+        columns = [_column(d, derived) for d in entry["columns"]]
         guess = n_guess.get(entry["position"])
         plan.statistics.append(
             StatisticPlan(
@@ -288,6 +299,7 @@ def _statistic(*, plan: ReleasePlan, stat: StatisticPlan) -> StatisticReview:
                 upper=c.upper,
                 bin_edges=tuple(c.bin_edges),
                 missing=c.missing,
+                derived_from_data=tuple(c.derived_from_data),
                 domain_text=domain_text(c),
             )
             for c in stat.columns

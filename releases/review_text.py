@@ -89,7 +89,23 @@ def estimates_text(stat: StatisticPlan, *, bound: int) -> str:
 
 
 def domain_text(column: Column) -> str:
-    """A column's declared public domain in words."""
+    """A column's declared public domain in words, saying what was filled in from the data."""
+    return _domain(column) + _derived(column)
+
+
+def _derived(column: Column) -> str:
+    labels = dict(Column.Derived.choices)
+    parts = [labels[p] for p in column.derived_from_data or [] if p in labels]
+    if not parts:
+        return ""
+    return (
+        f". Data-derived: {' and '.join(parts)} were filled in from the data itself; the "
+        "owner confirmed publishing them (a value taken from the data reveals that the data "
+        "holds it: a category that few rows have reveals that someone has it)"
+    )
+
+
+def _domain(column: Column) -> str:
     if column.kind == Column.Kind.CATEGORICAL:
         n = len(column.categories)
         return f"{n} declared categor{'y' if n == 1 else 'ies'}: " + ", ".join(column.categories)

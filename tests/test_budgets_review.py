@@ -21,6 +21,7 @@ from budgets.services import (
     budget_request_reject,
     project_caps_update,
 )
+from datasets.models import Column
 from dpportal.privacy import accuracy
 from releases import compute, lifecycle
 from releases.models import Release
@@ -87,6 +88,10 @@ def test_every_kind_states_the_noise_the_worker_drew(releases, reviewer):
 
 def test_every_kind_says_how_domains_clipping_and_missing_values_are_handled(releases):
     _, pending = releases
+    # the owner filled the regions in from the profile and confirmed it (issue 12.3)
+    Column.objects.filter(dataset=pending.dataset, name="region").update(
+        derived_from_data=["categories"]
+    )
     document = review_document_get(budget_request=pending.budget_request)
     by_label = {s.label: s for s in document.statistics}
     assert document.privacy_unit.contribution_bound == BOUND
@@ -96,8 +101,14 @@ def test_every_kind_says_how_domains_clipping_and_missing_values_are_handled(rel
     assert region.columns[0].categories == ("north", "south", "east", "west")
     assert "“Other” cell" in region.out_of_range_text
     assert "“Missing” cell" in region.missing_text  # the column's policy is "category"
+    assert region.columns[0].derived_from_data == ("categories",)
+    assert "Data-derived: the categories were filled in from the data" in (
+        region.columns[0].domain_text
+    )
     ages = by_label["Rows by age band"]
     assert ages.columns[0].bin_edges == ("0", "18", "40", "65", "100")
+    assert ages.columns[0].derived_from_data == ()
+    assert "Data-derived" not in ages.columns[0].domain_text
     assert "clamped into the edge bins" in ages.out_of_range_text
     assert ages.missing_text == "Rows where age is missing are dropped."
     assert by_label["Region by age band"].cells == 6 * 4

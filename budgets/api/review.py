@@ -89,6 +89,10 @@ class ColumnReviewSerializer(serializers.Serializer):
     upper = AmountField(allow_null=True)
     bin_edges = serializers.ListField(child=ExactNumberField())
     missing = serializers.CharField()
+    derived_from_data = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Parts of the domain filled in from the data (categories, bounds).",
+    )
     domain_text = serializers.CharField()
 
 
