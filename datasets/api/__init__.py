@@ -1,0 +1,26 @@
+"""REST API of datasets: upload, status and progress, the declaration, the owners' profile.
+
+Reviewers see declared (public) domains only; the profile computed from the data
+is for the project's owners. Errors are mapped in dpportal.api.
+"""
+
+from datasets.api.declarations import DatasetConfirmUnitApi, DatasetDeclareApi
+from datasets.api.profile import DatasetProfileApi
+from datasets.api.uploads import (
+    DatasetDeleteApi,
+    DatasetDetailApi,
+    DatasetListApi,
+    DatasetStatusApi,
+    DatasetUploadApi,
+)
+
+__all__ = [
+    "DatasetConfirmUnitApi",
+    "DatasetDeclareApi",
+    "DatasetDeleteApi",
+    "DatasetDetailApi",
+    "DatasetListApi",
+    "DatasetProfileApi",
+    "DatasetStatusApi",
+    "DatasetUploadApi",
+]

@@ -1,0 +1,139 @@
+"""REST API of datasets: list, upload, detail, ingest status and progress, delete."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+from drf_spectacular.utils import extend_schema, extend_schema_serializer
+from rest_framework import serializers, status
+from rest_framework.parsers import MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from budgets.selectors import project_get_for_member
+from datasets import selectors, services
+from datasets.api.common import (
+    OWNER,
+    DatasetDetailOutputSerializer,
+    DatasetOutputSerializer,
+    detail,
+    owner_dataset,
+)
+from datasets.models import Dataset
+from datasets.upload_limits import (
+    declared_length_over_limit,
+    limit_upload_size,
+    upload_too_large_message,
+)
+from dpportal.api import (
+    MEMBER_ERRORS,
+    PAGINATION_PARAMETERS,
+    ApiView,
+    error_responses,
+    paginated,
+    paginated_response,
+    validated_input,
+)
+from dpportal.errors import UploadTooLarge
+
+
+class DatasetListApi(ApiView):
+    @extend_schema(
+        operation_id="datasets_list",
+        summary="The project's datasets (members)",
+        parameters=PAGINATION_PARAMETERS,
+        responses={200: paginated(DatasetOutputSerializer), **error_responses(*MEMBER_ERRORS)},
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        project = project_get_for_member(slug=slug, user=request.user)
+        return paginated_response(
+            serializer_class=DatasetOutputSerializer,
+            queryset=selectors.dataset_list_for_project(project=project).select_related(
+                "project", "uploaded_by"
+            ),
+            request=request,
+            view=self,
+        )
+
+
+class DatasetUploadApi(ApiView):
+    parser_classes = [MultiPartParser]
+
+    @extend_schema_serializer(component_name="DatasetUploadInput")
+    class InputSerializer(serializers.Serializer):
+        file = serializers.FileField(
+            allow_empty_file=True, help_text="CSV with a header line, UTF-8, plain or gzip."
+        )
+        name = serializers.CharField(
+            max_length=200, required=False, allow_blank=True, default="",
+            help_text="Defaults to the file's name.",
+        )  # fmt: skip
+
+    def initialize_request(self, request: HttpRequest, *args, **kwargs) -> Request:
+        # Before anything (the session's CSRF check included) reads the body.
+        self.upload_limit = limit_upload_size(request)
+        return super().initialize_request(request, *args, **kwargs)
+
+    @extend_schema(
+        operation_id="datasets_upload",
+        summary="Upload a CSV (multipart); it is ingested by a worker (owners)",
+        description="Poll the dataset's status until it is 'ready' (or 'failed' with a reason).",
+        request={"multipart/form-data": InputSerializer},
+        responses={201: DatasetDetailOutputSerializer, **error_responses(*MEMBER_ERRORS, 413)},
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        project = project_get_for_member(slug=slug, user=request.user, roles=OWNER)
+        if declared_length_over_limit(request):  # refuse before reading the body
+            raise UploadTooLarge(upload_too_large_message())
+        request.data  # noqa: B018 (parsed here: the upload handler stops a file over the limit)
+        if self.upload_limit.exceeded:
+            raise UploadTooLarge(self.upload_limit.message())
+        data = validated_input(self.InputSerializer, request)
+        dataset = services.dataset_create(
+            project=project,
+            name=data["name"],
+            uploaded_file=data["file"],
+            uploaded_by=request.user,
+        )
+        return Response(detail(dataset), status=status.HTTP_201_CREATED)
+
+
+class DatasetDetailApi(ApiView):
+    @extend_schema(
+        operation_id="datasets_retrieve",
+        summary="A dataset: status, privacy unit and declared public domains (members)",
+        responses={200: DatasetDetailOutputSerializer, **error_responses(*MEMBER_ERRORS)},
+    )
+    def get(self, request: Request, dataset_id: int) -> Response:
+        dataset = selectors.dataset_get_for_member(dataset_id=dataset_id, user=request.user)
+        return Response(detail(dataset))
+
+
+class DatasetStatusApi(ApiView):
+    @extend_schema_serializer(component_name="DatasetStatusOutput")
+    class OutputSerializer(serializers.Serializer):
+        status = serializers.ChoiceField(choices=Dataset.Status.choices)
+        progress = serializers.FloatField()
+        failure_reason = serializers.CharField()
+
+    @extend_schema(
+        operation_id="datasets_status",
+        summary="Ingest status and progress (members)",
+        responses={200: OutputSerializer, **error_responses(*MEMBER_ERRORS)},
+    )
+    def get(self, request: Request, dataset_id: int) -> Response:
+        dataset = selectors.dataset_get_for_member(dataset_id=dataset_id, user=request.user)
+        return Response(self.OutputSerializer(dataset).data)
+
+
+class DatasetDeleteApi(ApiView):
+    @extend_schema(
+        operation_id="datasets_delete",
+        summary="Delete a dataset and its files, or dismiss a failed upload (owners; refused "
+        "once a release uses it)",
+        request=None,
+        responses={204: None, **error_responses(*MEMBER_ERRORS, 409)},
+    )
+    def post(self, request: Request, dataset_id: int) -> Response:
+        dataset = owner_dataset(request, dataset_id)
+        services.dataset_delete(dataset=dataset, actor=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
