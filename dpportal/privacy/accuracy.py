@@ -25,6 +25,7 @@ from fractions import Fraction
 from typing import Any
 
 from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.noise import NoiseSpec
 from dpportal.privacy.params import check_cells, check_confidence, to_fraction
 from dpportal.privacy.tails import dgauss_log_sf, dlap_tail, normal_upper_quantile
 
@@ -113,15 +114,26 @@ def noise_halfwidth(*, noise: str, parameter: object, confidence: object, k: obj
     raise PrivacyParameterError(f"unknown noise {noise!r}")
 
 
-def _explanation_halfwidth_units(
-    explanation: Mapping[str, Any], confidence: object, simultaneous: bool
-) -> int:
-    k = explanation.get("cells", 1) if simultaneous else 1
+def spec_halfwidth(spec: NoiseSpec, confidence: object, k: int = 1) -> int:
+    """Half-width in units of a NoiseSpec's noise at `confidence`, covering k values at once."""
+    parameter = spec.scale if spec.mechanism == "laplace" else spec.sigma
+    return noise_halfwidth(noise=spec.noise, parameter=parameter, confidence=confidence, k=k)
+
+
+def explanation_halfwidth(explanation: Mapping[str, Any], confidence: object, k: int = 1) -> int:
+    """spec_halfwidth from a stored NoiseSpec.describe() (its noise and scale or sigma)."""
     noise = explanation["noise"]
     key = "scale" if noise == "discrete_laplace" else "sigma"
     return noise_halfwidth(
         noise=noise, parameter=Fraction(explanation[key]), confidence=confidence, k=k
     )
+
+
+def _explanation_halfwidth_units(
+    explanation: Mapping[str, Any], confidence: object, simultaneous: bool
+) -> int:
+    k = explanation.get("cells", 1) if simultaneous else 1
+    return explanation_halfwidth(explanation, confidence, k)
 
 
 def result_halfwidth(

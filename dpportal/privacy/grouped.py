@@ -67,6 +67,7 @@ from dpportal.privacy.specs import sqrt_upper, vector_noise
 __all__ = [
     "GroupSensitivity",
     "group_sensitivity",
+    "group_vector_noise",
     "grouped_count_noise",
     "grouped_sum_noise",
     "grouped_mean_noise",
@@ -108,6 +109,38 @@ def group_sensitivity(
     return GroupSensitivity(g, bound, per_group, effective, full * per_group**2 + rest**2)
 
 
+def group_vector_noise(
+    sens: GroupSensitivity,
+    unit: int,
+    *,
+    statistic: str,
+    mechanism: object,
+    epsilon: object,
+    delta: object,
+    granularity: Fraction = Fraction(1),
+    lower: Fraction | None = None,
+    upper: Fraction | None = None,
+) -> NoiseSpec:
+    """The noise of a G-vector in which one row moves its group's value by at most `unit`.
+
+    l1 = L_eff * unit, l2 = unit * sqrt(Q) (rounded up by sqrt_upper); module docstring.
+    """
+    return vector_noise(
+        statistic=statistic,
+        mechanism=mechanism,
+        epsilon=epsilon,
+        delta=delta,
+        l1_sensitivity=sens.l1 * unit,
+        l2_sensitivity=sqrt_upper(sens.l2_squared * unit * unit),
+        contribution_bound=sens.contribution_bound,
+        cells=sens.groups,
+        multivariate=sens.multivariate,
+        granularity=granularity,
+        lower=lower,
+        upper=upper,
+    )
+
+
 def grouped_count_noise(
     *,
     mechanism: object,
@@ -121,16 +154,8 @@ def grouped_count_noise(
     sens = group_sensitivity(
         contribution_bound=contribution_bound, groups=groups, group_bound=group_bound
     )
-    return vector_noise(
-        statistic="grouped_count",
-        mechanism=mechanism,
-        epsilon=epsilon,
-        delta=delta,
-        l1_sensitivity=sens.l1,
-        l2_sensitivity=sqrt_upper(sens.l2_squared),
-        contribution_bound=sens.contribution_bound,
-        cells=sens.groups,
-        multivariate=sens.multivariate,
+    return group_vector_noise(
+        sens, 1, statistic="grouped_count", mechanism=mechanism, epsilon=epsilon, delta=delta
     )
 
 
@@ -156,16 +181,13 @@ def grouped_sum_noise(
     sens = group_sensitivity(
         contribution_bound=contribution_bound, groups=groups, group_bound=group_bound
     )
-    return vector_noise(
+    return group_vector_noise(
+        sens,
+        magnitude,
         statistic="grouped_sum",
         mechanism=mechanism,
         epsilon=epsilon,
         delta=delta,
-        l1_sensitivity=sens.l1 * magnitude,
-        l2_sensitivity=sqrt_upper(sens.l2_squared * magnitude**2),
-        contribution_bound=sens.contribution_bound,
-        cells=sens.groups,
-        multivariate=sens.multivariate,
         granularity=gamma,
         lower=lo,
         upper=hi,

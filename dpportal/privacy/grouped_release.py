@@ -18,19 +18,23 @@ from typing import Any
 
 import numpy as np
 
-from dpportal.privacy.accuracy import mean_interval_from_parts, noise_halfwidth
+from dpportal.privacy.accuracy import (
+    explanation_halfwidth,
+    mean_interval_from_parts,
+    spec_halfwidth,
+)
 from dpportal.privacy.errors import PrivacyParameterError
 from dpportal.privacy.grouped import (
     grouped_count_noise,
     grouped_mean_noise,
     grouped_sum_noise,
 )
+from dpportal.privacy.mechanisms import MechanismResult, mean_parts_dict
 from dpportal.privacy.noise import NoiseSpec
 from dpportal.privacy.params import (
     check_bounds,
     check_confidence,
     check_contribution_bound,
-    exact_str,
     to_fraction,
 )
 from dpportal.privacy.rng import RandomSource
@@ -60,22 +64,14 @@ def _as_int_vector(values: object, name: str) -> list[int]:
 
 
 @dataclass(frozen=True)
-class GroupedResult:
-    """Noisy per-group values (counts, or sums in grid units) and their noise."""
+class GroupedResult(MechanismResult):
+    """Noisy per-group values (counts, or sums in grid units), their noise and the group bound."""
 
-    values: tuple[int, ...]
-    spec: NoiseSpec
     group_bound: int
-
-    @property
-    def decimal_values(self) -> tuple[str, ...]:
-        """Values in value units as exact decimal strings (units * granularity)."""
-        return tuple(exact_str(v * self.spec.granularity) for v in self.values)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable: noisy values and public parameters, no true value."""
-        out = self.spec.describe()
-        out["values"] = list(self.values)
+        out = super().to_dict()
         out["groups"] = self.spec.cells
         out["group_bound"] = self.group_bound
         if self.spec.statistic == "grouped_sum":
@@ -84,9 +80,16 @@ class GroupedResult:
         return out
 
 
-def _noisy(truth: list[int], spec: NoiseSpec, rng: RandomSource | None) -> tuple[int, ...]:
+def _released(
+    truth: list[int], spec: NoiseSpec, rng: RandomSource | None, bound: int
+) -> GroupedResult:
+    """truth + iid noise from spec, with the per-group bound (L when none was given)."""
     noise = spec.sample(len(truth), rng).tolist()
-    return tuple(t + int(z) for t, z in zip(truth, noise, strict=True))
+    return GroupedResult(tuple(t + int(z) for t, z in zip(truth, noise, strict=True)), spec, bound)
+
+
+def _group_bound(contribution_bound: object, group_bound: object) -> int:
+    return check_contribution_bound(contribution_bound if group_bound is None else group_bound)
 
 
 def release_grouped_counts(
@@ -111,8 +114,7 @@ def release_grouped_counts(
         groups=len(truth),
         group_bound=group_bound,
     )
-    bound = contribution_bound if group_bound is None else group_bound
-    return GroupedResult(_noisy(truth, spec, rng), spec, check_contribution_bound(bound))
+    return _released(truth, spec, rng, _group_bound(contribution_bound, group_bound))
 
 
 def release_grouped_sums(
@@ -141,8 +143,7 @@ def release_grouped_sums(
         groups=len(truth),
         group_bound=group_bound,
     )
-    bound = contribution_bound if group_bound is None else group_bound
-    return GroupedResult(_noisy(truth, spec, rng), spec, check_contribution_bound(bound))
+    return _released(truth, spec, rng, _group_bound(contribution_bound, group_bound))
 
 
 @dataclass(frozen=True)
@@ -163,18 +164,16 @@ class GroupedMeanResult:
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable: both parts' explanations, estimates and intervals as floats."""
         return {
-            "statistic": "grouped_mean",
-            "mechanism": self.sums.spec.mechanism,
-            "sum": self.sums.to_dict(),
-            "count": self.counts.to_dict(),
-            "groups": self.sums.spec.cells,
-            "lower": exact_str(self.lower),
-            "upper": exact_str(self.upper),
-            "sum_share": exact_str(self.sum_share),
-            "epsilon": exact_str(self.sums.spec.epsilon + self.counts.spec.epsilon),
-            "delta": exact_str(self.sums.spec.delta + self.counts.spec.delta),
-            "contribution_bound": self.sums.spec.contribution_bound,
-            "confidence": exact_str(self.confidence),
+            **mean_parts_dict(
+                "grouped_mean",
+                self.sums,
+                self.counts,
+                {"groups": self.sums.spec.cells},
+                lower=self.lower,
+                upper=self.upper,
+                sum_share=self.sum_share,
+                confidence=self.confidence,
+            ),
             "estimates": [float(e) for e in self.estimates],
             "intervals": [[float(a), float(b)] for a, b in self.intervals],
             "simultaneous_intervals": [
@@ -182,11 +181,6 @@ class GroupedMeanResult:
             ],
             "count_nonpositive": list(self.count_nonpositive),
         }
-
-
-def _halfwidth(spec: NoiseSpec, confidence: Fraction, k: int) -> int:
-    parameter = spec.scale if spec.mechanism == "laplace" else spec.sigma
-    return noise_halfwidth(noise=spec.noise, parameter=parameter, confidence=confidence, k=k)
 
 
 def grouped_mean_cells(
@@ -254,17 +248,17 @@ def release_grouped_means(
         group_bound=group_bound,
         sum_share=sum_share,
     )
-    bound = check_contribution_bound(contribution_bound if group_bound is None else group_bound)
-    sums = GroupedResult(_noisy(sums_true, sum_spec, rng), sum_spec, bound)
-    counts = GroupedResult(_noisy(counts_true, count_spec, rng), count_spec, bound)
+    bound = _group_bound(contribution_bound, group_bound)
+    sums = _released(sums_true, sum_spec, rng, bound)
+    counts = _released(counts_true, count_spec, rng, bound)
     part = (1 + conf) / 2
     g = len(sums_true)
     cells, together = (
         grouped_mean_cells(
             sums.values,
             counts.values,
-            sum_halfwidth_units=_halfwidth(sum_spec, part, k),
-            count_halfwidth=_halfwidth(count_spec, part, k),
+            sum_halfwidth_units=spec_halfwidth(sum_spec, part, k),
+            count_halfwidth=spec_halfwidth(count_spec, part, k),
             granularity=sum_spec.granularity,
             lower=lo,
             upper=hi,
@@ -297,13 +291,10 @@ def grouped_mean_halfwidths(
     part = (1 + conf) / 2
     k = int(explanation["groups"]) if simultaneous else 1
 
-    def units(exp: Mapping[str, Any]) -> int:
-        key = "scale" if exp["noise"] == "discrete_laplace" else "sigma"
-        return noise_halfwidth(
-            noise=exp["noise"], parameter=Fraction(exp[key]), confidence=part, k=k
-        )
-
-    return units(explanation["sum"]), units(explanation["count"])
+    return (
+        explanation_halfwidth(explanation["sum"], part, k),
+        explanation_halfwidth(explanation["count"], part, k),
+    )
 
 
 def grouped_mean_intervals(

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from dpportal.privacy.accuracy import mean_interval_from_parts, noise_halfwidth
+from dpportal.privacy.accuracy import mean_interval_from_parts, spec_halfwidth
 from dpportal.privacy.calibration import (
     analytic_gaussian_sigma,
     classic_gaussian_sigma,
@@ -90,21 +90,51 @@ class MeanResult:
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable: both parts' explanations, estimate and interval as floats."""
         return {
-            "statistic": "mean",
-            "mechanism": self.sum.spec.mechanism,
-            "sum": self.sum.to_dict(),
-            "count": self.count.to_dict(),
-            "lower": exact_str(self.lower),
-            "upper": exact_str(self.upper),
-            "sum_share": exact_str(self.sum_share),
-            "epsilon": exact_str(self.sum.spec.epsilon + self.count.spec.epsilon),
-            "delta": exact_str(self.sum.spec.delta + self.count.spec.delta),
-            "contribution_bound": self.sum.spec.contribution_bound,
-            "confidence": exact_str(self.confidence),
+            **mean_parts_dict(
+                "mean",
+                self.sum,
+                self.count,
+                {},
+                lower=self.lower,
+                upper=self.upper,
+                sum_share=self.sum_share,
+                confidence=self.confidence,
+            ),
             "estimate": float(self.estimate),
             "interval": [float(self.interval[0]), float(self.interval[1])],
             "count_nonpositive": self.count_nonpositive,
         }
+
+
+def mean_parts_dict(
+    statistic: str,
+    sum_part: MechanismResult,
+    count_part: MechanismResult,
+    extra: dict[str, Any],
+    *,
+    lower: Fraction,
+    upper: Fraction,
+    sum_share: Fraction,
+    confidence: Fraction,
+) -> dict[str, Any]:
+    """The to_dict() keys a mean and a grouped mean share: both parts and the total cost.
+
+    `extra` goes right after the parts (the grouped mean's "groups").
+    """
+    return {
+        "statistic": statistic,
+        "mechanism": sum_part.spec.mechanism,
+        "sum": sum_part.to_dict(),
+        "count": count_part.to_dict(),
+        **extra,
+        "lower": exact_str(lower),
+        "upper": exact_str(upper),
+        "sum_share": exact_str(sum_share),
+        "epsilon": exact_str(sum_part.spec.epsilon + count_part.spec.epsilon),
+        "delta": exact_str(sum_part.spec.delta + count_part.spec.delta),
+        "contribution_bound": sum_part.spec.contribution_bound,
+        "confidence": exact_str(confidence),
+    }
 
 
 @dataclass(frozen=True)
@@ -252,9 +282,9 @@ def release_mean(
     part_conf = (1 + conf) / 2
     estimate, low, high, nonpositive = mean_interval_from_parts(
         noisy_sum_units=sum_result.values[0],
-        sum_halfwidth_units=_halfwidth_units(sum_spec, part_conf),
+        sum_halfwidth_units=spec_halfwidth(sum_spec, part_conf),
         noisy_count=count_result.values[0],
-        count_halfwidth=_halfwidth_units(count_spec, part_conf),
+        count_halfwidth=spec_halfwidth(count_spec, part_conf),
         granularity=sum_spec.granularity,
         lower=lo,
         upper=hi,
@@ -270,11 +300,6 @@ def release_mean(
         interval=(low, high),
         count_nonpositive=nonpositive,
     )
-
-
-def _halfwidth_units(spec: NoiseSpec, confidence: Fraction) -> int:
-    parameter = spec.scale if spec.mechanism == "laplace" else spec.sigma
-    return noise_halfwidth(noise=spec.noise, parameter=parameter, confidence=confidence)
 
 
 def report_noisy_max_indices(

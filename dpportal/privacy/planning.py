@@ -22,16 +22,17 @@ Per kind (h(beta) = half-width of the noise at confidence 1 - beta):
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
 
 from dpportal.privacy.accuracy import (
     discrete_gaussian_halfwidth,
     gaussian_halfwidth,
-    noise_halfwidth,
+    spec_halfwidth,
 )
 from dpportal.privacy.calibration import SIGMA_DIGITS
 from dpportal.privacy.errors import PrivacyParameterError
-from dpportal.privacy.noise import NoiseSpec, argmax_noise, count_noise, mean_noise, sum_noise
+from dpportal.privacy.noise import argmax_noise, count_noise, mean_noise, sum_noise
 from dpportal.privacy.params import (
     check_bounds,
     check_cells,
@@ -54,11 +55,6 @@ __all__ = [
 
 EPSILON_RANGE = (Fraction(1, 10**6), Fraction(1000))
 _EPSILON_DIGITS = 3
-
-
-def _units(spec: NoiseSpec, confidence: Fraction, k: int = 1) -> int:
-    parameter = spec.scale if spec.mechanism == "laplace" else spec.sigma
-    return noise_halfwidth(noise=spec.noise, parameter=parameter, confidence=confidence, k=k)
 
 
 def _need_bounds(lower: object, upper: object) -> tuple[Fraction, Fraction]:
@@ -88,17 +84,19 @@ def statistic_halfwidth(
     k = check_cells(cells, "cells")
     common = dict(mechanism=mechanism, epsilon=eps, delta=delta)
     if kind == "count":
-        return float(_units(count_noise(**common, contribution_bound=contribution_bound), conf))
+        return float(
+            spec_halfwidth(count_noise(**common, contribution_bound=contribution_bound), conf)
+        )
     if kind == "histogram":
         spec = count_noise(
             **common, contribution_bound=contribution_bound, cells=k, statistic="histogram"
         )
-        return float(_units(spec, conf, k if simultaneous else 1))
+        return float(spec_halfwidth(spec, conf, k if simultaneous else 1))
     if kind == "argmax":
         if mechanism != "laplace":
             raise PrivacyParameterError("argmax (Report Noisy Max) uses Laplace noise only")
         spec = argmax_noise(epsilon=eps, contribution_bound=contribution_bound, cells=k)
-        return float(_units(spec, conf, k if simultaneous else 1))
+        return float(spec_halfwidth(spec, conf, k if simultaneous else 1))
     if kind == "sum":
         lo, hi = _need_bounds(lower, upper)
         gamma = sum_granularity(lo, hi, epsilon=eps, contribution_bound=contribution_bound)
@@ -109,7 +107,7 @@ def statistic_halfwidth(
             contribution_bound=contribution_bound,
             **common,
         )
-        return float(_units(spec, conf) * gamma)
+        return float(spec_halfwidth(spec, conf) * gamma)
     if kind == "mean":
         return _mean_halfwidth(
             eps, delta, mechanism, conf, contribution_bound, lower, upper, n_guess, sum_share
@@ -147,8 +145,8 @@ def _mean_halfwidth(
         sum_share=share,
     )
     part_conf = (1 + conf) / 2
-    hs = _units(sum_spec, part_conf) * gamma
-    hc = _units(count_spec, part_conf)
+    hs = spec_halfwidth(sum_spec, part_conf) * gamma
+    hc = spec_halfwidth(count_spec, part_conf)
     if n - hc < 1:
         return float(hi - lo)
     return float(min((hs + max(abs(lo), abs(hi)) * hc) / (n - hc), hi - lo))
@@ -198,11 +196,33 @@ def epsilon_for_halfwidth(
             sum_share=sum_share,
         )
 
+    def refine(eps: Fraction) -> Fraction:
+        while width(eps) > target:
+            eps += _digit_step(eps)
+        while (smaller := _next_below(eps)) >= EPSILON_RANGE[0] and width(smaller) <= target:
+            eps = smaller
+        return eps
+
+    return bisect_epsilon(width, target, f"a half-width of {halfwidth}", refine)
+
+
+def bisect_epsilon(
+    width: Callable[[Fraction], float],
+    target: float,
+    what: str,
+    refine: Callable[[Fraction], Fraction],
+) -> Fraction:
+    """The smallest epsilon of EPSILON_RANGE with width(epsilon) <= target, by bisection.
+
+    width must not increase with epsilon. The lower end of the range when it
+    already meets the target; else bisection in log(epsilon), rounded up to 3
+    significant digits and passed through `refine` (the caller's last-digit
+    adjustment). Raises PrivacyParameterError naming `what` when even the upper
+    end of the range fails.
+    """
     lo, hi = EPSILON_RANGE
     if width(hi) > target:
-        raise PrivacyParameterError(
-            f"a half-width of {halfwidth} is not reachable with epsilon <= {hi}"
-        )
+        raise PrivacyParameterError(f"{what} is not reachable with epsilon <= {hi}")
     if width(lo) <= target:
         return lo
     log_lo, log_hi = math.log(lo), math.log(hi)
@@ -212,12 +232,7 @@ def epsilon_for_halfwidth(
             log_hi = mid
         else:
             log_lo = mid
-    eps = round_up_sig(Fraction(math.exp(log_hi)), _EPSILON_DIGITS)
-    while width(eps) > target:
-        eps += _digit_step(eps)
-    while (smaller := _next_below(eps)) >= lo and width(smaller) <= target:
-        eps = smaller
-    return eps
+    return refine(round_up_sig(Fraction(math.exp(log_hi)), _EPSILON_DIGITS))
 
 
 def _next_below(eps: Fraction) -> Fraction:

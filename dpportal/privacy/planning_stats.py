@@ -25,10 +25,9 @@ import math
 from collections.abc import Callable
 from fractions import Fraction
 
-from dpportal.privacy.accuracy import noise_halfwidth
+from dpportal.privacy.accuracy import spec_halfwidth
 from dpportal.privacy.errors import PrivacyParameterError
 from dpportal.privacy.grouped import grouped_count_noise, grouped_mean_noise, grouped_sum_noise
-from dpportal.privacy.noise import NoiseSpec
 from dpportal.privacy.params import (
     check_bounds,
     check_confidence,
@@ -36,7 +35,7 @@ from dpportal.privacy.params import (
     round_up_sig,
     to_fraction,
 )
-from dpportal.privacy.planning import EPSILON_RANGE
+from dpportal.privacy.planning import bisect_epsilon
 from dpportal.privacy.sensitivity import grid_bounds, sum_granularity
 from dpportal.privacy.spread import spread_noise
 from dpportal.privacy.spread_parts import (
@@ -49,11 +48,6 @@ from dpportal.privacy.spread_parts import (
 __all__ = ["grouped_halfwidth", "spread_sd_halfwidth", "epsilon_for_target"]
 
 _DIGITS = 3
-
-
-def _units(spec: NoiseSpec, confidence: Fraction, k: int) -> int:
-    parameter = spec.scale if spec.mechanism == "laplace" else spec.sigma
-    return noise_halfwidth(noise=spec.noise, parameter=parameter, confidence=confidence, k=k)
 
 
 def _guess(n_guess: object) -> Fraction:
@@ -93,14 +87,14 @@ def grouped_halfwidth(
     )
     if kind == "grouped_count":
         spec = grouped_count_noise(epsilon=eps, **common)
-        return float(_units(spec, conf, spec.cells if simultaneous else 1))
+        return float(spec_halfwidth(spec, conf, spec.cells if simultaneous else 1))
     if lower is None or upper is None:
         raise PrivacyParameterError("grouped sums and means need public bounds lower and upper")
     lo, hi = check_bounds(lower, upper)
     if kind == "grouped_sum":
         gamma = sum_granularity(lo, hi, epsilon=eps, contribution_bound=contribution_bound)
         spec = grouped_sum_noise(lower=lo, upper=hi, granularity=gamma, epsilon=eps, **common)
-        return float(_units(spec, conf, spec.cells if simultaneous else 1) * gamma)
+        return float(spec_halfwidth(spec, conf, spec.cells if simultaneous else 1) * gamma)
     if kind != "grouped_mean":
         raise PrivacyParameterError(f"unknown grouped statistic {kind!r}")
     n = _guess(n_guess)
@@ -111,7 +105,7 @@ def grouped_halfwidth(
     )
     k = sum_spec.cells if simultaneous else 1
     part = (1 + conf) / 2
-    hs, hc = _units(sum_spec, part, k) * gamma, _units(count_spec, part, k)
+    hs, hc = spec_halfwidth(sum_spec, part, k) * gamma, spec_halfwidth(count_spec, part, k)
     if n - hc < 1:
         return float(hi - lo)
     return float(min((hs + max(abs(lo), abs(hi)) * hc) / (n - hc), hi - lo))
@@ -155,7 +149,7 @@ def spread_sd_halfwidth(
     )
     part = 1 - (1 - conf) / 3
     k = specs[0].cells if simultaneous else 1
-    hn, hs, hq = (_units(spec, part, k) for spec in specs)
+    hn, hs, hq = (spec_halfwidth(spec, part, k) for spec in specs)
     lo_u, hi_u = grid_bounds(lo, hi, gamma)
     w_bound = hi_u - lo_u
     squares = math.floor(n * (2 * sd / gamma) ** 2)
@@ -179,19 +173,10 @@ def epsilon_for_target(preview: Callable[[Fraction], float], target: object) -> 
     PrivacyParameterError when even the largest epsilon of planning.EPSILON_RANGE fails.
     """
     goal = float(to_fraction(target, "target"))
-    lo, hi = EPSILON_RANGE
-    if preview(hi) > goal:
-        raise PrivacyParameterError(f"a target of {target} is not reachable with epsilon <= {hi}")
-    if preview(lo) <= goal:
-        return lo
-    log_lo, log_hi = math.log(lo), math.log(hi)
-    while log_hi - log_lo > 1e-7:
-        mid = (log_lo + log_hi) / 2
-        if preview(Fraction(math.exp(mid))) <= goal:
-            log_hi = mid
-        else:
-            log_lo = mid
-    eps = round_up_sig(Fraction(math.exp(log_hi)), _DIGITS)
-    while preview(eps) > goal:
-        eps = round_up_sig(eps * Fraction(1001, 1000), _DIGITS)
-    return eps
+
+    def refine(eps: Fraction) -> Fraction:
+        while preview(eps) > goal:
+            eps = round_up_sig(eps * Fraction(1001, 1000), _DIGITS)
+        return eps
+
+    return bisect_epsilon(preview, goal, f"a target of {target}", refine)

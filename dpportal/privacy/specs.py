@@ -26,14 +26,8 @@ import math
 from decimal import Context, Decimal
 from fractions import Fraction
 
-from dpportal.privacy.calibration import gaussian_sigma, laplace_scale
-from dpportal.privacy.noise import NoiseSpec
-from dpportal.privacy.params import (
-    check_delta,
-    check_epsilon,
-    check_mechanism,
-    round_up_sig,
-)
+from dpportal.privacy.noise import NoiseSpec, build_spec
+from dpportal.privacy.params import round_up_sig
 
 __all__ = ["L2_DIGITS", "sqrt_upper", "vector_noise"]
 
@@ -78,31 +72,17 @@ def vector_noise(
     l2_sensitivity: max of the Euclidean norm (an integer or a rational upper bound).
     Laplace refuses delta != 0; Gaussian needs delta > 0 (params.check_delta).
     """
-    mech = check_mechanism(mechanism)
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta, mechanism=mech)
-    common = dict(
+    return build_spec(
         statistic=statistic,
-        mechanism=mech,
-        epsilon=eps,
-        delta=dlt,
-        l1_sensitivity=l1_sensitivity,
-        l2_sensitivity=l2_sensitivity,
-        contribution_bound=contribution_bound,
+        mechanism=mechanism,
+        epsilon=epsilon,
+        delta=delta,
+        l1=l1_sensitivity,
+        l2=l2_sensitivity,
+        bound=contribution_bound,
         cells=cells,
         granularity=granularity,
         lower=lower,
         upper=upper,
-    )
-    if mech == "laplace":
-        return NoiseSpec(**common, scale=laplace_scale(l1_sensitivity, eps))
-    cal = gaussian_sigma(
-        epsilon=eps, delta=dlt, l2_sensitivity=l2_sensitivity, multivariate=multivariate
-    )
-    return NoiseSpec(
-        **common,
-        sigma=cal.sigma,
-        rho=cal.rho,
-        delta_achieved=cal.delta_achieved,
-        calibration=cal.method,
+        multivariate=multivariate,
     )

@@ -57,9 +57,9 @@ from typing import Any
 import numpy as np
 
 from dpportal.privacy.accounting import Cost
-from dpportal.privacy.accuracy import noise_halfwidth
+from dpportal.privacy.accuracy import explanation_halfwidth, spec_halfwidth
 from dpportal.privacy.errors import PrivacyParameterError
-from dpportal.privacy.grouped import group_sensitivity
+from dpportal.privacy.grouped import group_sensitivity, group_vector_noise
 from dpportal.privacy.noise import NoiseSpec
 from dpportal.privacy.params import (
     check_bounds,
@@ -73,7 +73,6 @@ from dpportal.privacy.params import (
 )
 from dpportal.privacy.rng import RandomSource
 from dpportal.privacy.sensitivity import check_granularity, grid_bounds
-from dpportal.privacy.specs import sqrt_upper, vector_noise
 from dpportal.privacy.spread_parts import (
     VarianceEstimate,
     sqrt_ceil,
@@ -141,27 +140,19 @@ def spread_noise(
         strict=True,
     ):
         specs.append(
-            vector_noise(
+            group_vector_noise(
+                sens,
+                unit,
                 statistic=name,
                 mechanism=mechanism,
                 epsilon=cost.epsilon,
                 delta=cost.delta,
-                l1_sensitivity=sens.l1 * unit,
-                l2_sensitivity=sqrt_upper(sens.l2_squared * unit * unit),
-                contribution_bound=sens.contribution_bound,
-                cells=sens.groups,
-                multivariate=sens.multivariate,
                 granularity=gamma,
                 lower=lo,
                 upper=hi,
             )
         )
     return specs[0], specs[1], specs[2]
-
-
-def _units(spec: NoiseSpec, confidence: Fraction, k: int) -> int:
-    parameter = spec.scale if spec.mechanism == "laplace" else spec.sigma
-    return noise_halfwidth(noise=spec.noise, parameter=parameter, confidence=confidence, k=k)
 
 
 def spread_cells(
@@ -236,7 +227,7 @@ class SpreadResult:
         conf = check_confidence(confidence)
         part = 1 - (1 - conf) / 3
         k = self.specs[0].cells if simultaneous else 1
-        widths = [_units(spec, part, k) for spec in self.specs]
+        widths = [spec_halfwidth(spec, part, k) for spec in self.specs]
         factor = self.granularity**2 / 4
         cells = spread_cells(*self.values, halfwidths=widths, w_bound=self.w_bound)
         return [_describe(c, factor) for c in cells]
@@ -336,13 +327,9 @@ def spread_halfwidths(
     part = 1 - (1 - conf) / 3
     k = int(explanation["groups"]) if simultaneous else 1
 
-    def units(exp: Mapping[str, Any]) -> int:
-        key = "scale" if exp["noise"] == "discrete_laplace" else "sigma"
-        return noise_halfwidth(
-            noise=exp["noise"], parameter=Fraction(exp[key]), confidence=part, k=k
-        )
-
-    hn, hs, hq = (units(explanation[key]) for key in ("count", "sum", "squares"))
+    hn, hs, hq = (
+        explanation_halfwidth(explanation[key], part, k) for key in ("count", "sum", "squares")
+    )
     return hn, hs, hq
 
 
