@@ -7,9 +7,9 @@ One APIView per operation (see STYLE.md); reads are GET, every action is a POST
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from accounts.api import TokenObtainApi
 from budgets import api as budgets_api
 from datasets import api as datasets_api
-from dpportal.api import TokenObtainApi
 from releases import api as releases_api
 
 v1 = [

@@ -266,7 +266,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_THROTTLE_RATES": {"anon": os.environ.get("API_ANON_THROTTLE", "120/minute")},
-    "EXCEPTION_HANDLER": "dpportal.api.exception_handler",
+    "EXCEPTION_HANDLER": "dpportal.api.errors.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "dpportal API",
