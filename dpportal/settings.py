@@ -124,11 +124,14 @@ REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_RESULT_BACKEND = REDIS_URL
+    # Redis is a cache, never a dependency of a read: a Redis error is a cache miss
+    # (dpportal/cache.py), and a Redis that is down costs milliseconds, not seconds.
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "dpportal.cache.FallbackRedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": os.environ.get("CACHE_KEY_PREFIX", "dpportal"),
+            "OPTIONS": {"socket_connect_timeout": 0.25, "socket_timeout": 1.0},
         }
     }
 else:
@@ -246,6 +249,9 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Sessions live in the database, never only in the cache: logging in and staying
+# logged in must not depend on Redis.
+SESSION_ENGINE = "django.contrib.sessions.backends.db"
 LOGIN_URL = "accounts:login"
 LOGIN_REDIRECT_URL = "accounts:home"
 LOGOUT_REDIRECT_URL = "public:home"
