@@ -22,6 +22,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from dpportal.errors import ApplicationError
+from dpportal.logsafe import exception_summary
 
 logger = logging.getLogger(__name__)
 
@@ -130,12 +131,14 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         codes = exc.get_codes()
         code = codes if isinstance(codes, str) else exc.default_code
         return _error(status_code=exc.status_code, code=code, message=_first_message(exc.detail))
-    # Unexpected: log where (not the message, which might quote data) and answer in shape.
+    # Unexpected: log the type and where (never the message or a traceback, which
+    # might quote data) and answer in shape.
     view = context.get("view")
     logger.error(
-        "unexpected %s in %s", type(exc).__name__, type(view).__name__ if view else "?",
-        exc_info=exc,
-    )  # fmt: skip
+        "unexpected error in %s: %s",
+        type(view).__name__ if view else "?",
+        exception_summary(exc),
+    )
     return _error(
         status_code=status.HTTP_500_INTERNAL_SERVER_ERROR,
         code="server_error",
