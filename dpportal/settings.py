@@ -14,6 +14,7 @@ Outside DEBUG the settings fail closed: no SECRET_KEY, no start.
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -252,6 +253,12 @@ AUTH_PASSWORD_VALIDATORS = [
 # Sessions live in the database, never only in the cache: logging in and staying
 # logged in must not depend on Redis.
 SESSION_ENGINE = "django.contrib.sessions.backends.db"
+# API tokens expire this many days after they were issued (then 401, obtain a new one).
+DPPORTAL_TOKEN_LIFETIME = timedelta(days=env_int("DPPORTAL_TOKEN_LIFETIME_DAYS", 30))
+# Reverse proxies in front of the app that append the client address to
+# X-Forwarded-For. 0 (the default): the header is ignored and the connection's
+# address is the client's; with N, the N-th address from the right is.
+DPPORTAL_TRUSTED_PROXIES = env_int("DPPORTAL_TRUSTED_PROXIES", 0)
 LOGIN_URL = "accounts:login"
 LOGIN_REDIRECT_URL = "accounts:home"
 LOGOUT_REDIRECT_URL = "public:home"
@@ -271,7 +278,15 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_THROTTLE_RATES": {"anon": os.environ.get("API_ANON_THROTTLE", "120/minute")},
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": os.environ.get("API_ANON_THROTTLE", "120/minute"),
+        # logging in (the page and the token endpoint): every attempt from one address,
+        # and failed attempts for one username (then even the right password waits)
+        "login_address": os.environ.get("DPPORTAL_LOGIN_ADDRESS_RATE", "30/minute"),
+        "login_username": os.environ.get("DPPORTAL_LOGIN_FAILURE_RATE", "10/hour"),
+    },
+    # Throttles identify clients by address: X-Forwarded-For only through trusted proxies.
+    "NUM_PROXIES": DPPORTAL_TRUSTED_PROXIES,
     "EXCEPTION_HANDLER": "dpportal.api.errors.exception_handler",
 }
 SPECTACULAR_SETTINGS = {

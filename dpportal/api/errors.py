@@ -11,6 +11,7 @@ Django's Http404 / PermissionDenied / RequestDataTooBig map here, in one place.
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -21,6 +22,7 @@ from rest_framework import exceptions as drf_exceptions
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
+from dpportal.api.authentication import TOKEN_EXPIRED
 from dpportal.errors import ApplicationError
 from dpportal.logsafe import exception_summary
 
@@ -39,7 +41,10 @@ class ErrorSerializer(serializers.Serializer):
 
 ERROR_DESCRIPTIONS = {
     400: "Invalid input (nothing was changed).",
-    401: "Not authenticated: log in, or send 'Authorization: Token <key>'.",
+    401: (
+        "Not authenticated: log in, or send 'Authorization: Token <key>' "
+        "(code 'token_expired': obtain a new token)."
+    ),
     403: "Authenticated, but lacking the role this needs in the project.",
     404: "No such object, or not visible to you.",
     409: "The object's state does not allow this (e.g. approving twice).",
@@ -111,12 +116,12 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
     if isinstance(exc, drf_exceptions.NotAuthenticated | drf_exceptions.AuthenticationFailed):
         return _error(
             status_code=401,
-            code="not_authenticated",
+            code=TOKEN_EXPIRED if exc.get_codes() == TOKEN_EXPIRED else "not_authenticated",
             message=str(exc.detail),
             headers={"WWW-Authenticate": 'Token realm="api"'},
         )
     if isinstance(exc, drf_exceptions.Throttled):
-        wait = int(exc.wait) if exc.wait is not None else None
+        wait = math.ceil(exc.wait) if exc.wait is not None else None
         message = "Too many requests."
         if wait is not None:
             message += f" Try again in {wait} second{'s' if wait != 1 else ''}."
