@@ -299,6 +299,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "SCHEMA_PATH_PREFIX": r"/api/v1",
+    # Django's slug converter, stated in the schema (clients and fuzzers see the rule).
+    "PATH_CONVERTER_OVERRIDES": {"slug": {"type": "string", "pattern": "^[-a-zA-Z0-9_]+$"}},
     "ENUM_NAME_OVERRIDES": {
         "DatasetStatusEnum": "datasets.models.Dataset.Status",
         "ReleaseStatusEnum": "releases.models.Release.Status",
