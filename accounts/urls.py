@@ -5,7 +5,7 @@ from accounts import views
 
 app_name = "accounts"
 urlpatterns = [
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("home/", views.HomeView.as_view(), name="home"),
 ]

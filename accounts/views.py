@@ -1,8 +1,22 @@
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.mixins import LoginRequiredMixin
 from django.views.generic import TemplateView
 
+from accounts.forms import ThrottledAuthenticationForm
 from budgets.models import Membership
 from budgets.selectors import budget_request_list_pending_for_reviewer
+
+
+class LoginView(auth_views.LoginView):
+    """Django's login page; too many attempts answer 429 with the form and a message."""
+
+    form_class = ThrottledAuthenticationForm
+
+    def form_invalid(self, form):
+        response = super().form_invalid(form)
+        if form.throttled:
+            response.status_code = 429
+        return response
 
 
 class HomeView(LoginRequiredMixin, TemplateView):

@@ -7,13 +7,14 @@ One APIView per operation (see STYLE.md); reads are GET, every action is a POST
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from accounts.api import TokenObtainApi, TokenRevokeApi
 from budgets import api as budgets_api
 from datasets import api as datasets_api
-from dpportal.api import TokenObtainApi
 from releases import api as releases_api
 
 v1 = [
     path("auth/token/", TokenObtainApi.as_view(), name="auth-token"),
+    path("auth/token/revoke/", TokenRevokeApi.as_view(), name="auth-token-revoke"),
     # projects, memberships, the ledger
     path("projects/", budgets_api.ProjectCollectionApi.as_view(), name="projects"),
     path("projects/<slug:slug>/", budgets_api.ProjectDetailApi.as_view(), name="projects-detail"),

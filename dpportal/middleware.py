@@ -1,18 +1,36 @@
-"""Maps the application's access errors to the standard 404 and 403 pages.
+"""Maps the application's errors to the standard 404, 403 and 500 pages.
 
 HTML views may simply let NotFound / PermissionDenied from selectors propagate;
 other ApplicationErrors are for the view to show as a message next to the form.
+Anything else is unexpected: logged by type and place only (its message might
+quote data), answered with the 500 page.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.core.exceptions import BadRequest, SuspiciousOperation
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.http.multipartparser import MultiPartParserError
 from django.views import defaults
 
 from dpportal.errors import NotFound, PermissionDenied
+from dpportal.logsafe import exception_summary
+
+logger = logging.getLogger(__name__)
+
+#: exceptions Django's handler maps to 4xx pages by itself
+_DJANGO_MAPPED = (
+    Http404,
+    DjangoPermissionDenied,
+    BadRequest,
+    SuspiciousOperation,
+    MultiPartParserError,
+)
 
 SESSION_KEY = re.compile(r"[a-z0-9]{8,64}")
 
@@ -31,7 +49,16 @@ class ApplicationErrorMiddleware:
             return defaults.page_not_found(request, exception)
         if isinstance(exception, PermissionDenied):
             return defaults.permission_denied(request, exception)
-        return None
+        if isinstance(exception, _DJANGO_MAPPED) or settings.DEBUG:
+            # Django answers these 404/403/400 itself; in DEBUG, its technical page.
+            return None
+        match = request.resolver_match
+        logger.error(
+            "unexpected error in %s: %s",
+            match.view_name if match else request.path,
+            exception_summary(exception),
+        )
+        return defaults.server_error(request)
 
 
 class MalformedSessionCookieMiddleware:

@@ -14,6 +14,7 @@ Outside DEBUG the settings fail closed: no SECRET_KEY, no start.
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -124,11 +125,14 @@ REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_RESULT_BACKEND = REDIS_URL
+    # Redis is a cache, never a dependency of a read: a Redis error is a cache miss
+    # (dpportal/cache.py), and a Redis that is down costs milliseconds, not seconds.
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "dpportal.cache.FallbackRedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": os.environ.get("CACHE_KEY_PREFIX", "dpportal"),
+            "OPTIONS": {"socket_connect_timeout": 0.25, "socket_timeout": 1.0},
         }
     }
 else:
@@ -246,6 +250,15 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Sessions live in the database, never only in the cache: logging in and staying
+# logged in must not depend on Redis.
+SESSION_ENGINE = "django.contrib.sessions.backends.db"
+# API tokens expire this many days after they were issued (then 401, obtain a new one).
+DPPORTAL_TOKEN_LIFETIME = timedelta(days=env_int("DPPORTAL_TOKEN_LIFETIME_DAYS", 30))
+# Reverse proxies in front of the app that append the client address to
+# X-Forwarded-For. 0 (the default): the header is ignored and the connection's
+# address is the client's; with N, the N-th address from the right is.
+DPPORTAL_TRUSTED_PROXIES = env_int("DPPORTAL_TRUSTED_PROXIES", 0)
 LOGIN_URL = "accounts:login"
 LOGIN_REDIRECT_URL = "accounts:home"
 LOGOUT_REDIRECT_URL = "public:home"
@@ -265,8 +278,16 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_THROTTLE_RATES": {"anon": os.environ.get("API_ANON_THROTTLE", "120/minute")},
-    "EXCEPTION_HANDLER": "dpportal.api.exception_handler",
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": os.environ.get("API_ANON_THROTTLE", "120/minute"),
+        # logging in (the page and the token endpoint): every attempt from one address,
+        # and failed attempts for one username (then even the right password waits)
+        "login_address": os.environ.get("DPPORTAL_LOGIN_ADDRESS_RATE", "30/minute"),
+        "login_username": os.environ.get("DPPORTAL_LOGIN_FAILURE_RATE", "10/hour"),
+    },
+    # Throttles identify clients by address: X-Forwarded-For only through trusted proxies.
+    "NUM_PROXIES": DPPORTAL_TRUSTED_PROXIES,
+    "EXCEPTION_HANDLER": "dpportal.api.errors.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "dpportal API",
@@ -278,6 +299,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "SCHEMA_PATH_PREFIX": r"/api/v1",
+    # Django's slug converter, stated in the schema (clients and fuzzers see the rule).
+    "PATH_CONVERTER_OVERRIDES": {"slug": {"type": "string", "pattern": "^[-a-zA-Z0-9_]+$"}},
     "ENUM_NAME_OVERRIDES": {
         "DatasetStatusEnum": "datasets.models.Dataset.Status",
         "ReleaseStatusEnum": "releases.models.Release.Status",
@@ -289,13 +312,22 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- security (production fails closed; see `manage.py check --deploy`) --------------
-SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Behind a TLS-terminating proxy, name the header it sets (e.g. X-Forwarded-Proto):
+# a request is then taken as HTTPS when that header says "https". Unset: no header
+# is trusted (a client could send it), which is right when gunicorn faces clients.
+_proxy_ssl_header = os.environ.get("SECURE_PROXY_SSL_HEADER", "").strip()
+if _proxy_ssl_header:
+    SECURE_PROXY_SSL_HEADER = (
+        "HTTP_" + _proxy_ssl_header.upper().replace("-", "_").removeprefix("HTTP_"),
+        "https",
+    )
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG)
 CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 31536000)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = not DEBUG
-SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+# The header only consents to preloading; submitting the domain stays the operator's act.
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", not DEBUG)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
@@ -330,7 +362,14 @@ CONTENT_SECURITY_POLICY = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "formatters": {
+        "plain": {
+            # An exception is written as its type and place, never its message or a
+            # traceback (which might quote data): dpportal/logsafe.py.
+            "class": "dpportal.logsafe.SummaryFormatter",
+            "format": "%(asctime)s %(levelname)s %(name)s: %(message)s",
+        }
+    },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
 }

@@ -65,21 +65,35 @@ def test_compute_task_retry_does_not_record_the_exception_text():
     assert CANARY not in text
 
 
-def test_compute_task_failure_recording_error_does_not_carry_the_exception_text(monkeypatch):
+def test_compute_task_failure_recording_error_does_not_carry_the_exception_text(
+    monkeypatch, caplog
+):
+    attempts = []
+
     def database_down(**kwargs):
+        attempts.append(kwargs)
         raise RuntimeError("the database is unreachable")
 
     monkeypatch.setattr(tasks, "release_fail", database_down)
     task = _FakeTask()
     task.request.retries = task.max_retries  # retries exhausted: the release is failed
-    try:
+    escaped = None
+    with caplog.at_level("INFO"):
         try:
-            raise ValueError(f"could not convert the value {CANARY}")
-        except ValueError as exc:
-            tasks._retry_or_fail(task, release_id=1, exc=exc)
-    except Exception as escaped:  # what Celery would log with its traceback
-        text = ExceptionInfo((type(escaped), escaped, escaped.__traceback__)).traceback
-        assert CANARY not in text
+            try:
+                raise ValueError(f"could not convert the value {CANARY}")
+            except ValueError as exc:
+                tasks._retry_or_fail(task, release_id=1, exc=exc)
+        except Exception as error:  # what Celery would log with its traceback
+            escaped = error
+    assert len(attempts) == 1, "the failure was not recorded"
+    assert CANARY not in attempts[0]["reason"]
+    # whatever escapes to Celery, and everything logged, names the failure without its text
+    text = caplog.text
+    if escaped is not None:
+        text += ExceptionInfo((type(escaped), escaped, escaped.__traceback__)).traceback
+    assert "RuntimeError" in text  # the recording error is reported...
+    assert CANARY not in text  # ...without the data error's message
 
 
 # --- public surfaces ------------------------------------------------------------------
