@@ -142,6 +142,11 @@ class DatasetDetailView(View):
 class DatasetConfirmUnitView(View):
     """An owner confirms the privacy unit shown on the dataset's page (posted back as read)."""
 
+    def get(self, request: HttpRequest, pk: int) -> HttpResponse:
+        # the form lives on the dataset's page; others get the same 404 as for that page
+        dataset_get_for_member(dataset_id=pk, user=request.user, roles=OWNER)
+        return redirect("datasets:detail", pk)
+
     def post(self, request: HttpRequest, pk: int) -> HttpResponse:
         dataset = dataset_get_for_member(dataset_id=pk, user=request.user, roles=OWNER)
         data = request.POST
