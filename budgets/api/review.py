@@ -1,4 +1,4 @@
-"""Serializers of the review document (releases.review_selectors.ReviewDocument).
+"""Serializers of the review document (releases.review_types.ReviewDocument).
 
 Exact values as strings (AmountField for Decimals, ExactNumberField for the
 math's Fractions and floats), next to the `*_text` fields written for people
@@ -157,7 +157,7 @@ class EarlierReleaseSerializer(serializers.Serializer):
 
 
 class ReviewDocumentSerializer(serializers.Serializer):
-    """What a reviewer judges: releases.review_selectors.ReviewDocument."""
+    """What a reviewer judges: releases.review_types.ReviewDocument."""
 
     dataset = serializers.CharField(source="dataset_name")
     mechanism = serializers.CharField()

@@ -38,14 +38,7 @@ def budget(value: Any) -> str:
 
 @register.filter
 def noisy(value: Any, halfwidth_value: Any = None) -> str:
-    if value is None or value == "":
-        return ""
-    try:
-        return formatting.noisy(
-            value, halfwidth_value if halfwidth_value not in ("", None) else None
-        )
-    except (TypeError, ValueError):
-        return ""
+    return _safe(formatting.noisy, value, None if halfwidth_value == "" else halfwidth_value)
 
 
 @register.filter
