@@ -87,6 +87,12 @@ class BudgetRequest(models.Model):
         default=dict, help_text="Statistics and accuracy preview, public parameters only."
     )
     spec_hash = models.CharField(max_length=64)
+    mechanisms = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="The release's noise mechanisms with exact parameters "
+        "(dpportal.privacy.mechanism_records), frozen with its specification.",
+    )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="budget_requests"
@@ -159,6 +165,11 @@ class LedgerEntry(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     note = models.CharField(max_length=500, blank=True)
+    # What a tight accountant needs (MechanismRecord.to_dict per distinct mechanism),
+    # copied from the request on reserve and from the reserve on settlement. Empty on
+    # rows written before mechanism records existed: they are accounted as generic
+    # (epsilon, delta) mechanisms from the columns above.
+    mechanisms = models.JSONField(default=list, blank=True)
 
     objects = LedgerEntryQuerySet.as_manager()
 

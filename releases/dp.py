@@ -19,6 +19,7 @@ import numpy as np
 from dpportal.errors import ValidationFailed
 from dpportal.privacy import accounting, mechanisms, noise, planning, sensitivity
 from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.mechanism_records import merge_records, records_from_explanation
 from dpportal.privacy.params import exact_str
 from dpportal.privacy.rng import RandomSource
 
@@ -177,6 +178,21 @@ def statistic_noise(*, plan: ReleasePlan, stat: StatisticPlan) -> tuple[noise.No
         )  # fmt: skip
     except PrivacyParameterError as exc:
         raise ValidationFailed(f"Statistic {stat.position + 1}: {exc}")
+
+
+def release_mechanisms(*, plan: ReleasePlan) -> list[dict[str, Any]]:
+    """The release's mechanism records (exact parameters) for the tight accountant.
+
+    From the same NoiseSpecs the mechanisms will use (`statistic_noise`), equal
+    mechanisms merged (self-composition), as JSON dicts (MechanismRecord.to_dict).
+    """
+    records = [
+        record
+        for stat in plan.statistics
+        for spec in statistic_noise(plan=plan, stat=stat)
+        for record in records_from_explanation(spec.describe())
+    ]
+    return [r.to_dict() for r in merge_records(records)]
 
 
 def epsilon_for_target(*, plan: ReleasePlan, stat: StatisticPlan) -> Fraction:

@@ -125,6 +125,7 @@ def release_submit(*, release: Release, actor: AbstractBaseUser) -> Release:
             summary=frozen.summary,
             spec_hash=frozen.spec_hash,
             requested_by=actor,
+            mechanisms=frozen.mechanisms,
         )
         locked.spec = frozen.spec
         locked.spec_hash = frozen.spec_hash

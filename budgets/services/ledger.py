@@ -124,6 +124,7 @@ def _settle(
                 kind=kind,
                 epsilon=reserve.epsilon,
                 delta=reserve.delta,
+                mechanisms=reserve.mechanisms,
                 actor=actor if actor is not None and actor.is_authenticated else None,
                 note=note,
             )

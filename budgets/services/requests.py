@@ -19,7 +19,12 @@ from budgets.amounts import text as _text
 from budgets.models import BudgetRequest, LedgerEntry, Membership, Project
 from budgets.selectors import budget_summary as _ledger_totals
 from budgets.services.ledger import _lock_request, _open_reservation, _settle, _user_roles
-from budgets.services.validation import TITLE_MAX_LENGTH, _check_comment, parse_cost
+from budgets.services.validation import (
+    TITLE_MAX_LENGTH,
+    _check_comment,
+    parse_cost,
+    parse_mechanisms,
+)
 from dpportal.errors import (
     BudgetExceeded,
     InvalidTransition,
@@ -43,10 +48,13 @@ def budget_request_create(
     summary: dict,
     spec_hash: str,
     requested_by: AbstractBaseUser,
+    mechanisms: list | None = None,
 ) -> BudgetRequest:
     """File a request for `epsilon`/`delta` of `project`'s budget (status pending).
 
-    No ledger entry yet: only an approval reserves budget.
+    No ledger entry yet: only an approval reserves budget. `mechanisms`: the
+    release's mechanism records (MechanismRecord.to_dict); none means the tight
+    accountant treats the request as a generic (epsilon, delta) mechanism.
     """
     title = (title or "").strip() if isinstance(title, str) else ""
     if not title:
@@ -67,6 +75,7 @@ def budget_request_create(
         raise ValidationFailed("The request's summary must be a JSON object.")
     if not isinstance(spec_hash, str) or not (0 < len(spec_hash) <= 64):
         raise ValidationFailed("The request needs the specification's hash (at most 64 chars).")
+    records = parse_mechanisms(mechanisms or [], epsilon=eps, delta=dlt)
     if Membership.Role.OWNER not in _user_roles(project=project, user=requested_by):
         raise PermissionDenied("Only an owner of the project may request budget.")
     budget_request = BudgetRequest.objects.create(
@@ -77,6 +86,7 @@ def budget_request_create(
         summary=summary,
         spec_hash=spec_hash,
         requested_by=requested_by,
+        mechanisms=records,
     )
     logger.info("budget request %s filed in project %s", budget_request.pk, project.pk)
     return budget_request
@@ -149,6 +159,7 @@ def budget_request_approve(
             kind=LedgerEntry.Kind.RESERVE,
             epsilon=budget_request.epsilon,
             delta=budget_request.delta,
+            mechanisms=budget_request.mechanisms,
             actor=reviewer,
             note="approved",
         )

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
+from fractions import Fraction
 
 from budgets.amounts import EXACT as _EXACT
 from budgets.models import DELTA_FIELD, EPSILON_FIELD
 from dpportal.errors import ValidationFailed
+from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.mechanism_records import MechanismRecord, merge_records
+from dpportal.privacy.pld import basic_cost
 
 COMMENT_MAX_LENGTH = 2000
 TITLE_MAX_LENGTH = 200
@@ -99,3 +103,22 @@ def parse_caps(epsilon_cap: object, delta_cap: object) -> tuple[Decimal, Decimal
     if eps >= Decimal(10) ** (EPSILON_FIELD["max_digits"] - EPSILON_FIELD["decimal_places"]):
         raise ValidationFailed("The epsilon cap is too large.")
     return eps, dlt
+
+
+def parse_mechanisms(mechanisms: object, *, epsilon: Decimal, delta: Decimal) -> list[dict]:
+    """A release's mechanism records, validated and in canonical form (MechanismRecord.to_dict).
+
+    The records are the mechanisms' exact parameters; their basic-composition cost
+    may not exceed the request's (epsilon, delta), or the two would describe
+    different releases.
+    """
+    if not isinstance(mechanisms, list):
+        raise ValidationFailed("The request's mechanisms must be a list.")
+    try:
+        records = merge_records(MechanismRecord.from_dict(m) for m in mechanisms)
+    except (PrivacyParameterError, KeyError, TypeError, ValueError) as exc:
+        raise ValidationFailed(f"The request's mechanisms are not valid: {exc}")
+    cost = basic_cost(records)
+    if cost.epsilon > Fraction(epsilon) or cost.delta > Fraction(delta):
+        raise ValidationFailed("The request's mechanisms cost more than the request asks for.")
+    return [r.to_dict() for r in records]

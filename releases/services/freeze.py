@@ -90,6 +90,7 @@ class FrozenRelease:
     epsilon: Decimal
     delta: Decimal
     summary: dict[str, Any]
+    mechanisms: list[dict[str, Any]]
 
 
 def release_freeze(*, release: Release) -> FrozenRelease:
@@ -112,5 +113,10 @@ def release_freeze(*, release: Release) -> FrozenRelease:
     summary["title"] = release.title
     summary["release"] = release.pk
     return FrozenRelease(
-        spec=spec, spec_hash=spec_hash(spec), epsilon=cost_eps, delta=cost_delta, summary=summary
+        spec=spec,
+        spec_hash=spec_hash(spec),
+        epsilon=cost_eps,
+        delta=cost_delta,
+        summary=summary,
+        mechanisms=dp.release_mechanisms(plan=plan),
     )
