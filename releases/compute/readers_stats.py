@@ -109,4 +109,3 @@ class StatsReader:
         if self.kind == "grouped_sum":
             return Partial([grouped.sum_units])
         return Partial([grouped.sum_units, grouped.counts])
-
