@@ -12,6 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 from dpportal.privacy.accuracy import mean_interval, result_halfwidth
+from releases import stats_results
 from releases.results_text import noise_parameters
 
 
@@ -20,6 +21,17 @@ def _mean_row(explanation: dict[str, Any], *, confidence: object) -> dict[str, A
     # the interval is asymmetric: its larger side fixes the precision shown
     halfwidth = max(high - estimate, estimate - low)
     return {"cell": "Mean", "value": estimate, "low": low, "high": high, "halfwidth": halfwidth}
+
+
+def _new_kind_rows(entry: dict[str, Any], *, confidence: object) -> list[dict[str, Any]]:
+    cells = stats_results.statistic_intervals(entry, confidence=confidence)
+    rows = []
+    for label, cell in zip(entry["cells"], cells, strict=True):
+        halfwidth = cell["halfwidth"]
+        if halfwidth is None and cell["low"] is not None:
+            halfwidth = max(cell["high"] - cell["value"], cell["value"] - cell["low"])
+        rows.append({"cell": label, **cell, "halfwidth": halfwidth})
+    return rows
 
 
 def results_for_display(payload: dict[str, Any]) -> list[dict[str, Any]]:
@@ -48,7 +60,10 @@ def results_for_display(payload: dict[str, Any]) -> list[dict[str, Any]]:
             "halfwidth_simultaneous": None,
             "argmax": entry.get("argmax"),
         }
-        if entry["kind"] == "mean":
+        if entry["kind"] in stats_results.NEW_KINDS:
+            item["rows"] = _new_kind_rows(entry, confidence=confidence)
+            item["rank_errors"] = entry["kind"] == "quantiles"
+        elif entry["kind"] == "mean":
             item["rows"] = [_mean_row(explanation, confidence=confidence)]
         elif entry["kind"] == "argmax":
             item["halfwidth"] = result_halfwidth(explanation, confidence=confidence)

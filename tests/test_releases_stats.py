@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+
 import pytest
+from django.urls import reverse
 
 from dpportal.errors import ValidationFailed
 from dpportal.privacy.rng import SeededTestRandom
@@ -57,6 +62,46 @@ def test_new_kinds_plan_preview_and_compute(project, owner, reviewer, dataset):
     assert out[3]["values"][0] in ("0", "18", "40", "65", "100")
     assert out[4]["cells"] == ["All rows"] and float(out[4]["values"][0]) > 0
     assert out[5]["explanation"]["statistic"] == "spread"
+    check_pages_and_downloads(client_for(owner), release, out)
+
+
+def client_for(user):
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def check_pages_and_downloads(client, release, out):
+    """Members' page, publish, public page, JSON and CSV downloads, API results: no error."""
+    assert client.get(reverse("releases:detail", args=[release.pk])).status_code == 200
+    release = lifecycle.release_publish(
+        release=Release.objects.get(pk=release.pk), actor=release.created_by
+    )
+    args = [release.project.slug, release.pk]
+    assert client.get(reverse("public:release", args=args)).status_code == 200
+    record = json.loads(client.get(reverse("public:release-json", args=args)).content)
+    stats = {s["position"]: s for s in record["statistics"]}
+    median = stats[2]["cells"][1]
+    assert median["cell"] == "Median" and median["value"] == out[2]["values"][1]
+    assert median["rank_error"] > 0 and median["lower"] is None
+    mean_cell = stats[1]["cells"][0]
+    assert mean_cell["lower"] <= mean_cell["value"] <= mean_cell["upper"]
+    sd = stats[4]["cells"][0]
+    assert 0 <= sd["lower"] <= sd["value"] <= sd["upper"]
+    total = stats[0]["cells"][0]
+    assert total["halfwidth"] > 0 and total["simultaneous_halfwidth"] > total["halfwidth"]
+    text = client.get(reverse("public:release-csv", args=args)).content.decode()
+    rows = list(csv.DictReader(io.StringIO(text)))
+    quantile_rows = [r for r in rows if r["kind"] == "quantiles"]
+    assert len(quantile_rows) == 4 and all(r["rank_error"] for r in quantile_rows)
+    assert all(r["lower"] for r in rows if r["kind"] in ("grouped_mean", "stddev"))
+    assert {r["group_columns"] for r in rows if r["kind"] == "grouped_mean"} == {"region x age"}
+    api = client.get(f"/api/v1/releases/{release.pk}/results/?confidence=0.99")
+    assert api.status_code == 200
+    kinds = [s["kind"] for s in api.json()["statistics"]]
+    assert kinds == [s["kind"] for s in NEW]
 
 
 @pytest.mark.django_db

@@ -19,6 +19,7 @@ from typing import Any
 
 from dpportal import formatting
 from dpportal.privacy import accuracy
+from releases import stats_results
 from releases.models import Release
 from releases.public import notes
 from releases.public.options import (
@@ -76,7 +77,9 @@ def _noise_part(explanation: dict) -> dict[str, Any]:
 
 def _noise(explanation: dict, *, kind: str) -> dict[str, Any]:
     """The noise distribution(s) in words and their parameter (in value units)."""
-    if kind == "mean":
+    if kind in stats_results.NEW_KINDS and kind not in ("grouped_sum", "grouped_mean"):
+        return _noise_new_kind(explanation, kind=kind)
+    if kind in ("mean", "grouped_mean"):
         total = _noise_part(explanation["sum"])
         count = _noise_part(explanation["count"])
         return {
@@ -89,8 +92,35 @@ def _noise(explanation: dict, *, kind: str) -> dict[str, Any]:
     return _noise_part(explanation)
 
 
+def _noise_new_kind(explanation: dict, *, kind: str) -> dict[str, Any]:
+    """Quantiles: the selection, no noise parameter; spread: its three noised parts."""
+    if kind == "quantiles":
+        m = formatting.integer(explanation.get("candidates"))
+        return {
+            "name": "exact permute-and-flip selection",
+            "parameter": None,
+            "value": None,
+            "granularity": "1",
+            "parameter_text": f"permute-and-flip over {m} public candidates (no added noise)",
+        }
+    gamma = Decimal(str(explanation["granularity"]))
+    parts = {
+        "count": _noise_part(explanation["count"]),
+        "sum": _noise_part({**explanation["sum"], "granularity": str(gamma / 2)}),
+        "squares": _noise_part({**explanation["squares"], "granularity": str(gamma * gamma / 4)}),
+    }
+    return {
+        "name": parts["squares"]["name"],
+        "parameter": parts["squares"]["parameter"],
+        **parts,
+        "parameter_text": "; ".join(f"{k}: {v['parameter_text']}" for k, v in parts.items()),
+    }
+
+
 def _layout(entry: dict) -> str:
     kind = entry["kind"]
+    if kind in stats_results.NEW_KINDS:
+        return stats_results.layout(entry)
     if kind == "argmax":
         return "statement"
     if kind in ("sum", "mean"):
@@ -113,7 +143,18 @@ def _intervals(entry: dict, values: list[float]) -> dict[str, dict[str, dict[str
         out[level] = {}
         for interval_kind in INTERVAL_KINDS:
             simultaneous = interval_kind == "simultaneous"
-            if kind == "argmax":
+            if kind in stats_results.NEW_KINDS:
+                cells = stats_results.statistic_intervals(
+                    entry, confidence=level, simultaneous=simultaneous
+                )
+                out[level][interval_kind] = {
+                    "halfwidths": [c["halfwidth"] for c in cells],
+                    "lower": [c["low"] for c in cells],
+                    "upper": [c["high"] for c in cells],
+                }
+                if kind == "quantiles":
+                    out[level][interval_kind]["rank_errors"] = [c["rank_error"] for c in cells]
+            elif kind == "argmax":
                 out[level][interval_kind] = {"halfwidths": [], "lower": [], "upper": []}
             elif kind == "mean":
                 _, lower, upper = accuracy.mean_interval(explanation, confidence=level)
@@ -151,6 +192,8 @@ def _texts(stat: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if stat["kind"] == "argmax":
         return out
+    if stat["kind"] == "quantiles":
+        return _quantile_texts(stat)
     for level in CONFIDENCE_LEVELS:
         per_cell = stat["intervals"][level]["per_cell"]
         texts: dict[str, Any] = {
@@ -178,6 +221,23 @@ def _texts(stat: dict[str, Any]) -> dict[str, Any]:
         out[level] = texts
     if stat["clampable"]:
         out["rounded"] = [formatting.integer(max(0, round(v))) for v in values]
+    return out
+
+
+def _quantile_texts(stat: dict[str, Any]) -> dict[str, Any]:
+    """Quantiles: the chosen candidates exactly, and the rank error in records (no interval)."""
+    out: dict[str, Any] = {}
+    for level in CONFIDENCE_LEVELS:
+        texts: dict[str, Any] = {"value": [formatting.exact(v) for v in stat["exact_values"]]}
+        for interval_kind in INTERVAL_KINDS:
+            errors = stat["intervals"][level][interval_kind]["rank_errors"]
+            texts[interval_kind] = {
+                "lower": [""] * len(errors),
+                "upper": [""] * len(errors),
+                "halfwidth": [""] * len(errors),
+                "rank_error": [formatting.significant(t) for t in errors],
+            }
+        out[level] = texts
     return out
 
 
@@ -223,16 +283,27 @@ def _statistic_data(
         "noise": _noise(explanation, kind=kind),
         "intervals": _intervals(entry, values),
         "argmax": entry.get("argmax"),
-        "count_nonpositive": bool(explanation.get("count_nonpositive"))
-        if kind == "mean"
-        else False,
+        "count_nonpositive": _count_nonpositive(explanation, kind=kind),
+        "group_columns": list(entry.get("group_columns") or []),
+        "quantiles": list(entry.get("quantiles") or []),
+        "exact_values": list(entry.get("values") or []),
         "notes": notes.statistic_notes(entry=entry, spec=spec, unit=unit_note),
     }
     data["text"] = _texts(data)
     return data
 
 
+def _count_nonpositive(explanation: dict, *, kind: str) -> bool:
+    if kind == "mean":
+        return bool(explanation.get("count_nonpositive"))
+    if kind == "grouped_mean":
+        return any(explanation.get("count_nonpositive") or [])
+    return False
+
+
 def _value_title(kind: str, columns: list[str]) -> str:
+    if kind in stats_results.NEW_KINDS:
+        return stats_results.value_title(kind, columns)
     if kind in ("count", "histogram"):
         return "count"
     if kind == "sum":
