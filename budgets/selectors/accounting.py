@@ -37,6 +37,7 @@ __all__ = [
     "committed_records",
     "cost_fits",
     "entry_records",
+    "epsilon_text",
     "float_exact",
     "project_cap_check",
 ]
@@ -86,7 +87,8 @@ def float_exact(value: float) -> str | None:
     return amounts.fmt(Decimal(repr(value)))
 
 
-def _eps_text(value: float) -> str:
+def epsilon_text(value: float) -> str:
+    """A float accountant's epsilon for a person (formatting.budget), or words when infinite."""
     return formatting.budget(value) if math.isfinite(value) else "more than any finite epsilon"
 
 
@@ -128,9 +130,9 @@ class CostFit:
         return (
             f"{message} Counted tightly (privacy loss distributions, at the cap's delta "
             f"{amounts.text(self.project.delta_cap)}), the project has used epsilon "
-            f"{_eps_text(self.tight.before.pld_epsilon)} of its cap of "
+            f"{epsilon_text(self.tight.before.pld_epsilon)} of its cap of "
             f"{amounts.text(self.project.epsilon_cap)}, and {what} would bring it to "
-            f"epsilon {_eps_text(self.tight.after.pld_epsilon)}."
+            f"epsilon {epsilon_text(self.tight.after.pld_epsilon)}."
         )
 
     def extra(self) -> dict[str, str | None]:
