@@ -83,9 +83,10 @@ def test_exact_decimal_sums_reach_the_cap_exactly(project, owner, reviewer):
     with pytest.raises(BudgetExceeded, match="only epsilon 0, delta 0.00001 remain") as info:
         budget_request_approve(budget_request_id=extra.pk, reviewer=reviewer)
     assert "Counted tightly" in info.value.message
-    assert "epsilon 0.9937 of its cap of 1, and this request would bring it to epsilon 1.038" in (
-        info.value.message
-    )
+    assert (
+        "epsilon 0.9937 of its cap of 1, so epsilon 0.006309 remains, and this request would "
+        "bring it to epsilon 1.038"
+    ) in info.value.message
     assert info.value.extra["epsilon_remaining"] == "0"
     assert float(info.value.extra["tight_epsilon_committed"]) == pytest.approx(0.99369, abs=1e-4)
     # ... while a sliver the sums cannot admit fits under the tight bound.

@@ -119,20 +119,35 @@ class CostFit:
         """
         eps_left = amounts.sub(self.project.epsilon_cap, self.summary.epsilon_committed)
         delta_left = amounts.sub(self.project.delta_cap, self.summary.delta_committed)
-        message = (
+        cost = (
             f"Budget exceeded: {what} costs epsilon {amounts.text(self.epsilon)}, "
-            f"delta {amounts.text(self.delta)}, but only epsilon {amounts.text(eps_left)}, "
-            f"delta {amounts.text(delta_left)} remain in the project by basic composition "
-            "(the plain sums of all releases)."
+            f"delta {amounts.text(self.delta)}"
         )
+        if eps_left >= 0 and delta_left >= 0:
+            message = (
+                f"{cost}, but only epsilon {amounts.text(eps_left)}, delta "
+                f"{amounts.text(delta_left)} remain in the project by basic composition "
+                "(the plain sums of all releases)."
+            )
+        else:
+            message = (
+                f"{cost}, and by basic composition (the plain sums of all releases) the "
+                f"project is already past its cap: epsilon "
+                f"{amounts.text(self.summary.epsilon_committed)}, delta "
+                f"{amounts.text(self.summary.delta_committed)} committed of epsilon "
+                f"{amounts.text(self.project.epsilon_cap)}, delta "
+                f"{amounts.text(self.project.delta_cap)}."
+            )
         if self.tight is None:
             return message
+        before, after = self.tight.before.pld_epsilon, self.tight.after.pld_epsilon
+        left = float(self.project.epsilon_cap) - before
+        remains = f", so epsilon {epsilon_text(left)} remains" if left > 0 else ""
         return (
             f"{message} Counted tightly (privacy loss distributions, at the cap's delta "
             f"{amounts.text(self.project.delta_cap)}), the project has used epsilon "
-            f"{epsilon_text(self.tight.before.pld_epsilon)} of its cap of "
-            f"{amounts.text(self.project.epsilon_cap)}, and {what} would bring it to "
-            f"epsilon {epsilon_text(self.tight.after.pld_epsilon)}."
+            f"{epsilon_text(before)} of its cap of {amounts.text(self.project.epsilon_cap)}"
+            f"{remains}, and {what} would bring it to epsilon {epsilon_text(after)}."
         )
 
     def extra(self) -> dict[str, str | None]:
