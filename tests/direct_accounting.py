@@ -9,6 +9,7 @@ exact strings) and builds every PLD with dp_accounting's own factories
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from fractions import Fraction
 
 from dp_accounting.pld import privacy_loss_distribution as lib
 from dp_accounting.pld.common import DifferentialPrivacyParameters
@@ -16,26 +17,31 @@ from dp_accounting.pld.common import DifferentialPrivacyParameters
 DISCRETISATION = 1e-3
 
 
+def _num(text: str) -> float:
+    """An exact published number ("0.25" or "10/3") as a float."""
+    return float(Fraction(text))
+
+
 def record_pld(record: Mapping[str, str], discretisation: float = DISCRETISATION):
     """One record's PLD, `count` times, from dp_accounting's factories."""
     kind = record["kind"]
     if kind == "discrete_laplace":
         one = lib.from_discrete_laplace_mechanism(
-            1 / float(record["scale"]),
-            int(record["sensitivity"]),
+            1 / _num(record["scale"]),
+            int(Fraction(record["sensitivity"])),
             value_discretization_interval=discretisation,
             use_connect_dots=True,
         )
     elif kind == "discrete_gaussian":
         one = lib.from_discrete_gaussian_mechanism(
-            float(record["sigma"]),
-            int(record["sensitivity"]),
+            _num(record["sigma"]),
+            int(Fraction(record["sensitivity"])),
             value_discretization_interval=discretisation,
             use_connect_dots=True,
         )
     else:  # report_noisy_max, generic_eps_delta: any (eps, delta)-DP mechanism
         one = lib.from_privacy_parameters(
-            DifferentialPrivacyParameters(float(record["epsilon"]), float(record["delta"])),
+            DifferentialPrivacyParameters(_num(record["epsilon"]), _num(record["delta"])),
             value_discretization_interval=discretisation,
         )
     count = int(record.get("count", 1))
