@@ -26,8 +26,9 @@ from budgets.services import (
     budget_request_approve,
     budget_request_create,
     budget_request_withdraw,
+    project_caps_update,
 )
-from dpportal.errors import BudgetExceeded
+from dpportal.errors import BudgetExceeded, ValidationFailed
 from dpportal.privacy import noise, pld
 from dpportal.privacy.mechanism_records import MechanismRecord, records_from_explanation
 from releases.services.preview import release_preview
@@ -229,3 +230,20 @@ def test_concurrent_gaussian_approvals_only_tight_accounting_admits(pg):
     assert committed_epsilon_directly(project) <= 10 + 1e-3
     assert budget_summary(project=project).epsilon_committed == fit
     call_command("audit_ledger")  # raises CommandError on any violation
+
+
+def test_owner_may_lower_the_cap_to_what_the_tight_accountant_counts(
+    tight_project, owner, reviewer
+):
+    for i in range(20):
+        budget_request_approve(
+            budget_request_id=gaussian_request(tight_project, owner, f"c{i}").pk,
+            reviewer=reviewer,
+        )
+    tight = pld.pld_epsilon([GAUSS.times(20)], Fraction("1e-5"))
+    assert 4 < tight < 5  # by the plain sums: 20, past the cap of 10 already
+    with pytest.raises(ValidationFailed, match="cannot go below the 20 already committed"):
+        project_caps_update(project=tight_project, actor=owner, epsilon_cap="4", delta_cap="1e-5")
+    project_caps_update(project=tight_project, actor=owner, epsilon_cap="5", delta_cap="1e-5")
+    assert tight_project.epsilon_cap == 5
+    call_command("audit_ledger")
