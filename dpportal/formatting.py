@@ -43,8 +43,14 @@ def to_decimal(value: Number) -> Decimal:
         if not math.isfinite(value):
             raise ValueError("not a finite number")
         return Decimal(repr(value))
+    text = str(value).strip()
+    if "/" in text:  # an exact ratio "p/q" (dpportal.privacy.params.exact_str)
+        try:
+            return to_decimal(Fraction(text))
+        except (ValueError, ZeroDivisionError) as exc:
+            raise ValueError("not a number") from exc
     try:
-        number = Decimal(str(value).strip())
+        number = Decimal(text)
     except InvalidOperation as exc:
         raise ValueError("not a number") from exc
     if not number.is_finite():

@@ -76,9 +76,23 @@ def test_exact_decimal_sums_reach_the_cap_exactly(project, owner, reviewer):
         req = make_request(project, owner, title=f"r{i}")
         budget_request_approve(budget_request_id=req.pk, reviewer=reviewer)
     assert budget_summary(project=project).epsilon_remaining == 0
-    extra = make_request(project, owner, epsilon="0.000000000001")
-    with pytest.raises(BudgetExceeded, match="only epsilon 0, delta 0.00001 remain"):
+    # By basic composition nothing remains; tightly, ten pure 0.1 releases are
+    # (0.9937, 0.00001)-DP (randomized response composed, the project's delta cap),
+    # so 0.05 more (1.0377 tightly) is refused by both bounds and the refusal says so...
+    extra = make_request(project, owner, epsilon="0.05")
+    with pytest.raises(BudgetExceeded, match="only epsilon 0, delta 0.00001 remain") as info:
         budget_request_approve(budget_request_id=extra.pk, reviewer=reviewer)
+    assert "Counted tightly" in info.value.message
+    assert (
+        "epsilon 0.9937 of its cap of 1, so epsilon 0.006309 remains, and this request would "
+        "bring it to epsilon 1.038"
+    ) in info.value.message
+    assert info.value.extra["epsilon_remaining"] == "0"
+    assert float(info.value.extra["tight_epsilon_committed"]) == pytest.approx(0.99369, abs=1e-4)
+    # ... while a sliver the sums cannot admit fits under the tight bound.
+    sliver = make_request(project, owner, epsilon="0.000000000001")
+    budget_request_approve(budget_request_id=sliver.pk, reviewer=reviewer)
+    assert budget_summary(project=project).epsilon_remaining == Decimal("-0.000000000001")
 
 
 def test_release_returns_reservation(project, owner, reviewer):

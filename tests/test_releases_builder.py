@@ -32,7 +32,7 @@ BAD = [
     ({"statistics": [{"kind": "count", "column": "nope", "category": "x"}]}, "no column named"),
     ({"statistics": [{"kind": "sum", "column": "income", "lower": "10", "upper": "1"}]}, "above"),
     ({"statistics": []}, "at least one statistic"),
-    ({"epsilon": "5"}, "remains in the project's budget"),
+    ({"epsilon": "5"}, "remain in the project by basic composition"),
     ({"epsilon": "-1"}, "greater than 0"),
     ({"statistics": [{"kind": "mean", "column": "region", "n_guess": 10}]}, "numeric column"),
     ({"statistics": [{"kind": "mean", "column": "age"}]}, "planning guess"),

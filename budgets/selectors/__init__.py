@@ -6,7 +6,13 @@ a request's budget standing), review (the reviewer's inbox), audit (the invarian
 registry (the public epsilon registry).
 """
 
-from budgets.selectors.accounting import committed_records, entry_records, project_cap_check
+from budgets.selectors.accounting import (
+    CostFit,
+    committed_records,
+    cost_fits,
+    entry_records,
+    project_cap_check,
+)
 from budgets.selectors.audit import (
     RELEASE_CLOSED_STATUSES,
     RELEASE_SPENT_STATUSES,
@@ -58,7 +64,9 @@ __all__ = [
     "InboxEntry",
     "StatisticLine",
     "budget_request_get_for_member",
+    "CostFit",
     "committed_records",
+    "cost_fits",
     "entry_records",
     "project_cap_check",
     "budget_request_list_pending_for_reviewer",

@@ -5,17 +5,42 @@ reservations alike), exactly the rows basic composition counts. Each reserve
 row carries the release's mechanism records (copied from its request at
 approval); a row written before records existed is a generic (epsilon, delta)
 mechanism, which every accountant may use soundly.
+
+"Fits under the cap" is decided in ONE place, `cost_fits`, for approval, the
+builder's preview, saving and submitting a draft and a request's standing, so
+an owner is never told "does not fit" of a release an approval would admit:
+the project stays within (epsilon_cap, delta_cap) when EITHER valid bound shows
+it (dpportal.privacy.pld, module docstring point 4). The basic sums are exact
+and cheap, so they are tried first; the PLD bound is computed only when they
+do not suffice (a correct short cut: the verdict is their OR).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import TYPE_CHECKING
 
+from budgets import amounts
 from budgets.models import LedgerEntry, Project
+from dpportal import formatting
 from dpportal.privacy.mechanism_records import MechanismRecord, merge_records
 from dpportal.privacy.pld import CapCheck, within_cap
 
-__all__ = ["committed_records", "entry_records", "project_cap_check"]
+if TYPE_CHECKING:  # budget's standing uses cost_fits: the summary type only for annotations
+    from budgets.selectors.budget import BudgetSummary
+
+__all__ = [
+    "CostFit",
+    "committed_records",
+    "cost_fits",
+    "entry_records",
+    "epsilon_text",
+    "float_exact",
+    "project_cap_check",
+]
 
 
 def entry_records(*, epsilon: object, delta: object, mechanisms: list) -> list[MechanismRecord]:
@@ -53,3 +78,117 @@ def project_cap_check(
         delta_cap=project.delta_cap,
         count_fit=count_fit,
     )
+
+
+def float_exact(value: float) -> str | None:
+    """A float accountant's epsilon for JSON: its shortest round-trip digits; None if infinite."""
+    if not math.isfinite(value):
+        return None
+    return amounts.fmt(Decimal(repr(value)))
+
+
+def epsilon_text(value: float) -> str:
+    """A float accountant's epsilon for a person (formatting.budget), or words when infinite."""
+    return formatting.budget(value) if math.isfinite(value) else "more than any finite epsilon"
+
+
+@dataclass(frozen=True)
+class CostFit:
+    """Whether a cost fits under its project's cap, and (when it was needed) the tight check.
+
+    within_basic: committed + cost within both caps by the plain sums; tight: the
+    PLD check, computed only when the sums do not suffice (None otherwise).
+    """
+
+    project: Project
+    summary: BudgetSummary
+    epsilon: Decimal
+    delta: Decimal
+    within_basic: bool
+    tight: CapCheck | None
+
+    @property
+    def within(self) -> bool:
+        """Within the cap by either bound."""
+        return self.within_basic or (self.tight is not None and self.tight.within)
+
+    def refusal(self, *, what: str) -> str:
+        """Why it does not fit, for a reviewer or owner: both bounds, in words.
+
+        `what` names the thing that costs ("this request", "this release").
+        """
+        eps_left = amounts.sub(self.project.epsilon_cap, self.summary.epsilon_committed)
+        delta_left = amounts.sub(self.project.delta_cap, self.summary.delta_committed)
+        cost = (
+            f"Budget exceeded: {what} costs epsilon {amounts.text(self.epsilon)}, "
+            f"delta {amounts.text(self.delta)}"
+        )
+        if eps_left >= 0 and delta_left >= 0:
+            message = (
+                f"{cost}, but only epsilon {amounts.text(eps_left)}, delta "
+                f"{amounts.text(delta_left)} remain in the project by basic composition "
+                "(the plain sums of all releases)."
+            )
+        else:
+            message = (
+                f"{cost}, and by basic composition (the plain sums of all releases) the "
+                f"project is already past its cap: epsilon "
+                f"{amounts.text(self.summary.epsilon_committed)}, delta "
+                f"{amounts.text(self.summary.delta_committed)} committed of epsilon "
+                f"{amounts.text(self.project.epsilon_cap)}, delta "
+                f"{amounts.text(self.project.delta_cap)}."
+            )
+        if self.tight is None:
+            return message
+        before, after = self.tight.before.pld_epsilon, self.tight.after.pld_epsilon
+        left = float(self.project.epsilon_cap) - before
+        remains = f", so epsilon {epsilon_text(left)} remains" if left > 0 else ""
+        return (
+            f"{message} Counted tightly (privacy loss distributions, at the cap's delta "
+            f"{amounts.text(self.project.delta_cap)}), the project has used epsilon "
+            f"{epsilon_text(before)} of its cap of {amounts.text(self.project.epsilon_cap)}"
+            f"{remains}, and {what} would bring it to epsilon {epsilon_text(after)}."
+        )
+
+    def extra(self) -> dict[str, str | None]:
+        """The refusal's machine-readable details: exact strings (JSON keeps exact values)."""
+        eps_left = amounts.sub(self.project.epsilon_cap, self.summary.epsilon_committed)
+        delta_left = amounts.sub(self.project.delta_cap, self.summary.delta_committed)
+        out: dict[str, str | None] = {
+            "epsilon_remaining": amounts.fmt(eps_left),
+            "delta_remaining": amounts.fmt(delta_left),
+        }
+        if self.tight is not None:
+            before, after = self.tight.before.pld_epsilon, self.tight.after.pld_epsilon
+            remaining = float(self.project.epsilon_cap) - before
+            out |= {
+                "tight_delta": amounts.fmt(self.project.delta_cap),
+                "tight_epsilon_committed": float_exact(before),
+                "tight_epsilon_after": float_exact(after),
+                "tight_epsilon_remaining": float_exact(remaining),
+            }
+        return out
+
+
+def cost_fits(
+    *,
+    project: Project,
+    summary: BudgetSummary,
+    epsilon: Decimal,
+    delta: Decimal,
+    mechanisms: list | None,
+) -> CostFit:
+    """Would committing (epsilon, delta) with these mechanism records keep `project` in its cap?
+
+    `summary`: the project's current basic totals (budget_summary, read under
+    the project's row lock by an approval). `mechanisms`: the release's records
+    (MechanismRecord.to_dict); none: a generic (epsilon, delta) mechanism.
+    The PLD bound is computed only when the basic sums do not fit (see the
+    module docstring): an approval within the plain sums costs no PLD.
+    """
+    within_basic = epsilon <= summary.epsilon_remaining and delta <= summary.delta_remaining
+    tight = None
+    if not within_basic:
+        candidate = entry_records(epsilon=epsilon, delta=delta, mechanisms=mechanisms or [])
+        tight = project_cap_check(project=project, candidate=candidate, count_fit=False)
+    return CostFit(project, summary, epsilon, delta, within_basic, tight)

@@ -9,7 +9,8 @@ from django.db.models import Sum
 
 from budgets import amounts
 from budgets.models import BudgetRequest, LedgerEntry, Project
-from budgets.selectors.budget import budget_summary
+from budgets.selectors.accounting import epsilon_text, project_cap_check
+from budgets.selectors.budget import BudgetSummary, budget_summary
 
 RELEASE_SPENT_STATUSES = ("computed", "published")
 
@@ -20,7 +21,9 @@ RELEASE_CLOSED_STATUSES = ("rejected", "withdrawn", "failed")
 def ledger_audit(*, project: Project | None = None) -> list[str]:
     """Every violation of the budget invariants, as sentences; empty when all hold.
 
-    Per project: committed <= both caps; totals from the database equal the exact
+    Per project: committed within the cap by either bound (the basic sums <= both
+    caps, or the tight accountant's epsilon at the cap's delta <= the epsilon
+    cap: the rule approval applies); totals from the database equal the exact
     sums of the entries; every entry's amounts equal its request's; no RESERVE
     without an approval; no settlement without a RESERVE; each computed or
     published release has exactly one CHARGE and no open RESERVE; closed releases
@@ -37,16 +40,7 @@ def _audit_project(project: Project) -> list[str]:
     problems: list[str] = []
     where = f"project {project.slug!r}"
     summary = budget_summary(project=project)
-    if summary.epsilon_committed > project.epsilon_cap:
-        problems.append(
-            f"{where}: epsilon committed {summary.epsilon_committed} exceeds the cap "
-            f"{project.epsilon_cap}"
-        )
-    if summary.delta_committed > project.delta_cap:
-        problems.append(
-            f"{where}: delta committed {summary.delta_committed} exceeds the cap "
-            f"{project.delta_cap}"
-        )
+    problems.extend(_audit_cap(project=project, where=where, summary=summary))
     if summary.epsilon_reserved < 0 or summary.delta_reserved < 0:
         problems.append(f"{where}: more settled than was ever reserved")
 
@@ -143,3 +137,30 @@ def _audit_releases_without_request(*, project: Project) -> list[str]:
         f"project {project.slug!r}: release {pk} is {status} without any budget request"
         for pk, status in rows
     ]
+
+
+def _audit_cap(*, project: Project, where: str, summary: BudgetSummary) -> list[str]:
+    """The committed budget against the cap: within by the sums, else by the PLD bound."""
+    over_eps = summary.epsilon_committed > project.epsilon_cap
+    over_delta = summary.delta_committed > project.delta_cap
+    if not (over_eps or over_delta):
+        return []
+    tight = project_cap_check(project=project, candidate=[], count_fit=False)
+    if tight.within_pld:
+        return []
+    problems = [
+        f"{where}: tightly (PLD) the committed releases are epsilon "
+        f"{epsilon_text(tight.after.pld_epsilon)} at delta {project.delta_cap}, over the cap "
+        f"{project.epsilon_cap}"
+    ]
+    if over_eps:
+        problems.append(
+            f"{where}: epsilon committed {summary.epsilon_committed} exceeds the cap "
+            f"{project.epsilon_cap}"
+        )
+    if over_delta:
+        problems.append(
+            f"{where}: delta committed {summary.delta_committed} exceeds the cap "
+            f"{project.delta_cap}"
+        )
+    return problems

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
 from typing import ClassVar
@@ -14,6 +14,7 @@ from django.db.models import Q, QuerySet, Sum
 
 from budgets import amounts
 from budgets.models import BudgetRequest, LedgerEntry, Membership, Project
+from budgets.selectors.accounting import cost_fits
 from budgets.selectors.projects import project_roles
 from dpportal.errors import NotFound
 
@@ -154,6 +155,8 @@ class BudgetStanding:
     delta_before: Decimal
     epsilon_after: Decimal
     delta_after: Decimal
+    # pending only: the tight (PLD) accountant admits the cost although the sums do not
+    fits_tight: bool = False
 
     LABELS: ClassVar[dict[str, tuple[str, str, str]]] = {
         "now": ("Remaining now", "Remaining after approval", ""),
@@ -189,8 +192,8 @@ class BudgetStanding:
 
     @property
     def fits(self) -> bool:
-        """Whether the cost fits (pending: approving would not be refused)."""
-        return self.epsilon_after >= 0 and self.delta_after >= 0
+        """Whether the cost fits (pending: approving would not be refused, by either bound)."""
+        return (self.epsilon_after >= 0 and self.delta_after >= 0) or self.fits_tight
 
 
 def _caps_at(*, project: Project, at: datetime) -> tuple[Decimal, Decimal]:
@@ -239,9 +242,20 @@ def budget_standing(
     status = budget_request.status
     if status == BudgetRequest.Status.PENDING:
         now = summary or budget_summary(project=project)
-        return _standing(
+        standing = _standing(
             budget_request=budget_request, moment="now", at=None, summary=now, subtract=True
         )
+        if standing.epsilon_after >= 0 and standing.delta_after >= 0:
+            return standing
+        # the approval's own verdict (cost_fits): the PLD bound may admit what the sums do not
+        fit = cost_fits(
+            project=project,
+            summary=now,
+            epsilon=budget_request.epsilon,
+            delta=budget_request.delta,
+            mechanisms=budget_request.mechanisms,
+        )
+        return replace(standing, fits_tight=fit.within)
     reserve = (
         LedgerEntry.objects.filter(request=budget_request, kind=LedgerEntry.Kind.RESERVE)
         .only("pk", "created_at")

@@ -17,10 +17,13 @@ from django.utils import timezone
 from budgets import amounts
 from budgets.models import BudgetRequest, LedgerEntry, Project
 from budgets.selectors.budget import budget_summary
+from budgets.selectors.registry_accounting import registry_tight
 from dpportal.privacy.accounting import Cost, group_privacy, group_privacy_delta
 from dpportal.privacy.params import exact_str
+from dpportal.privacy.pld import ACCOUNTANT
 
-REGISTRY_VERSION = 1
+# 2: tight accounting (the PLD loss, the accountant, each release's mechanisms)
+REGISTRY_VERSION = 2
 
 
 GROUP_SIZES = (1, 2, 5, 10)
@@ -33,10 +36,13 @@ RATE_PLACES = Decimal("0.000001")
 
 
 ACCOUNTING_RULE = (
-    "Basic sequential composition (Dwork & Roth, Theorem B.2): the epsilons and the deltas "
-    "of all releases add up. Within a release, statistics compose sequentially; the cells of "
-    "one histogram are disjoint and cost once. Budget is counted as spent when a release's "
-    "noisy results are computed, whether or not they were published."
+    "Two valid bounds, the smaller stated: basic sequential composition (Dwork & Roth, "
+    "Theorem B.2), where the epsilons and the deltas of all releases add up, and tight "
+    "composition of the releases' noise mechanisms by privacy loss distributions at the "
+    "cap's delta (see tight_accounting). A release may be approved when either bound keeps "
+    "the project within its cap. Within a release, statistics compose sequentially; the "
+    "cells of one histogram are disjoint and cost once. Budget is counted as spent when a "
+    "release's noisy results are computed, whether or not they were published."
 )
 
 
@@ -109,6 +115,11 @@ def project_registry(*, project: Project, now: datetime | None = None) -> dict:
         )
     )
     published_ids = {row["pk"] for row in published}
+    tight, mechanisms_of, unpublished_mechanisms = registry_tight(
+        project=project,
+        spent=(summary.epsilon_spent, summary.delta_spent),
+        published_request_ids=published_ids,
+    )
     charged_ids = {request_id for request_id, *_ in charges}
     unpublished = [c for c in charges if c[0] not in published_ids]
     mechanisms = sorted(
@@ -146,6 +157,7 @@ def project_registry(*, project: Project, now: datetime | None = None) -> dict:
         },
         "mechanism_families": mechanisms,
         "accounting_rule": ACCOUNTING_RULE,
+        "tight_accounting": tight,
         "caps": _pair(project.epsilon_cap, project.delta_cap),
         "spent": _pair(summary.epsilon_spent, summary.delta_spent),
         "committed": _pair(summary.epsilon_committed, summary.delta_committed),
@@ -169,6 +181,7 @@ def project_registry(*, project: Project, now: datetime | None = None) -> dict:
                 amounts.total(e for _, e, _, _ in unpublished),
                 amounts.total(d for _, _, d, _ in unpublished),
             ),
+            "mechanisms": unpublished_mechanisms,
         },
         "releases": [
             {
@@ -179,6 +192,7 @@ def project_registry(*, project: Project, now: datetime | None = None) -> dict:
                 "delta": amounts.fmt(row["delta"]),
                 "approved_at": _day_text(row["decided_at"]),
                 "published_at": _day_text(row["release__published_at"]),
+                "mechanisms": mechanisms_of.get(row["pk"], []),
             }
             for row in published
         ],
@@ -226,13 +240,17 @@ def project_registry_version(*, project: Project, now: datetime | None = None) -
 
     Read in one query: the project's public fields and caps, its ledger (every
     reservation, charge and release of budget appends an entry), its published
-    releases and its datasets' privacy units; plus the UTC day (the 30-day window).
+    releases and its datasets' privacy units; plus the UTC day (the 30-day window)
+    and the accountant's version. Mechanism records live on the ledger rows, so
+    the ledger's count and last id cover them.
     """
     today = timezone.localdate(now or timezone.now(), timezone=UTC)
     with connection.cursor() as cursor:
         cursor.execute(_version_sql(), [project.pk])
         row = cursor.fetchone()
-    text = json.dumps([*row, today.isoformat(), REGISTRY_VERSION], default=str)
+    # the accountant's version too: another dp-accounting may state another PLD epsilon
+    key = [*row, today.isoformat(), REGISTRY_VERSION, ACCOUNTANT["version"]]
+    text = json.dumps(key, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 

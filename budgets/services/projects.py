@@ -12,9 +12,11 @@ from django.utils.text import slugify
 from budgets.amounts import text as _text
 from budgets.models import CapChange, Membership, Project
 from budgets.selectors import budget_summary as _ledger_totals
+from budgets.selectors import committed_records
 from budgets.services.ledger import _user_roles
 from budgets.services.validation import _check_note, parse_caps
 from dpportal.errors import NotFound, PermissionDenied, ValidationFailed
+from dpportal.privacy.pld import within_cap
 
 logger = logging.getLogger(__name__)
 
@@ -98,15 +100,18 @@ def project_caps_update(
                 "Raising a cap needs a staff member; owners may only lower the caps."
             )
         totals = _ledger_totals(project=locked)
-        if new_eps < totals.epsilon_committed:
-            raise ValidationFailed(
-                f"The epsilon cap cannot go below the {_text(totals.epsilon_committed)} "
-                "already committed."
-            )
-        if new_delta < totals.delta_committed:
+        basic_ok = new_eps >= totals.epsilon_committed and new_delta >= totals.delta_committed
+        # The rule approval applies: what is committed must stay within the new caps
+        # by either bound (the plain sums, or the tight PLD epsilon at the new delta).
+        if not basic_ok and not _tight_within(project=locked, epsilon=new_eps, delta=new_delta):
+            if new_eps < totals.epsilon_committed:
+                raise ValidationFailed(
+                    f"The epsilon cap cannot go below the {_text(totals.epsilon_committed)} "
+                    "already committed (nor below what the tight accountant counts)."
+                )
             raise ValidationFailed(
                 f"The delta cap cannot go below the {_text(totals.delta_committed)} "
-                "already committed."
+                "already committed (nor below what the tight accountant counts)."
             )
         if new_eps == locked.epsilon_cap and new_delta == locked.delta_cap:
             raise ValidationFailed("The new caps are the same as the current ones.")
@@ -125,6 +130,14 @@ def project_caps_update(
     logger.info("caps of project %s changed", locked.pk)
     project.epsilon_cap, project.delta_cap = new_eps, new_delta
     return locked
+
+
+def _tight_within(*, project: Project, epsilon: object, delta: object) -> bool:
+    """The committed mechanisms within (epsilon, delta) by the PLD bound (caps not yet saved)."""
+    return within_cap(
+        committed_records(project=project), [], epsilon_cap=epsilon, delta_cap=delta,
+        count_fit=False,
+    ).within_pld  # fmt: skip
 
 
 def project_member_add(

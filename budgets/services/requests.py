@@ -12,12 +12,10 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from budgets.amounts import add as _add
-from budgets.amounts import fmt as _fmt
-from budgets.amounts import sub as _sub
 from budgets.amounts import text as _text
 from budgets.models import BudgetRequest, LedgerEntry, Membership, Project
 from budgets.selectors import budget_summary as _ledger_totals
+from budgets.selectors import cost_fits
 from budgets.services.ledger import _lock_request, _open_reservation, _settle, _user_roles
 from budgets.services.validation import (
     TITLE_MAX_LENGTH,
@@ -126,8 +124,10 @@ def budget_request_approve(
 ) -> BudgetRequest:
     """Approve a pending request and RESERVE its cost in the ledger.
 
-    Refused (BudgetExceeded, naming what remains) when committed + cost would pass
-    either cap; the requester can never approve their own request.
+    Refused (BudgetExceeded, naming what remains by both bounds) unless the project
+    stays within its cap (epsilon_cap, delta_cap) after the request by EITHER the
+    basic sums or the tight PLD accountant (budgets.selectors.accounting.cost_fits);
+    the requester can never approve their own request.
     """
     comment = _check_comment(comment)
     with transaction.atomic():
@@ -135,18 +135,18 @@ def budget_request_approve(
         _check_decision(
             project=project, budget_request=budget_request, reviewer=reviewer, verb="approve"
         )
-        totals = _ledger_totals(project=project)
-        eps_after = _add(totals.epsilon_committed, budget_request.epsilon)
-        delta_after = _add(totals.delta_committed, budget_request.delta)
-        if eps_after > project.epsilon_cap or delta_after > project.delta_cap:
-            eps_left = _sub(project.epsilon_cap, totals.epsilon_committed)
-            delta_left = _sub(project.delta_cap, totals.delta_committed)
-            raise BudgetExceeded(
-                f"Budget exceeded: this request costs epsilon {_text(budget_request.epsilon)}, "
-                f"delta {_text(budget_request.delta)}, but only epsilon {_text(eps_left)}, "
-                f"delta {_text(delta_left)} remain in the project.",
-                extra={"epsilon_remaining": _fmt(eps_left), "delta_remaining": _fmt(delta_left)},
-            )
+        # Basic sums first, the PLD bound only if they do not fit (cost_fits); both
+        # read the ledger under the project row lock taken above, so concurrent
+        # approvals see each other's reservations whichever bound decides.
+        fit = cost_fits(
+            project=project,
+            summary=_ledger_totals(project=project),
+            epsilon=budget_request.epsilon,
+            delta=budget_request.delta,
+            mechanisms=budget_request.mechanisms,
+        )
+        if not fit.within:
+            raise BudgetExceeded(fit.refusal(what="this request"), extra=fit.extra())
         _record_decision(
             budget_request=budget_request,
             status=BudgetRequest.Status.APPROVED,

@@ -5,9 +5,9 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from budgets.amounts import fmt, text
+from budgets.amounts import fmt
 from budgets.models import Project
-from budgets.selectors import budget_summary
+from budgets.selectors import BudgetSummary, CostFit, budget_summary, cost_fits
 from dpportal.errors import BudgetExceeded
 from releases import dp
 from releases.services.plan import ReleasePlan, release_plan_parse
@@ -42,8 +42,7 @@ def plan_preview(*, plan: ReleasePlan) -> dict[str, Any]:
                 **accuracy,
             }
         )
-    fits_eps = cost_eps <= summary.epsilon_remaining
-    fits_delta = cost_delta <= summary.delta_remaining
+    fits = _fit(plan=plan, summary=summary, cost_eps=cost_eps, cost_delta=cost_delta).within
     return {
         "dataset": plan.dataset.pk,
         "mechanism": plan.mechanism,
@@ -62,21 +61,32 @@ def plan_preview(*, plan: ReleasePlan) -> dict[str, Any]:
             "epsilon_remaining_after": fmt(summary.epsilon_remaining - cost_eps),
             "delta_remaining_after": fmt(summary.delta_remaining - cost_delta),
         },
-        "fits": fits_eps and fits_delta,
+        "fits": fits,
     }
 
 
+def _fit(
+    *, plan: ReleasePlan, summary: BudgetSummary, cost_eps: Decimal, cost_delta: Decimal
+) -> CostFit:
+    """The approval's verdict on this plan (basic sums, else the tight accountant).
+
+    The release's mechanism records are built only when the sums do not fit.
+    """
+    fits_basic = cost_eps <= summary.epsilon_remaining and cost_delta <= summary.delta_remaining
+    return cost_fits(
+        project=plan.project,
+        summary=summary,
+        epsilon=cost_eps,
+        delta=cost_delta,
+        mechanisms=None if fits_basic else dp.release_mechanisms(plan=plan),
+    )
+
+
 def _check_fits(*, plan: ReleasePlan) -> tuple[Decimal, Decimal]:
+    """The plan's cost, or BudgetExceeded when an approval would refuse it (either bound)."""
     cost_eps, cost_delta = dp.release_cost(plan=plan)
     summary = budget_summary(project=plan.project)
-    if cost_eps > summary.epsilon_remaining:
-        raise BudgetExceeded(
-            f"This release costs epsilon {text(cost_eps)} but only "
-            f"{text(summary.epsilon_remaining)} remains in the project's budget."
-        )
-    if cost_delta > summary.delta_remaining:
-        raise BudgetExceeded(
-            f"This release costs delta {text(cost_delta)} but only "
-            f"{text(summary.delta_remaining)} remains in the project's budget."
-        )
+    fit = _fit(plan=plan, summary=summary, cost_eps=cost_eps, cost_delta=cost_delta)
+    if not fit.within:
+        raise BudgetExceeded(fit.refusal(what="this release"), extra=fit.extra())
     return cost_eps, cost_delta

@@ -1,0 +1,91 @@
+"""The registry's tight accounting: the spent loss both ways and every release's mechanisms.
+
+Published so that anyone can recompute the project's total with an independent
+accountant: each published release lists its mechanism records (exact strings,
+MechanismRecord.to_dict, from its CHARGE row), the computed-but-unpublished
+releases list theirs merged into one list (their number and total are public,
+their content is not: a merged list of mechanisms shows neither which release
+used which nor any result), and the document names the accountant and its
+version. The spent loss is stated both ways at the cap's delta: the PLD epsilon
+(dpportal.privacy.pld, pessimistic, an upper bound) and the basic sums; both
+are valid bounds, so the smaller epsilon is the project's stated loss
+(dpportal.privacy.pld, module docstring point 4).
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+
+from budgets import amounts
+from budgets.models import LedgerEntry, Project
+from budgets.selectors.accounting import entry_records, float_exact
+from dpportal.privacy.mechanism_records import MechanismRecord, merge_records
+from dpportal.privacy.pld import ACCOUNTANT, project_spend
+
+__all__ = ["TIGHT_RULE", "accountant_description", "registry_tight"]
+
+TIGHT_RULE = (
+    "Tight composition by privacy loss distributions (PLD): each release's noise "
+    "mechanisms (listed below with their exact parameters) are composed with the "
+    "accountant named here, pessimistic estimates, and the loss is read at the cap's delta. "
+    "Basic composition (the plain sums of epsilons and deltas) is a second valid bound; "
+    "the stated loss is the smaller of the two epsilons."
+)
+
+
+def accountant_description() -> dict[str, str]:
+    """Name, library, version and discretisation of the accountant (exact strings)."""
+    return {
+        "name": ACCOUNTANT["name"],
+        "library": ACCOUNTANT["library"],
+        "version": ACCOUNTANT["version"],
+        "discretisation": float_exact(ACCOUNTANT["discretisation"]) or "0",
+    }
+
+
+def _dicts(records: list[MechanismRecord]) -> list[dict[str, object]]:
+    return [r.to_dict() for r in merge_records(records)]
+
+
+def registry_tight(
+    *, project: Project, spent: tuple[Decimal, Decimal], published_request_ids: set[int]
+) -> tuple[dict, dict[int, list[dict]], list[dict]]:
+    """(the document's "tight_accounting" block, request id -> its mechanisms, unpublished ones).
+
+    Spent = the CHARGE rows (privacy spent when the noise was drawn), the rows
+    whose exact sums are `spent` (epsilon, delta), the basic bound.
+    """
+    rows = LedgerEntry.objects.filter(project=project, kind=LedgerEntry.Kind.CHARGE).values_list(
+        "request_id", "epsilon", "delta", "mechanisms"
+    )
+    by_request: dict[int, list[MechanismRecord]] = {}
+    for request_id, epsilon, delta, mechanisms in rows:
+        records = entry_records(epsilon=epsilon, delta=delta, mechanisms=mechanisms)
+        by_request.setdefault(request_id, []).extend(records)
+    every = merge_records(r for records in by_request.values() for r in records)
+    unpublished = [
+        r for rid, records in by_request.items() if rid not in published_request_ids
+        for r in records
+    ]  # fmt: skip
+    pld_epsilon = project_spend(every, project.delta_cap).pld_epsilon
+    basic_eps, basic_delta = spent
+    # The smaller valid epsilon at the cap's delta: the basic sum only states a loss
+    # at the cap's delta when its own delta is within it.
+    pld_finite = math.isfinite(pld_epsilon)
+    if basic_delta <= project.delta_cap and (
+        not pld_finite or basic_eps <= Decimal(repr(pld_epsilon))
+    ):
+        stated = amounts.fmt(basic_eps)
+    else:
+        stated = float_exact(pld_epsilon)
+    block = {
+        "rule": TIGHT_RULE,
+        "accountant": accountant_description(),
+        "delta": amounts.fmt(project.delta_cap),
+        "spent_pld_epsilon": float_exact(pld_epsilon),
+        "spent_basic": {"epsilon": amounts.fmt(basic_eps), "delta": amounts.fmt(basic_delta)},
+        "spent_epsilon": stated,
+    }
+    mechanisms = {rid: _dicts(records) for rid, records in by_request.items()}
+    return block, mechanisms, _dicts(unpublished)
