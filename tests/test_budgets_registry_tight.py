@@ -67,7 +67,10 @@ def test_seeded_demo_registry_recomputes_with_an_independent_accountant(client):
     assert tight["delta"] == document["caps"]["delta"]
     (published,) = document["releases"]
     kinds = {m["kind"] for m in published["mechanisms"]}
-    assert kinds == {"discrete_laplace", "report_noisy_max"}  # Laplace, and the argmax
+    # Laplace, the argmax, and the quantiles (permute-and-flip: a generic pure-epsilon record)
+    assert kinds == {"discrete_laplace", "report_noisy_max", "generic_eps_delta"}
+    generic = [m for m in published["mechanisms"] if m["kind"] == "generic_eps_delta"]
+    assert all(Fraction(m["delta"]) == 0 for m in generic)
     # Every record's basic cost adds up to at most what the release was charged.
     charged = sum(Fraction(m["epsilon"]) * m["count"] for m in published["mechanisms"])
     assert 0 < charged <= Fraction(published["epsilon"])
