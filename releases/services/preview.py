@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import logging
+import math
 from decimal import Decimal
 from typing import Any
 
 from budgets.amounts import fmt, text
 from budgets.models import Project
-from budgets.selectors import budget_summary
+from budgets.selectors import budget_summary, committed_records
+from dpportal import formatting
 from dpportal.errors import BudgetExceeded
+from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.headroom import compose_history
+from dpportal.privacy.pld import CapCheck, Spend, within_cap_composed
 from releases import dp
 from releases.services.plan import ReleasePlan, release_plan_parse
+from releases.services.tradeoff import plan_records, plan_tradeoff
+
+logger = logging.getLogger(__name__)
 
 
 def release_preview(*, project: Project, data: dict) -> dict[str, Any]:
@@ -22,7 +31,77 @@ def release_preview(*, project: Project, data: dict) -> dict[str, Any]:
     return plan_preview(plan=plan)
 
 
-def plan_preview(*, plan: ReleasePlan) -> dict[str, Any]:
+def _epsilon(value: float) -> dict[str, Any]:
+    """An accountant's epsilon: exact (None when no finite epsilon reaches the delta) and text."""
+    if not math.isfinite(value):
+        return {"exact": None, "text": "unbounded"}
+    return {"exact": formatting.exact(value), "text": formatting.budget(value)}
+
+
+def _spend(spend: Spend) -> dict[str, Any]:
+    tight, pld = _epsilon(spend.epsilon), _epsilon(spend.pld_epsilon)
+    return {
+        "epsilon": tight["exact"],
+        "epsilon_text": tight["text"],
+        "pld_epsilon": pld["exact"],
+        "pld_epsilon_text": pld["text"],
+        "basic_epsilon": formatting.exact(spend.basic.epsilon),
+        "basic_epsilon_text": formatting.budget(spend.basic.epsilon),
+        "basic_delta": formatting.exact(spend.basic.delta),
+        "basic_delta_text": formatting.budget(spend.basic.delta),
+    }
+
+
+def spend_json(*, check: CapCheck, epsilon_cap: Decimal, delta_cap: Decimal) -> dict[str, Any]:
+    """A CapCheck for the builder: spend before/after both ways, verdicts and the fit count.
+
+    `epsilon` is the tighter of the two bounds at the cap's delta (pld.Spend.epsilon);
+    `fit`: how many releases like this one, this one included, fit under the cap.
+    """
+    return {
+        "delta": formatting.exact(check.before.delta),
+        "epsilon_cap": formatting.exact(epsilon_cap),
+        "epsilon_cap_text": formatting.budget(epsilon_cap),
+        "delta_cap": formatting.exact(delta_cap),
+        "delta_cap_text": formatting.budget(delta_cap),
+        "before": _spend(check.before),
+        "after": _spend(check.after),
+        "within": check.within,
+        "within_pld": check.within_pld,
+        "within_basic": check.within_basic,
+        "fit": check.fit,
+        "fit_text": formatting.integer(check.fit) if check.fit is not None else "",
+    }
+
+
+def _accounting(*, plan: ReleasePlan) -> dict[str, Any]:
+    """The tight spend and the accuracy-versus-epsilon chart (the project's committed records)."""
+    project = plan.project
+    try:
+        # the committed records composed once for both (the expensive part of a long history)
+        history = compose_history(committed_records(project=project))
+        check = within_cap_composed(
+            history.pld,
+            history.basic,
+            plan_records(plan=plan),
+            epsilon_cap=project.epsilon_cap,
+            delta_cap=project.delta_cap,
+        )
+        return {
+            "spend": spend_json(
+                check=check, epsilon_cap=project.epsilon_cap, delta_cap=project.delta_cap
+            ),
+            "tradeoff": plan_tradeoff(plan=plan, history=history),
+        }
+    except PrivacyParameterError:
+        logger.exception("tight accounting failed for a preview in project %s", project.pk)
+        return {"spend": None, "tradeoff": None}
+
+
+def plan_preview(*, plan: ReleasePlan, accounting: bool = True) -> dict[str, Any]:
+    """The preview of `plan`: half-widths, cost, remaining budget (basic), and with
+    `accounting` the tight spend before/after, the fit count and the chart's data
+    (live budget parts: the frozen summary drops them)."""
     summary = budget_summary(project=plan.project)
     cost_eps, cost_delta = dp.release_cost(plan=plan)
     statistics = []
@@ -63,6 +142,7 @@ def plan_preview(*, plan: ReleasePlan) -> dict[str, Any]:
             "delta_remaining_after": fmt(summary.delta_remaining - cost_delta),
         },
         "fits": fits_eps and fits_delta,
+        **(_accounting(plan=plan) if accounting else {}),
     }
 
 
