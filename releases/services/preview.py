@@ -22,13 +22,15 @@ from releases.services.tradeoff import plan_records, plan_tradeoff
 logger = logging.getLogger(__name__)
 
 
-def release_preview(*, project: Project, data: dict) -> dict[str, Any]:
+def release_preview(*, project: Project, data: dict, chart: bool = False) -> dict[str, Any]:
     """The accuracy preview of a builder form: half-widths, cost and the remaining budget.
 
     Computed from public parameters only. Raises ValidationFailed for bad input.
+    `chart`: add the accuracy-versus-epsilon chart's data (`tradeoff`), which takes a
+    sweep of the planning functions, so the live preview asks for it separately.
     """
     plan = release_plan_parse(project=project, data=data)
-    return plan_preview(plan=plan)
+    return plan_preview(plan=plan, chart=chart)
 
 
 def _epsilon(value: float) -> dict[str, Any]:
@@ -74,7 +76,7 @@ def spend_json(*, check: CapCheck, epsilon_cap: Decimal, delta_cap: Decimal) -> 
     }
 
 
-def _accounting(*, plan: ReleasePlan) -> dict[str, Any]:
+def _accounting(*, plan: ReleasePlan, chart: bool) -> dict[str, Any]:
     """The tight spend and the accuracy-versus-epsilon chart (the project's committed records)."""
     project = plan.project
     try:
@@ -91,17 +93,20 @@ def _accounting(*, plan: ReleasePlan) -> dict[str, Any]:
             "spend": spend_json(
                 check=check, epsilon_cap=project.epsilon_cap, delta_cap=project.delta_cap
             ),
-            "tradeoff": plan_tradeoff(plan=plan, history=history),
+            **({"tradeoff": plan_tradeoff(plan=plan, history=history)} if chart else {}),
         }
     except PrivacyParameterError:
         logger.exception("tight accounting failed for a preview in project %s", project.pk)
-        return {"spend": None, "tradeoff": None}
+        return {"spend": None, **({"tradeoff": None} if chart else {})}
 
 
-def plan_preview(*, plan: ReleasePlan, accounting: bool = True) -> dict[str, Any]:
+def plan_preview(
+    *, plan: ReleasePlan, accounting: bool = True, chart: bool = False
+) -> dict[str, Any]:
     """The preview of `plan`: half-widths, cost, remaining budget (basic), and with
-    `accounting` the tight spend before/after, the fit count and the chart's data
-    (live budget parts: the frozen summary drops them)."""
+    `accounting` the tight spend before/after and the fit count (`spend`), with `chart`
+    too the accuracy-versus-epsilon chart's data (`tradeoff`). Both depend on the live
+    budget: the frozen summary has neither."""
     summary = budget_summary(project=plan.project)
     cost_eps, cost_delta = dp.release_cost(plan=plan)
     statistics = []
@@ -119,6 +124,10 @@ def plan_preview(*, plan: ReleasePlan, accounting: bool = True) -> dict[str, Any
                 "hold": s.hold,
                 "target_halfwidth": s.target_halfwidth,
                 **accuracy,
+                "halfwidth_text": formatting.halfwidth(accuracy["halfwidth"]),
+                "halfwidth_simultaneous_text": formatting.halfwidth(
+                    accuracy["halfwidth_simultaneous"]
+                ),
             }
         )
     fits_eps = cost_eps <= summary.epsilon_remaining
@@ -142,7 +151,7 @@ def plan_preview(*, plan: ReleasePlan, accounting: bool = True) -> dict[str, Any
             "delta_remaining_after": fmt(summary.delta_remaining - cost_delta),
         },
         "fits": fits_eps and fits_delta,
-        **(_accounting(plan=plan) if accounting else {}),
+        **(_accounting(plan=plan, chart=chart) if accounting else {}),
     }
 
 
