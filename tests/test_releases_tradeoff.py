@@ -210,3 +210,10 @@ def test_the_frozen_summary_keeps_no_live_budget(project, owner, dataset):
     summary = release.budget_request.summary
     assert not {"budget", "spend", "tradeoff"} & set(summary)
     assert summary["statistics"][0]["halfwidth_text"]
+
+
+def test_the_basic_room_is_found_exactly(project, dataset):
+    """No history, pure Laplace: the basic sum reaches the cap (3) at a total of 3 exactly."""
+    data = builder_data(dataset, statistics=STATS, epsilon="0.5")
+    chart = services.release_preview(project=project, data=data, chart=True)["tradeoff"]
+    assert chart["remaining"] == "3" and chart["remaining_text"] == "3"

@@ -92,6 +92,7 @@ def largest_fitting_epsilon(
     delta_cap: object,
     low: float,
     limit: float,
+    hint: float | None = None,
     rel_tol: float = REL_TOL,
 ) -> Headroom:
     """The largest total epsilon t in [low, limit] whose release fits with `history`.
@@ -99,7 +100,9 @@ def largest_fitting_epsilon(
     candidate_at(t): the release's mechanism records at total epsilon t (its
     allocation scaled). Bisection on log t between a fitting and a non-fitting
     total, to relative precision `rel_tol`: about log2(ln(limit/low)/rel_tol)
-    probes (14 for four decades at 1e-3).
+    probes (14 for four decades at 1e-3). `hint`: a total that may fit (e.g. where
+    the basic sums reach the cap, known in closed form); checked, and when it fits
+    the search starts from it, so the answer is never below it.
     """
     eps_cap, dlt_cap = check_epsilon(epsilon_cap, "epsilon_cap"), _check_delta_cap(delta_cap)
     if not 0 < low <= limit or not math.isfinite(limit):
@@ -120,6 +123,8 @@ def largest_fitting_epsilon(
     if fits(limit):
         return Headroom(limit, True, probes)
     good, bad = math.log(low), math.log(limit)
+    if hint is not None and low < hint < limit and fits(hint):
+        good = math.log(hint)
     while bad - good > math.log1p(rel_tol) and probes < MAX_PROBES:
         mid = (good + bad) / 2
         good, bad = (mid, bad) if fits(math.exp(mid)) else (good, mid)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from decimal import ROUND_FLOOR, Decimal
+from fractions import Fraction
 from typing import Any
 
 from dpportal import formatting
@@ -117,6 +118,11 @@ def plan_headroom(
     limit = min(total * SEARCH_RANGE, max(total, 10 * float(plan.project.epsilon_cap)))
 
     sweep = sweep or _Sweep()
+    # basic composition alone: the release's basic epsilon at total t is t itself
+    cap = plan.project
+    hint = None
+    if history.basic.delta + Fraction(plan.cost_delta) <= Fraction(cap.delta_cap):
+        hint = float(Fraction(cap.epsilon_cap) - history.basic.epsilon)
 
     def candidate_at(t: float) -> list[MechanismRecord]:
         return sweep.records(plan_at_epsilon(plan=plan, epsilon=Decimal(repr(t))))
@@ -129,6 +135,7 @@ def plan_headroom(
             delta_cap=plan.project.delta_cap,
             low=total / SEARCH_RANGE,
             limit=limit,
+            hint=hint,
         )
     except (ValidationFailed, PrivacyParameterError):
         return None, None
