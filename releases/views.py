@@ -165,7 +165,9 @@ def release_detail_view(request: HttpRequest, release_id: int) -> HttpResponse:
     elif release.status == Release.Status.DRAFT:
         try:
             preview = services.release_preview(
-                project=release.project, data=services.release_form_data(release=release)
+                project=release.project,
+                data=services.release_form_data(release=release),
+                accounting=False,  # the detail page shows half-widths and cost only
             )
         except ApplicationError as exc:
             preview_error = exc.message

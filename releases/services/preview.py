@@ -22,15 +22,18 @@ from releases.services.tradeoff import plan_records, plan_tradeoff
 logger = logging.getLogger(__name__)
 
 
-def release_preview(*, project: Project, data: dict, chart: bool = False) -> dict[str, Any]:
+def release_preview(
+    *, project: Project, data: dict, chart: bool = False, accounting: bool = True
+) -> dict[str, Any]:
     """The accuracy preview of a builder form: half-widths, cost and the remaining budget.
 
     Computed from public parameters only. Raises ValidationFailed for bad input.
     `chart`: add the accuracy-versus-epsilon chart's data (`tradeoff`), which takes a
     sweep of the planning functions, so the live preview asks for it separately.
+    `accounting=False`: without the tight spend (pages that do not show it).
     """
     plan = release_plan_parse(project=project, data=data)
-    return plan_preview(plan=plan, chart=chart)
+    return plan_preview(plan=plan, accounting=accounting, chart=chart)
 
 
 def _epsilon(value: float) -> dict[str, Any]:
