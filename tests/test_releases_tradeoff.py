@@ -16,6 +16,7 @@ from dp_accounting.pld import privacy_loss_distribution as dp_pld
 
 from budgets.selectors import project_cap_check
 from budgets.services import budget_request_approve, budget_request_create
+from dpportal.errors import BudgetExceeded
 from dpportal.privacy.headroom import compose_history, largest_fitting_epsilon
 from dpportal.privacy.mechanism_records import MechanismRecord
 from dpportal.privacy.params import exact_str
@@ -217,3 +218,32 @@ def test_the_basic_room_is_found_exactly(project, dataset):
     data = builder_data(dataset, statistics=STATS, epsilon="0.5")
     chart = services.release_preview(project=project, data=data, chart=True)["tradeoff"]
     assert chart["remaining"] == "3" and chart["remaining_text"] == "3"
+
+
+# ten of these compose to (3.13, 1e-5) by PLD, not (10, 1e-5) (issue 13's figures)
+GAUSS = MechanismRecord.discrete_gaussian(
+    sensitivity=1, sigma="4.231", epsilon=1, delta=Fraction(1, 10**6)
+)
+
+
+def test_a_release_only_tight_accounting_admits_can_be_saved_and_submitted(
+    project, owner, reviewer, dataset
+):
+    for i in range(3):
+        _approved(project, owner, reviewer, [GAUSS], f"Gaussian {i}")  # basic: (3, 3e-6)
+    data = builder_data(
+        dataset, statistics=[{"kind": "count"}], epsilon="0.5", mechanism="gaussian",
+        delta="0.000001",
+    )  # fmt: skip
+    preview = services.release_preview(project=project, data=data)
+    assert preview["budget"]["epsilon_remaining"] == "0"  # nothing left by basic sums
+    assert preview["spend"]["within_pld"] and not preview["spend"]["within_basic"]
+    assert preview["fits"] is True and preview["spend"]["fit"] >= 2
+    release = services.release_save_draft(project=project, actor=owner, data=data)
+    release = lifecycle.release_submit(release=release, actor=owner)
+    assert release.status == "submitted"
+    # one more epsilon 3 release is beyond the cap both ways: refused with the reason
+    data["epsilon"] = "3"
+    assert services.release_preview(project=project, data=data)["fits"] is False
+    with pytest.raises(BudgetExceeded, match="by tight accounting too"):
+        services.release_save_draft(project=project, actor=owner, data=data)

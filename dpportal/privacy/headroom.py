@@ -5,14 +5,17 @@ gives the same release at another total epsilon t (less noise for larger t). The
 verdict "committed records + the release at t are within (epsilon_cap,
 delta_cap)" is the one dpportal.privacy.pld.within_cap gives (PLD epsilon at the
 cap's delta within the cap, OR both basic sums within: either valid bound
-suffices, see pld's docstring, point 4), and it is monotone in t: a larger t has
-a smaller noise scale for every statistic (Laplace b = L/eps, Gaussian sigma
-decreasing in eps), so every mechanism's privacy profile delta(eps) grows with t,
-and so does the composition's (convolution preserves the order of dominating
-pairs, Zhu, Dong, Wang 2022, Lemma 9); the basic sum grows linearly. So the set
-of fitting t is an interval (0, t*], and bisection finds t* from below: the
-returned value has been checked to fit, a value `rel_tol` above it has been
-checked not to (unless the search limit was reached).
+suffices, see pld's docstring, point 4). It is monotone in t up to rounding: a
+larger t means a smaller noise scale relative to the sensitivity for every
+statistic (Laplace b = L/eps, Gaussian sigma decreasing in eps), so each
+mechanism's privacy profile delta(eps) grows, and so does the composition's
+(dominating pairs compose: Zhu, Dong, Wang, AISTATS 2022, Thm 10); the basic
+sum grows linearly. (A sum's grid is chosen from its epsilon, so its integer
+sensitivity in grid units moves in steps; between steps the order can wobble
+by a rounding.) Bisection therefore finds t* from below and only ever returns
+a total it has itself checked to fit; a total `rel_tol` above it was checked
+not to (unless the search reached its limit). A caller that rounds the answer
+for display checks the rounded value again.
 
 The project's committed records are composed ONCE (the expensive part with a
 long history; `ComposedHistory`, kept for the few most recent histories, keyed by

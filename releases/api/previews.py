@@ -67,7 +67,9 @@ class PreviewOutputSerializer(serializers.Serializer):
         help_text="Remaining budget now and after (only for unsubmitted previews).",
     )
     fits = serializers.BooleanField(
-        required=False, help_text="The cost fits the remaining budget by basic composition."
+        required=False,
+        help_text="The release fits under the project's cap: by the basic sums, or (with "
+        "spend) by tight accounting, the rule approval applies.",
     )
     spend = serializers.JSONField(
         required=False,

@@ -24,6 +24,7 @@ from dpportal.errors import ValidationFailed
 from dpportal.privacy.errors import PrivacyParameterError
 from dpportal.privacy.headroom import ComposedHistory, Headroom, largest_fitting_epsilon
 from dpportal.privacy.mechanism_records import MechanismRecord, merge_records
+from dpportal.privacy.pld import within_cap_composed
 from releases import dp
 from releases.services.plan import ReleasePlan, StatisticPlan
 
@@ -142,7 +143,23 @@ def plan_headroom(
     if search.epsilon is None:
         return None, search
     marker = _floor(search.epsilon)
-    return (marker if marker > 0 else None), search
+    if marker <= 0 or not _fits(plan=plan, history=history, sweep=sweep, total=marker):
+        marker = Decimal(repr(search.epsilon))  # the total the search itself checked
+    return marker, search
+
+
+def _fits(*, plan: ReleasePlan, history: ComposedHistory, sweep: _Sweep, total: Decimal) -> bool:
+    """The cap check (count_fit=False) of this release at `total`, after `history`."""
+    candidate = sweep.records(plan_at_epsilon(plan=plan, epsilon=total))
+    check = within_cap_composed(
+        history.pld,
+        history.basic,
+        candidate,
+        epsilon_cap=plan.project.epsilon_cap,
+        delta_cap=plan.project.delta_cap,
+        count_fit=False,
+    )
+    return check.within
 
 
 def _grid(low: float, high: float) -> list[Decimal]:
