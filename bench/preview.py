@@ -22,6 +22,17 @@ is the next keystroke. Two projects: Laplace releases (total 0.08 each, cap
 1e-5): about 30 by basic sums, about 2.3 by PLD, so tight accounting lets
 over a thousand more in: the fit count is the slow part there).
 Prints medians over --repeat runs.
+
+Measured 2026-11-23 on the shared 2-core machine (medians of 3; under load from
+other jobs the same run took up to 3x longer):
+
+| history 100 | preview cold | preview warm | chart cold | chart warm |
+| Laplace     | 0.96 s       | 0.28 s       | 1.25 s     | 0.81 s     |
+| Gaussian    | 1.98 s       | 0.67 s       | 3.71 s     | 2.31 s     |
+
+Warm previews spend ~80 % in the fit count (dp_accounting's self_compose bounds,
+about 20 candidate powers for fits of 1,600-4,600); the Gaussian chart in the
+discrete Gaussian sigma calibration of 20 totals x 7 statistics.
 """
 
 from __future__ import annotations
