@@ -19,7 +19,11 @@ import numpy as np
 from dpportal.errors import ValidationFailed
 from dpportal.privacy import accounting, mechanisms, noise, planning, sensitivity
 from dpportal.privacy.errors import PrivacyParameterError
-from dpportal.privacy.mechanism_records import merge_records, records_from_explanation
+from dpportal.privacy.mechanism_records import (
+    MechanismRecord,
+    merge_records,
+    records_from_explanation,
+)
 from dpportal.privacy.params import exact_str
 from dpportal.privacy.rng import RandomSource
 from releases import dp_stats
@@ -189,26 +193,36 @@ def statistic_noise(*, plan: ReleasePlan, stat: StatisticPlan) -> tuple[noise.No
         raise ValidationFailed(f"Statistic {stat.position + 1}: {exc}")
 
 
+def statistic_records(*, plan: ReleasePlan, stat: StatisticPlan) -> list[MechanismRecord]:
+    """One statistic's mechanism records, from the NoiseSpecs it will use (`statistic_noise`)."""
+    if stat.kind in dp_stats.NEW_KINDS:
+        return list(dp_stats.mechanism_records(plan=plan, stat=stat))
+    return [
+        record
+        for spec in statistic_noise(plan=plan, stat=stat)
+        for record in records_from_explanation(spec.describe())
+    ]
+
+
 def release_mechanisms(*, plan: ReleasePlan) -> list[dict[str, Any]]:
     """The release's mechanism records (exact parameters) for the tight accountant.
 
     From the same NoiseSpecs the mechanisms will use (`statistic_noise`), equal
     mechanisms merged (self-composition), as JSON dicts (MechanismRecord.to_dict).
     """
-    records = [
-        record
-        for stat in plan.statistics
-        if stat.kind not in dp_stats.NEW_KINDS
-        for spec in statistic_noise(plan=plan, stat=stat)
-        for record in records_from_explanation(spec.describe())
-    ]
-    records += [
-        record
-        for stat in plan.statistics
-        if stat.kind in dp_stats.NEW_KINDS
-        for record in dp_stats.mechanism_records(plan=plan, stat=stat)
-    ]
+    records = [r for stat in plan.statistics for r in statistic_records(plan=plan, stat=stat)]
     return [r.to_dict() for r in merge_records(records)]
+
+
+def planning_key(*, plan: ReleasePlan, stat: StatisticPlan) -> tuple[Any, ...]:
+    """Everything `statistic_accuracy`, `statistic_noise` and `statistic_records` read of
+    (plan, stat), hashable: equal keys give equal results (for memoising a sweep).
+    The new kinds read more than the planning parameters (groups, quantiles, grid):
+    keyed by their position in the plan, so they are never shared."""
+    if stat.kind in dp_stats.NEW_KINDS:
+        return ("position", stat.position, _frac(stat.epsilon))
+    params = _planning_parameters(plan=plan, stat=stat)
+    return (tuple(sorted(params.items())), _frac(stat.epsilon))
 
 
 def epsilon_for_target(*, plan: ReleasePlan, stat: StatisticPlan) -> Fraction:

@@ -7,7 +7,8 @@ how out-of-range and missing values are handled (as releases.compute.readers
 does it), the privacy unit and L, mechanism, epsilon and delta, sensitivity,
 noise scale in the data's units (grid units times the granularity) and the
 half-widths at the release's confidence (releases.dp, the preview's own
-functions); then the budget before and after (budgets.selectors.budget_standing)
+functions); then the budget before and after (budgets.selectors.budget_standing),
+the spend under tight accounting with the fit count (budgets.selectors.spend_standing)
 and the project's earlier releases on the same dataset. Numbers stay exact here;
 the `*_text` fields are written with dpportal.formatting for people.
 """
@@ -20,7 +21,7 @@ from typing import Any
 
 from budgets import amounts
 from budgets.models import BudgetRequest
-from budgets.selectors import budget_standing, statistic_lines
+from budgets.selectors import budget_standing, spend_standing, statistic_lines
 from datasets.models import Column, Dataset
 from dpportal import formatting
 from dpportal.errors import ApplicationError
@@ -298,6 +299,7 @@ def review_document_get(*, budget_request: BudgetRequest) -> ReviewDocument:
         preview_lines=() if plan else statistic_lines(summary=summary),
         notice=notice,
         budget=budget_standing(budget_request=budget_request),
+        spend=spend_standing(budget_request=budget_request),
         earlier_releases=earlier,
         earlier_epsilon_spent=amounts.total(r.epsilon for r in spent),
         earlier_delta_spent=amounts.total(r.delta for r in spent),

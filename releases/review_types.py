@@ -11,7 +11,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from budgets.models import BudgetRequest
-from budgets.selectors import BudgetStanding, StatisticLine
+from budgets.selectors import BudgetStanding, SpendStanding, StatisticLine
 from releases.models import Release
 
 
@@ -114,6 +114,7 @@ class ReviewDocument:
     preview_lines: tuple[StatisticLine, ...]
     notice: str
     budget: BudgetStanding
+    spend: SpendStanding | None  # tight accounting (None: the ledger could not be accounted)
     earlier_releases: tuple[EarlierRelease, ...]
     earlier_epsilon_spent: Decimal
     earlier_delta_spent: Decimal

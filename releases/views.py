@@ -97,6 +97,7 @@ def _render_builder(request, *, project, release=None, data=None, error="", stat
 
 
 @login_required
+@plotly_styles
 def release_builder_view(request: HttpRequest, project_slug: str) -> HttpResponse:
     project = project_get_for_member(slug=project_slug, user=request.user, roles=OWNER)
     if request.method == "POST":
@@ -113,6 +114,7 @@ def release_builder_view(request: HttpRequest, project_slug: str) -> HttpRespons
 
 
 @login_required
+@plotly_styles
 def release_edit_view(request: HttpRequest, release_id: int) -> HttpResponse:
     release = selectors.release_get_for_member(
         release_id=release_id, user=request.user, roles=OWNER
@@ -139,10 +141,13 @@ def release_edit_view(request: HttpRequest, release_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def release_preview_view(request: HttpRequest, project_slug: str) -> JsonResponse:
-    """The live preview: the builder's current values in, half-widths and cost out."""
+    """The live preview: the builder's current values in, half-widths and cost out
+    (with ?chart=1 the accuracy-versus-epsilon chart's data too)."""
     project = project_get_for_member(slug=project_slug, user=request.user, roles=OWNER)
     try:
-        preview = services.release_preview(project=project, data=_builder_payload(request))
+        preview = services.release_preview(
+            project=project, data=_builder_payload(request), chart=request.GET.get("chart") == "1"
+        )
     except ApplicationError as exc:
         return JsonResponse({"ok": False, "error": exc.message}, status=400)
     return JsonResponse({"ok": True, "preview": preview})
@@ -160,7 +165,9 @@ def release_detail_view(request: HttpRequest, release_id: int) -> HttpResponse:
     elif release.status == Release.Status.DRAFT:
         try:
             preview = services.release_preview(
-                project=release.project, data=services.release_form_data(release=release)
+                project=release.project,
+                data=services.release_form_data(release=release),
+                accounting=False,  # the detail page shows half-widths and cost only
             )
         except ApplicationError as exc:
             preview_error = exc.message

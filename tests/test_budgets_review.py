@@ -14,6 +14,8 @@ from fractions import Fraction
 
 import pytest
 from django.urls import reverse
+from dp_accounting.pld import common as dp_common
+from dp_accounting.pld import privacy_loss_distribution as dp_pld
 
 from budgets.services import (
     budget_request_approve,
@@ -23,6 +25,8 @@ from budgets.services import (
 )
 from datasets.models import Column
 from dpportal.privacy import accuracy
+from dpportal.privacy.mechanism_records import MechanismRecord
+from dpportal.privacy.pld import within_cap
 from releases import compute, lifecycle
 from releases.models import Release
 from releases.review_selectors import review_document_get
@@ -168,6 +172,28 @@ def test_page_and_api_carry_the_document_without_reprs(client, releases, reviewe
     assert [r["title"] for r in review["earlier_releases"]] == ["Wave 1 (Gaussian)"]
     assert '"summary"' not in body  # the raw preview record is not the representation
 
+    # tight accounting: the earlier Gaussian release's records, then the pending one's
+    earlier = Release.objects.get(title="Wave 1 (Gaussian)").budget_request
+    records = [MechanismRecord.from_dict(m) for m in earlier.mechanisms]
+    candidate = [MechanismRecord.from_dict(m) for m in pending.budget_request.mechanisms]
+    assert {r.kind for r in records} >= {"discrete_gaussian", "report_noisy_max"}
+    assert {r.kind for r in candidate} >= {"discrete_laplace", "report_noisy_max"}
+    expected = within_cap(records, candidate, epsilon_cap=5, delta_cap=Fraction(1, 10**4))
+    spend = review["spend"]
+    assert spend["moment"] == "now" and spend["within"] is True
+    # equal up to float summation order (the composition's order of distinct mechanisms)
+    assert float(spend["pld_epsilon_before"]) == pytest.approx(
+        expected.before.pld_epsilon, rel=1e-9
+    )
+    assert float(spend["epsilon_after"]) == pytest.approx(expected.after.epsilon, rel=1e-9)
+    assert Fraction(spend["basic_epsilon_before"]) == Fraction("1.6")
+    assert Fraction(spend["basic_epsilon_after"]) == Fraction("2.4")
+    assert spend["fit"] == expected.fit
+    assert expected.after.epsilon < 2.4  # tight accounting is tighter here
+    assert "Tight accounting at delta 0.0001" in spend["text"]
+    assert f"{expected.fit} releases like this one fit" in text
+    assert "Committed now" in text and "After approval" in text
+
 
 # --- the budget as it stood at the decision ------------------------------------------
 
@@ -187,6 +213,22 @@ def _budget_cells(client, budget_request) -> dict[str, str]:
         html.decode(),
     )
     return dict(cells)
+
+
+def _api_spend(client, budget_request) -> dict:
+    return client.get(f"/api/v1/budget-requests/{budget_request.pk}/").json()["review"]["spend"]
+
+
+def _expected_spend(history: int, *, add: bool, cap: int = 3) -> tuple[float, float, int]:
+    """(tight before, tight after, fit) for `history` earlier generic (1, 0) releases."""
+    one = MechanismRecord.generic(epsilon=1)
+    check = within_cap([one] * history, [one], epsilon_cap=cap, delta_cap=Fraction(1, 10**5))
+    after = check.after if add else check.before
+    return check.before.epsilon, after.epsilon, check.fit
+
+
+def _shown_spend(spend: dict) -> tuple[float, float, int]:
+    return float(spend["epsilon_before"]), float(spend["epsilon_after"]), spend["fit"]
 
 
 def _api_budget(client, budget_request) -> tuple[str, str, str]:
@@ -214,9 +256,29 @@ def test_a_decided_request_shows_the_budget_as_at_its_decision(client, project, 
     budget_request_reject(budget_request_id=third.pk, reviewer=reviewer, comment="not now")
     assert _api_budget(client, third) == ("rejection", "1", "1")  # nothing reserved
 
+    # the tight spend mirrors it: before excludes the request, after includes it (once)
+    assert _shown_spend(_api_spend(client, first)) == _expected_spend(0, add=True)
+    assert _shown_spend(_api_spend(client, second)) == _expected_spend(1, add=True)
+    spend = _api_spend(client, third)
+    assert spend["moment"] == "rejection"
+    assert float(spend["epsilon_before"]) == float(spend["epsilon_after"])  # nothing added
+    assert Fraction(spend["basic_epsilon_before"]) == 2 == Fraction(spend["basic_epsilon_after"])
+    # two pure epsilon-1 releases by dp_accounting directly (its own (eps, delta) PLD)
+    direct = dp_pld.from_privacy_parameters(dp_common.DifferentialPrivacyParameters(1.0, 0.0))
+    assert float(spend["pld_epsilon_before"]) == pytest.approx(
+        direct.self_compose(2).get_epsilon_for_delta(1e-5), abs=2e-3
+    )
+    assert float(_api_spend(client, second)["pld_epsilon_after"]) == pytest.approx(
+        float(spend["pld_epsilon_before"]), abs=1e-12
+    )
+    first_spend = _api_spend(client, first)
+
     staff = UserFactory(username="stella-staff", is_staff=True)
     project_caps_update(project=project, actor=staff, epsilon_cap="10", delta_cap="0.00001")
     # a later cap change does not rewrite what the decisions saw
     assert _budget_cells(client, first) == {"epsilon-before": "3", "epsilon-after": "2"}
     page = client.get(reverse("budgets:request_detail", args=[first.pk])).content.decode()
     assert "Remaining before the approval" in page and "not subtracted again" in page
+    assert _api_spend(client, first) == first_spend  # its own moment and caps
+    assert first_spend["epsilon_cap"] == "3" and first_spend["moment"] == "approval"
+    assert "Before the approval" in page and 'data-param="tight-after"' in page

@@ -117,6 +117,9 @@ def test_review_page_states_every_parameter(
         budget = page.locator("#budget").inner_text()
         assert "Remaining now" in budget and "Remaining after approval" in budget
         assert "3.4" in budget and "2.6" in budget
+        spend = page.locator("#spend").inner_text()
+        assert "epsilon (tight)" in spend and "Committed now" in spend and "1.6" in spend
+        assert "releases like this one fit" in page.locator("[data-param=fit]").inner_text()
         listed = page.locator("#earlier").inner_text()
         assert "Wave 1 (Gaussian)" in listed and "Published" in listed and "1.6" in listed
 
@@ -137,6 +140,7 @@ def test_review_page_states_every_parameter(
         budget = page.locator("#budget").inner_text()
         assert "Remaining before the approval" in budget
         assert "3.4" in budget and "2.6" in budget  # as at the decision, not subtracted twice
+        assert "Before the approval" in page.locator("#spend").inner_text()
         page.screenshot(path=str(SHOTS / "review-page-decided.png"), full_page=True)
         assert pages.outside == [], f"the page tried to reach the internet: {pages.outside}"
         assert pages.errors == [], f"JavaScript errors: {pages.errors}"

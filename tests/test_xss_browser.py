@@ -226,7 +226,8 @@ def test_script_payloads_in_data_never_run_or_render_as_markup(
         page = owner_pages.page
         options = page.locator("#stats tbody tr select[data-f=column] option").all_text_contents()
         assert f"{IMG} (numeric)" in options and f"{SCRIPT} (categorical)" in options
-        own.visit(f"/releases/{draft.pk}/edit/", "builder-draft", ready="#preview table")
+        # the chart (Plotly legend and hover texts, its table) carries the labels too
+        own.visit(f"/releases/{draft.pk}/edit/", "builder-draft", ready="#tradeoff-chart .main-svg")
         rows = page.locator("#stats tbody tr")
         assert rows.count() == len(statistics())
         assert (

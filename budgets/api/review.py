@@ -67,6 +67,54 @@ class BudgetStandingSerializer(serializers.Serializer):
         )
 
 
+class SpendStandingSerializer(serializers.Serializer):
+    """The project's privacy loss before and after the request under tight accounting.
+
+    epsilon_*: the tighter of the two valid bounds at the cap's delta; pld_epsilon_*:
+    privacy loss distributions (dpportal.privacy.pld); basic_*: the plain sums. null:
+    no finite epsilon at that delta. fit: how many releases like this one (this one
+    included) fit under the cap by either bound.
+    """
+
+    moment = serializers.ChoiceField(choices=["now", "approval", "rejection", "withdrawn"])
+    at = serializers.DateTimeField(allow_null=True)
+    before_label = serializers.CharField()
+    after_label = serializers.CharField()
+    epsilon_cap = AmountField()
+    delta_cap = AmountField()
+    epsilon_before = ExactNumberField(allow_null=True)
+    epsilon_after = ExactNumberField(allow_null=True)
+    pld_epsilon_before = ExactNumberField(allow_null=True)
+    pld_epsilon_after = ExactNumberField(allow_null=True)
+    basic_epsilon_before = ExactNumberField()
+    basic_delta_before = ExactNumberField()
+    basic_epsilon_after = ExactNumberField()
+    basic_delta_after = ExactNumberField()
+    within = serializers.BooleanField()
+    within_pld = serializers.BooleanField()
+    within_basic = serializers.BooleanField()
+    fit = serializers.IntegerField(allow_null=True)
+    text = serializers.SerializerMethodField()
+
+    def get_text(self, obj: selectors.SpendStanding) -> str:
+        def eps(value: float | None) -> str:
+            return "unbounded" if value is None else formatting.budget(value)
+
+        fit = (
+            f" {formatting.integer(obj.fit)} releases like this one fit under the cap "
+            "(this one included)."
+            if obj.fit is not None
+            else ""
+        )
+        return (
+            f"Tight accounting at delta {formatting.budget(obj.delta_cap)}: "
+            f"{obj.before_label}: epsilon {eps(obj.epsilon_before)} "
+            f"(basic sum {formatting.budget(obj.basic_epsilon_before)}). "
+            f"{obj.after_label}: epsilon {eps(obj.epsilon_after)} "
+            f"(basic sum {formatting.budget(obj.basic_epsilon_after)}).{fit}"
+        )
+
+
 class StatisticLineSerializer(serializers.Serializer):
     """One statistic of the request's recorded preview (exact values as strings)."""
 
@@ -169,6 +217,7 @@ class ReviewDocumentSerializer(serializers.Serializer):
     statistics = StatisticReviewSerializer(many=True)
     preview = StatisticLineSerializer(source="preview_lines", many=True)
     budget = BudgetStandingSerializer()
+    spend = SpendStandingSerializer(allow_null=True)
     earlier_releases = EarlierReleaseSerializer(many=True)
     earlier_epsilon_spent = AmountField()
     earlier_delta_spent = AmountField()

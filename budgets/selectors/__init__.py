@@ -50,6 +50,7 @@ from budgets.selectors.review import (
     inbox_list_for_reviewer,
     statistic_lines,
 )
+from budgets.selectors.spend import SpendStanding, spend_standing
 
 __all__ = [
     "ACCOUNTING_RULE",
@@ -62,6 +63,7 @@ __all__ = [
     "BudgetStanding",
     "BudgetSummary",
     "InboxEntry",
+    "SpendStanding",
     "StatisticLine",
     "budget_request_get_for_member",
     "CostFit",
@@ -83,5 +85,6 @@ __all__ = [
     "project_registry_cached",
     "project_registry_version",
     "project_roles",
+    "spend_standing",
     "statistic_lines",
 ]

@@ -87,6 +87,7 @@ __all__ = [
     "basic_cost",
     "project_spend",
     "within_cap",
+    "within_cap_composed",
     "releases_that_fit",
 ]
 
@@ -265,10 +266,33 @@ def within_cap(
     candidate fit. Within when EITHER bound is within the cap (see the module
     docstring, point 4).
     """
+    return within_cap_composed(
+        compose_records(records),
+        basic_cost(records),
+        candidate,
+        epsilon_cap=epsilon_cap,
+        delta_cap=delta_cap,
+        count_fit=count_fit,
+    )
+
+
+def within_cap_composed(
+    history: PrivacyLossDistribution | None,
+    history_basic: Cost,
+    candidate: Sequence[MechanismRecord],
+    *,
+    epsilon_cap: object,
+    delta_cap: object,
+    count_fit: bool = True,
+) -> CapCheck:
+    """`within_cap` with the committed records already composed (compose_records, basic_cost).
+
+    For callers that check several candidates against one history (the builder's
+    headroom search): the history's PLD, the expensive part, is composed once.
+    """
     eps_cap, dlt_cap = check_epsilon(epsilon_cap, "epsilon_cap"), _check_delta_cap(delta_cap)
-    history = compose_records(records)
     after_pld = _compose_pair(history, compose_records(candidate))
-    before = Spend(dlt_cap, _epsilon_of(history, dlt_cap), basic_cost(records))
+    before = Spend(dlt_cap, _epsilon_of(history, dlt_cap), history_basic)
     after = Spend(dlt_cap, _epsilon_of(after_pld, dlt_cap), before.basic + basic_cost(candidate))
     within_pld = _pld_within(after_pld, eps_cap, dlt_cap)
     within_basic = _basic_within(after.basic, eps_cap, dlt_cap)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -41,6 +41,8 @@ class PreviewStatisticSerializer(serializers.Serializer):
     halfwidth_simultaneous = serializers.FloatField(
         required=False, allow_null=True, help_text="Half-width holding for all cells at once."
     )
+    halfwidth_text = serializers.CharField(required=False, help_text="For people.")
+    halfwidth_simultaneous_text = serializers.CharField(required=False, help_text="For people.")
     n_guess = serializers.IntegerField(required=False, allow_null=True)
     candidates = serializers.IntegerField(
         required=False, help_text="Quantiles: the number of candidates of the public grid."
@@ -73,7 +75,30 @@ class PreviewOutputSerializer(serializers.Serializer):
         child=serializers.CharField(),
         help_text="Remaining budget now and after (only for unsubmitted previews).",
     )
-    fits = serializers.BooleanField(required=False)
+    fits = serializers.BooleanField(
+        required=False,
+        help_text="The release fits under the project's cap: by the basic sums, or (with "
+        "spend) by tight accounting, the rule approval applies.",
+    )
+    spend = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text="The project's privacy loss before and after this release at the cap's "
+        "delta (only for unsubmitted previews): before/after each with epsilon (the tighter "
+        "bound), pld_epsilon (privacy loss distributions), basic_epsilon and basic_delta "
+        "(plain sums), exact strings (null: no finite epsilon) and *_text for people; "
+        "within, within_pld, within_basic; fit: how many releases like this one, this one "
+        "included, fit under the cap. null when the ledger could not be accounted.",
+    )
+    tradeoff = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text="With ?chart=1: accuracy against total epsilon. epsilons: totals (exact "
+        "strings, log-spaced); series: per statistic its per-cell half-width at each total "
+        "(value units; null where the mechanisms refuse the parameters); current: this "
+        "release's total; remaining: the largest total of this release that still fits "
+        "under the cap (null: none), remaining_at_limit: the search stopped at its limit.",
+    )
 
 
 def _frozen_preview(summary: object) -> dict[str, Any]:
@@ -90,16 +115,32 @@ def _frozen_preview(summary: object) -> dict[str, Any]:
     return record
 
 
+CHART = OpenApiParameter(
+    "chart",
+    str,
+    required=False,
+    enum=["1"],
+    description="1: add the accuracy-versus-epsilon chart's data (tradeoff).",
+)
+
+
+def _chart(request: Request) -> bool:
+    return request.query_params.get("chart") == "1"
+
+
 class ReleasePreviewApi(ApiView):
     @extend_schema(
         operation_id="releases_preview",
         summary="The accuracy preview of a release definition, without saving it (owners)",
         request=ReleaseInputSerializer,
+        parameters=[CHART],
         responses={200: PreviewOutputSerializer, **error_responses(*MEMBER_ERRORS)},
     )
     def post(self, request: Request, slug: str) -> Response:
         project = project_get_for_member(slug=slug, user=request.user, roles=OWNER)
-        preview = services.release_preview(project=project, data=release_input(request))
+        preview = services.release_preview(
+            project=project, data=release_input(request), chart=_chart(request)
+        )
         return Response(PreviewOutputSerializer(preview).data)
 
 
@@ -109,6 +150,7 @@ class ReleaseSavedPreviewApi(ApiView):
         summary="The accuracy preview of a saved release (members)",
         description="A draft's preview is computed now; a submitted release's is the one "
         "frozen in its budget request.",
+        parameters=[CHART],
         responses={200: PreviewOutputSerializer, **error_responses(*MEMBER_ERRORS, 409)},
     )
     def get(self, request: Request, release_id: int) -> Response:
@@ -117,7 +159,9 @@ class ReleaseSavedPreviewApi(ApiView):
             preview = _frozen_preview(release.budget_request.summary)
         elif release.status == Release.Status.DRAFT:
             preview = services.release_preview(
-                project=release.project, data=services.release_form_data(release=release)
+                project=release.project,
+                data=services.release_form_data(release=release),
+                chart=_chart(request),
             )
         else:
             raise InvalidTransition(

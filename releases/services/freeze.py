@@ -140,8 +140,9 @@ def release_freeze(*, release: Release) -> FrozenRelease:
             s.save(update_fields=["epsilon", "delta"])
     release.epsilon, release.delta = cost_eps, cost_delta
     spec = release_spec_build(release=release)
-    summary = plan_preview(plan=plan)
-    summary.pop("budget", None)  # the reviewer's page shows the budget live
+    # the reviewer's page shows the budget and the tight spend live: none frozen here
+    summary = plan_preview(plan=plan, accounting=False)
+    summary.pop("budget", None)
     summary["title"] = release.title
     summary["release"] = release.pk
     return FrozenRelease(

@@ -2,27 +2,114 @@
 
 from __future__ import annotations
 
+import logging
+import math
 from decimal import Decimal
 from typing import Any
 
 from budgets.amounts import fmt
 from budgets.models import Project
-from budgets.selectors import BudgetSummary, CostFit, budget_summary, cost_fits
+from budgets.selectors import BudgetSummary, CostFit, budget_summary, committed_records, cost_fits
+from dpportal import formatting
 from dpportal.errors import BudgetExceeded
+from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.headroom import compose_history
+from dpportal.privacy.pld import CapCheck, Spend, within_cap_composed
 from releases import dp
 from releases.services.plan import ReleasePlan, release_plan_parse
+from releases.services.tradeoff import plan_records, plan_tradeoff
+
+logger = logging.getLogger(__name__)
 
 
-def release_preview(*, project: Project, data: dict) -> dict[str, Any]:
+def release_preview(
+    *, project: Project, data: dict, chart: bool = False, accounting: bool = True
+) -> dict[str, Any]:
     """The accuracy preview of a builder form: half-widths, cost and the remaining budget.
 
     Computed from public parameters only. Raises ValidationFailed for bad input.
+    `chart`: add the accuracy-versus-epsilon chart's data (`tradeoff`), which takes a
+    sweep of the planning functions, so the live preview asks for it separately.
+    `accounting=False`: without the tight spend (pages that do not show it).
     """
     plan = release_plan_parse(project=project, data=data)
-    return plan_preview(plan=plan)
+    return plan_preview(plan=plan, accounting=accounting, chart=chart)
 
 
-def plan_preview(*, plan: ReleasePlan) -> dict[str, Any]:
+def _epsilon(value: float) -> dict[str, Any]:
+    """An accountant's epsilon: exact (None when no finite epsilon reaches the delta) and text."""
+    if not math.isfinite(value):
+        return {"exact": None, "text": "unbounded"}
+    return {"exact": formatting.exact(value), "text": formatting.budget(value)}
+
+
+def _spend(spend: Spend) -> dict[str, Any]:
+    tight, pld = _epsilon(spend.epsilon), _epsilon(spend.pld_epsilon)
+    return {
+        "epsilon": tight["exact"],
+        "epsilon_text": tight["text"],
+        "pld_epsilon": pld["exact"],
+        "pld_epsilon_text": pld["text"],
+        "basic_epsilon": formatting.exact(spend.basic.epsilon),
+        "basic_epsilon_text": formatting.budget(spend.basic.epsilon),
+        "basic_delta": formatting.exact(spend.basic.delta),
+        "basic_delta_text": formatting.budget(spend.basic.delta),
+    }
+
+
+def spend_json(*, check: CapCheck, epsilon_cap: Decimal, delta_cap: Decimal) -> dict[str, Any]:
+    """A CapCheck for the builder: spend before/after both ways, verdicts and the fit count.
+
+    `epsilon` is the tighter of the two bounds at the cap's delta (pld.Spend.epsilon);
+    `fit`: how many releases like this one, this one included, fit under the cap.
+    """
+    return {
+        "delta": formatting.exact(check.before.delta),
+        "epsilon_cap": formatting.exact(epsilon_cap),
+        "epsilon_cap_text": formatting.budget(epsilon_cap),
+        "delta_cap": formatting.exact(delta_cap),
+        "delta_cap_text": formatting.budget(delta_cap),
+        "before": _spend(check.before),
+        "after": _spend(check.after),
+        "within": check.within,
+        "within_pld": check.within_pld,
+        "within_basic": check.within_basic,
+        "fit": check.fit,
+        "fit_text": formatting.integer(check.fit) if check.fit is not None else "",
+    }
+
+
+def _accounting(*, plan: ReleasePlan, chart: bool) -> dict[str, Any]:
+    """The tight spend and the accuracy-versus-epsilon chart (the project's committed records)."""
+    project = plan.project
+    try:
+        # the committed records composed once for both (the expensive part of a long history)
+        history = compose_history(committed_records(project=project))
+        check = within_cap_composed(
+            history.pld,
+            history.basic,
+            plan_records(plan=plan),
+            epsilon_cap=project.epsilon_cap,
+            delta_cap=project.delta_cap,
+        )
+        return {
+            "spend": spend_json(
+                check=check, epsilon_cap=project.epsilon_cap, delta_cap=project.delta_cap
+            ),
+            **({"tradeoff": plan_tradeoff(plan=plan, history=history)} if chart else {}),
+        }
+    except PrivacyParameterError:
+        logger.exception("tight accounting failed for a preview in project %s", project.pk)
+        return {"spend": None, **({"tradeoff": None} if chart else {})}
+
+
+def plan_preview(
+    *, plan: ReleasePlan, accounting: bool = True, chart: bool = False
+) -> dict[str, Any]:
+    """The preview of `plan`: half-widths, cost, remaining budget (basic), and with
+    `accounting` the tight spend before/after and the fit count (`spend`), with `chart`
+    too the accuracy-versus-epsilon chart's data (`tradeoff`). Both depend on the live
+    budget: the frozen summary has neither."""
     summary = budget_summary(project=plan.project)
     cost_eps, cost_delta = dp.release_cost(plan=plan)
     statistics = []
@@ -40,10 +127,14 @@ def plan_preview(*, plan: ReleasePlan) -> dict[str, Any]:
                 "hold": s.hold,
                 "target_halfwidth": s.target_halfwidth,
                 **accuracy,
+                "halfwidth_text": formatting.halfwidth(accuracy["halfwidth"]),
+                "halfwidth_simultaneous_text": formatting.halfwidth(
+                    accuracy["halfwidth_simultaneous"]
+                ),
             }
         )
     fits = _fit(plan=plan, summary=summary, cost_eps=cost_eps, cost_delta=cost_delta).within
-    return {
+    preview = {
         "dataset": plan.dataset.pk,
         "mechanism": plan.mechanism,
         "confidence": fmt(plan.confidence),
@@ -63,6 +154,11 @@ def plan_preview(*, plan: ReleasePlan) -> dict[str, Any]:
         },
         "fits": fits,
     }
+    if accounting:
+        preview.update(_accounting(plan=plan, chart=chart))
+        if preview["spend"] is not None:  # either valid bound, as approval decides
+            preview["fits"] = preview["fits"] or preview["spend"]["within"]
+    return preview
 
 
 def _fit(

@@ -110,11 +110,6 @@
     };
   }
 
-  function fmt(x) {
-    if (x == null) return "";
-    return Math.abs(x) >= 1000 ? Number(x).toFixed(0) : Number(x).toPrecision(4);
-  }
-
   function previewError(message) {
     return el("p", { class: "messages" }, [el("span", { class: "error", text: message })]);
   }
@@ -134,8 +129,8 @@
           el("td", { class: "num", text: s.epsilon }),
           el("td", { class: "num", text: s.delta }),
           el("td", { class: "num", text: s.cells }),
-          el("td", { class: "num", text: fmt(s.halfwidth) }),
-          el("td", { class: "num", text: fmt(s.halfwidth_simultaneous) }),
+          el("td", { class: "num", text: s.halfwidth_text }),
+          el("td", { class: "num", text: s.halfwidth_simultaneous_text }),
         ])
       );
     }
@@ -157,7 +152,138 @@
         "."
       );
     }
-    return [el("table", {}, [el("thead", {}, [head]), body]), cost];
+    return [el("table", {}, [el("thead", {}, [head]), body]), cost, ...spendBlock(p.spend)];
+  }
+
+  /** The project's privacy loss before and after, tight and basic (texts from the server). */
+  function spendBlock(spend) {
+    if (spend === undefined) return [];
+    if (spend === null) {
+      return [el("p", { class: "muted", text: "The project's ledger could not be accounted tightly: only the basic sums apply." })];
+    }
+    const row = (label, key, cap, param) =>
+      el("tr", {}, [
+        el("th", { scope: "row", text: label }),
+        el("td", { class: "num", text: cap }),
+        el("td", { class: "num", "data-param": param + "-before", text: spend.before[key] }),
+        el("td", { class: "num", "data-param": param + "-after", text: spend.after[key] }),
+      ]);
+    const head = el("tr", {}, [
+      el("th", { text: "" }),
+      ...["Project cap", "Committed now", "After this release"].map((t) =>
+        el("th", { class: "num", scope: "col", text: t })
+      ),
+    ]);
+    const table = el("table", { id: "spend" }, [
+      el("caption", { text: "The project's privacy loss at delta " + spend.delta_cap_text }),
+      el("thead", {}, [head]),
+      el("tbody", {}, [
+        row("epsilon (tight accounting)", "epsilon_text", spend.epsilon_cap_text, "tight"),
+        row("epsilon (basic sum)", "basic_epsilon_text", spend.epsilon_cap_text, "basic"),
+        row("delta (basic sum)", "basic_delta_text", spend.delta_cap_text, "basic-delta"),
+      ]),
+    ]);
+    const fit = el("p", { id: "spend-fit" });
+    if (spend.fit !== null && spend.within) {
+      fit.append(
+        el("strong", { text: spend.fit_text }),
+        " release" + (spend.fit === 1 ? "" : "s") + " like this one fit under the cap (this one included)."
+      );
+    } else {
+      fit.append(el("strong", { class: "error", text: "This release does not fit under the cap by either bound." }));
+    }
+    return [table, fit];
+  }
+
+  /** The accuracy-versus-epsilon chart (Plotly) and its table, from the server's numbers. */
+  function drawTradeoff(t) {
+    const summary = byId("tradeoff-summary");
+    const chart = byId("tradeoff-chart");
+    const tableBox = byId("tradeoff-table");
+    if (!t) {
+      summary.textContent = "The chart could not be computed for this release.";
+      chart.replaceChildren();
+      tableBox.replaceChildren();
+      return;
+    }
+    summary.replaceChildren(
+      "This release: total epsilon " + t.current_text + ". ",
+      t.remaining === null
+        ? el("strong", { class: "error", text: "No total of this release fits under the cap." })
+        : el("span", {
+            id: "tradeoff-remaining",
+            "data-exact": t.remaining,
+            text:
+              "The largest total of this release that still fits under the cap: epsilon " +
+              (t.remaining_at_limit ? "at least " : "") +
+              t.remaining_text +
+              ".",
+          })
+    );
+    const xs = t.epsilons.map(Number);
+    if (window.Plotly) {
+      const traces = t.series.map((s) => ({
+        type: "scatter",
+        mode: "lines+markers",
+        name: esc(s.label),
+        x: xs,
+        // a zero half-width has no place on a log axis: left out (the table shows it)
+        y: s.halfwidth.map((h) => (h === null || h <= 0 ? null : h)),
+        hovertext: s.halfwidth_text.map(
+          (h, i) => esc(s.label) + ": ± " + h + " at epsilon " + t.epsilons_text[i]
+        ),
+        hoverinfo: "text",
+      }));
+      const line = (x, color, dash) => ({
+        type: "line", xref: "x", yref: "paper", x0: x, x1: x, y0: 0, y1: 1,
+        line: { color: color, width: 2, dash: dash },
+      });
+      const shapes = [line(Number(t.current), "#1d2433", "dash")];
+      const annotations = [{ x: Math.log10(Number(t.current)), y: 1, xref: "x", yref: "paper",
+        text: "this release", showarrow: false, yanchor: "bottom" }];
+      if (t.remaining !== null) {
+        shapes.push(line(Number(t.remaining), "#b3261e", "solid"));
+        annotations.push({ x: Math.log10(Number(t.remaining)), y: 0.92, xref: "x", yref: "paper",
+          text: "fits under the cap up to here", showarrow: false, xanchor: "right",
+          font: { color: "#b3261e" } });
+      }
+      window.Plotly.react(
+        chart,
+        traces,
+        {
+          height: 360,
+          margin: { t: 30, r: 20, b: 50, l: 70 },
+          xaxis: { type: "log", title: { text: "total epsilon of the release" } },
+          yaxis: { type: "log", title: { text: "half-width (± per cell, value units)" } },
+          shapes: shapes,
+          annotations: annotations,
+          legend: { orientation: "h", y: -0.25 },
+          paper_bgcolor: "#fff",
+          plot_bgcolor: "#fff",
+        },
+        { displaylogo: false, responsive: true }
+      );
+    }
+    const head = el("tr", {}, [
+      el("th", { scope: "col", text: "total epsilon" }),
+      el("th", { scope: "col", text: "fits under the cap" }),
+      ...t.series.map((s) => el("th", { scope: "col", class: "num", text: "± " + s.label })),
+    ]);
+    const rows = t.epsilons.map((e, i) =>
+      el("tr", {}, [
+        el("td", { class: "num", text: t.epsilons_text[i] }),
+        el("td", { text: t.remaining !== null && Number(e) <= Number(t.remaining) ? "yes" : "no" }),
+        ...t.series.map((s) => el("td", { class: "num", text: s.halfwidth_text[i] })),
+      ])
+    );
+    tableBox.replaceChildren(
+      el("table", { id: "tradeoff-numbers" }, [el("thead", {}, [head]), el("tbody", {}, rows)])
+    );
+  }
+
+  // Plotly reads strings as pseudo-HTML: labels from the data are escaped first.
+  function esc(value) {
+    return String(value).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
   }
 
   let timer = null;
@@ -182,7 +308,27 @@
       if (mine !== seq) return;
       const box = byId("preview");
       box.replaceChildren(...(data.ok ? previewTable(data.preview) : [previewError(data.error)]));
+      if (data.ok) refreshChart(mine);
     }, 250);
+  }
+
+  // The chart takes a sweep of the planning functions: asked for after the preview,
+  // and dropped when the form changed meanwhile.
+  async function refreshChart(mine) {
+    let data;
+    try {
+      const res = await fetch(previewUrl + "?chart=1", {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
+        body: JSON.stringify(payload()),
+      });
+      data = await res.json();
+    } catch (e) {
+      data = { ok: false };
+    }
+    if (mine !== seq) return;
+    drawTradeoff(data.ok ? data.preview.tradeoff : null);
   }
 
   byId("add-stat").addEventListener("click", () => {

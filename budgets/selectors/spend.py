@@ -1,0 +1,164 @@
+"""A request's spend under tight accounting, before and after it, at the moment that matters.
+
+The tight twin of budget.budget_standing: the project's committed mechanism
+records (accounting.committed_records' rule: RESERVE rows not RELEASEd) composed
+by privacy loss distributions (dpportal.privacy.pld), with the basic sums beside
+them, and how many releases like this one fit under the cap.
+
+Which moment, as budget_standing: a pending request is measured now (before:
+committed now; after: with the request). A request that was approved is measured
+from the ledger rows written before its RESERVE row (ids follow commit order under
+the project lock) and the caps of that time: before = those committed records
+(without this request), after = with it, so its cost is never counted twice
+whatever was approved since. A rejected request: the rows up to the rejection,
+nothing added after. Withdrawn before any decision: now, nothing added after.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from fractions import Fraction
+from typing import ClassVar
+
+from django.db.models import Q
+
+from budgets.models import BudgetRequest, LedgerEntry
+from budgets.selectors.accounting import entry_records
+from budgets.selectors.budget import _caps_at
+from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.headroom import compose_history
+from dpportal.privacy.mechanism_records import MechanismRecord
+from dpportal.privacy.pld import Spend, within_cap_composed
+
+__all__ = ["SpendStanding", "spend_standing"]
+
+logger = logging.getLogger(__name__)
+
+
+def _finite(value: float) -> float | None:
+    """An accountant's epsilon, None when no finite epsilon reaches the delta."""
+    return value if math.isfinite(value) else None
+
+
+@dataclass(frozen=True)
+class SpendStanding:
+    """The project's privacy loss before and after a request, both ways, at the cap's delta.
+
+    epsilon_*: the tighter of the two bounds (pld.Spend.epsilon); pld_epsilon_*: the
+    PLD bound; basic_*: the plain sums. None: no finite epsilon at that delta.
+    fit: how many releases like this one (this one included) fit under the cap.
+    """
+
+    moment: str
+    at: datetime | None
+    epsilon_cap: Decimal
+    delta_cap: Decimal
+    epsilon_before: float | None
+    epsilon_after: float | None
+    pld_epsilon_before: float | None
+    pld_epsilon_after: float | None
+    basic_epsilon_before: Fraction
+    basic_delta_before: Fraction
+    basic_epsilon_after: Fraction
+    basic_delta_after: Fraction
+    within_pld: bool
+    within_basic: bool
+    fit: int | None
+
+    LABELS: ClassVar[dict[str, tuple[str, str]]] = {
+        "now": ("Committed now", "After approval"),
+        "approval": ("Before the approval", "After the approval"),
+        "rejection": ("At the rejection", "After the rejection (nothing reserved)"),
+        "withdrawn": ("Committed now", "After (nothing reserved)"),
+    }
+
+    @property
+    def before_label(self) -> str:
+        return self.LABELS[self.moment][0]
+
+    @property
+    def after_label(self) -> str:
+        return self.LABELS[self.moment][1]
+
+    @property
+    def within(self) -> bool:
+        """Approving fits under the cap by either bound (for a pending request)."""
+        return self.within_pld or self.within_basic
+
+
+def _committed_records(*, project_id: int, moment: Q) -> list[MechanismRecord]:
+    """accounting.committed_records restricted to the ledger rows matching `moment`."""
+    entries = LedgerEntry.objects.filter(moment, project_id=project_id)
+    released = entries.filter(kind=LedgerEntry.Kind.RELEASE).values("request_id")
+    rows = (
+        entries.filter(kind=LedgerEntry.Kind.RESERVE)
+        .exclude(request_id__in=released)
+        .values_list("epsilon", "delta", "mechanisms")
+    )
+    return [
+        record
+        for epsilon, delta, mechanisms in rows
+        for record in entry_records(epsilon=epsilon, delta=delta, mechanisms=mechanisms)
+    ]
+
+
+def _moment(budget_request: BudgetRequest) -> tuple[str, datetime | None, Q, bool]:
+    """(moment, at, which ledger rows count, whether the request is added after)."""
+    if budget_request.status == BudgetRequest.Status.PENDING:
+        return "now", None, Q(), True
+    reserve = (
+        LedgerEntry.objects.filter(request=budget_request, kind=LedgerEntry.Kind.RESERVE)
+        .only("pk", "created_at")
+        .first()
+    )
+    if reserve is not None:
+        return "approval", reserve.created_at, Q(pk__lt=reserve.pk), True
+    if budget_request.decided_at is not None:
+        at = budget_request.decided_at
+        return "rejection", at, Q(created_at__lte=at), False
+    return "withdrawn", None, Q(), False
+
+
+def spend_standing(*, budget_request: BudgetRequest) -> SpendStanding | None:
+    """The request's SpendStanding (None when the ledger's records cannot be accounted)."""
+    project = budget_request.project
+    moment, at, rows, add = _moment(budget_request)
+    epsilon_cap, delta_cap = (
+        _caps_at(project=project, at=at) if at else (project.epsilon_cap, project.delta_cap)
+    )
+    try:
+        history = compose_history(_committed_records(project_id=project.pk, moment=rows))
+        candidate = entry_records(
+            epsilon=budget_request.epsilon,
+            delta=budget_request.delta,
+            mechanisms=budget_request.mechanisms,
+        )
+        check = within_cap_composed(
+            history.pld, history.basic, candidate, epsilon_cap=epsilon_cap, delta_cap=delta_cap
+        )
+    except PrivacyParameterError:
+        logger.exception("tight accounting failed for budget request %s", budget_request.pk)
+        return None
+    before: Spend = check.before
+    after: Spend = check.after if add else check.before
+    return SpendStanding(
+        moment=moment,
+        at=at,
+        epsilon_cap=epsilon_cap,
+        delta_cap=delta_cap,
+        epsilon_before=_finite(before.epsilon),
+        epsilon_after=_finite(after.epsilon),
+        pld_epsilon_before=_finite(before.pld_epsilon),
+        pld_epsilon_after=_finite(after.pld_epsilon),
+        basic_epsilon_before=before.basic.epsilon,
+        basic_delta_before=before.basic.delta,
+        basic_epsilon_after=after.basic.epsilon,
+        basic_delta_after=after.basic.delta,
+        within_pld=check.within_pld,
+        within_basic=check.within_basic,
+        fit=check.fit,
+    )
