@@ -25,6 +25,7 @@ from fractions import Fraction
 from typing import Any
 
 from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.mean_pivot import mean_interval_from_explanation
 from dpportal.privacy.noise import NoiseSpec
 from dpportal.privacy.params import check_cells, check_confidence, to_fraction
 from dpportal.privacy.tails import dgauss_log_sf, dlap_tail, normal_upper_quantile
@@ -164,6 +165,9 @@ def mean_interval_from_parts(
 ) -> tuple[Fraction, Fraction, Fraction, bool]:
     """(estimate, low, high, count_nonpositive) for a mean, by interval arithmetic.
 
+    The older, wider construction (grouped means still use it with each part's
+    vector at 1 - beta/2); a single mean uses mean_pivot.mean_pivot_interval.
+
     With the true sum in [a, b] = S +- hs and the true count in [c, d] =
     [max(N - hc, 1), N + hc] (a mean needs a count >= 1), the true mean S'/n'
     lies in [min(a/c, a/d), max(b/c, b/d)]; the interval is clamped to
@@ -196,19 +200,10 @@ def mean_interval(
 ) -> tuple[float, float, float]:
     """(estimate, low, high) of a stored mean at any confidence, from its to_dict().
 
-    Each part's interval is taken at confidence 1 - beta/2, so both hold at once
-    with probability >= 1 - beta (union bound); see mean_interval_from_parts.
+    The interval inverts the exact pivot g S^ - m N^ (dpportal.privacy.mean_pivot):
+    coverage >= confidence, no union bound. It reads only the stored public
+    parameters, so results stored before this method was adopted get it too
+    (their noise, grid and bounds are all in the explanation).
     """
-    conf = check_confidence(confidence)
-    part_conf = (1 + conf) / 2
-    sum_exp, count_exp = explanation["sum"], explanation["count"]
-    estimate, low, high, _ = mean_interval_from_parts(
-        noisy_sum_units=int(sum_exp["values"][0]),
-        sum_halfwidth_units=_explanation_halfwidth_units(sum_exp, part_conf, False),
-        noisy_count=int(count_exp["values"][0]),
-        count_halfwidth=_explanation_halfwidth_units(count_exp, part_conf, False),
-        granularity=Fraction(sum_exp["granularity"]),
-        lower=Fraction(explanation["lower"]),
-        upper=Fraction(explanation["upper"]),
-    )
+    estimate, low, high, _ = mean_interval_from_explanation(explanation, confidence=confidence)
     return float(estimate), float(low), float(high)

@@ -45,6 +45,7 @@ __all__ = [
     "grid_bounds",
     "sum_sensitivity_units",
     "to_grid_units",
+    "rounding_gap",
 ]
 
 GRID_BITS = 20
@@ -161,3 +162,19 @@ def to_grid_units(
     exponent = g.numerator.bit_length() - g.denominator.bit_length()  # g = 2**exponent
     scaled = np.ldexp(v, -exponent)
     return np.rint(np.clip(scaled, float(lo_units), float(hi_units))).astype(np.int64)
+
+
+def rounding_gap(lower: object, upper: object, granularity: object) -> Fraction:
+    """The most one row's grid value can differ from its clipped value: r = max(gamma/2,
+    gamma ceil(lo/gamma) - lo, hi - gamma floor(hi/gamma)).
+
+    A clipped value x in [lo, hi] becomes gamma u with u = rint(clip(x/gamma, lo_u, hi_u))
+    (to_grid_units): inside [gamma lo_u, gamma hi_u] rounding moves it by <= gamma/2;
+    below gamma lo_u it moves up by <= gamma lo_u - lo, above gamma hi_u down by
+    <= hi - gamma hi_u. So a mean of grid values is within r of the clipped mean, and
+    a sum of n rows within n r of the clipped sum.
+    """
+    lo, hi = check_bounds(lower, upper)
+    g = check_granularity(granularity)
+    lo_units, hi_units = grid_bounds(lo, hi, g)
+    return max(g / 2, lo_units * g - lo, hi - hi_units * g)
