@@ -144,13 +144,16 @@ def result_halfwidth(
 
     Uses only the stored public parameters (noise, scale or sigma, cells,
     granularity). Per cell by default; simultaneous=True covers all cells at once
-    (beta/k each). Sums: grid units times the granularity. For a mean use
+    (beta/k each). Sums: grid units times the granularity, plus the stored
+    rounding_bound when there is one (noise.sum_noise), so the interval covers the
+    clipped sum and not only the grid-rounded one. For a mean use
     `mean_interval`; for an argmax this is the half-width of each noisy count.
     """
     if explanation.get("statistic") == "mean":
         raise PrivacyParameterError("a mean has an asymmetric interval: use mean_interval")
     units = _explanation_halfwidth_units(explanation, confidence, simultaneous)
-    return float(units * Fraction(explanation.get("granularity", "1")))
+    rounding = Fraction(explanation.get("rounding_bound", "0"))
+    return float(units * Fraction(explanation.get("granularity", "1")) + rounding)
 
 
 def mean_interval_from_parts(

@@ -8,7 +8,9 @@ half-width, rounded UP to 3 significant digits so that it still meets it.
 
 Per kind (h(beta) = half-width of the noise at confidence 1 - beta):
 - count: h in counts; histogram: per cell, or all `cells` at once (beta/cells each);
-- sum: h in grid units times the granularity gamma = sensitivity.sum_granularity;
+- sum: h in grid units times the granularity gamma = sensitivity.sum_granularity
+  (rows_bound=MAX_ROWS), plus the rounding bound the spec records (the interval
+  covers the clipped sum);
 - mean: with an owner-supplied planning guess n of the number of rows (never
   the data): q / n + r, q the exact pivot quantile of the piece of means
   farthest from 0 and r one row's rounding gap, capped at upper - lower: the
@@ -44,7 +46,7 @@ from dpportal.privacy.params import (
     round_up_sig,
     to_fraction,
 )
-from dpportal.privacy.sensitivity import sum_granularity
+from dpportal.privacy.sensitivity import MAX_ROWS, sum_granularity
 
 __all__ = [
     "EPSILON_RANGE",
@@ -100,7 +102,9 @@ def statistic_halfwidth(
         return float(spec_halfwidth(spec, conf, k if simultaneous else 1))
     if kind == "sum":
         lo, hi = _need_bounds(lower, upper)
-        gamma = sum_granularity(lo, hi, epsilon=eps, contribution_bound=contribution_bound)
+        gamma = sum_granularity(
+            lo, hi, epsilon=eps, contribution_bound=contribution_bound, rows_bound=MAX_ROWS
+        )
         spec = sum_noise(
             lower=lo,
             upper=hi,
@@ -108,7 +112,7 @@ def statistic_halfwidth(
             contribution_bound=contribution_bound,
             **common,
         )
-        return float(spec_halfwidth(spec, conf) * gamma)
+        return float(spec_halfwidth(spec, conf) * gamma + (spec.rounding_bound or 0))
     if kind == "mean":
         return _mean_halfwidth(
             eps, delta, mechanism, conf, contribution_bound, lower, upper, n_guess, sum_share
