@@ -49,9 +49,14 @@ def granularity(
     rule planning applies, so the preview and the computation use one grid.
     """
     eps = _frac(epsilon) * (MEAN_SUM_SHARE if kind == "mean" else 1)
+    rows_bound = sensitivity.MAX_ROWS if kind == "sum" else None  # see sum_granularity
     return exact_str(
         sensitivity.sum_granularity(
-            _frac(lower), _frac(upper), epsilon=eps, contribution_bound=contribution_bound
+            _frac(lower),
+            _frac(upper),
+            epsilon=eps,
+            contribution_bound=contribution_bound,
+            rows_bound=rows_bound,
         )
     )
 
@@ -177,8 +182,9 @@ def statistic_noise(*, plan: ReleasePlan, stat: StatisticPlan) -> tuple[noise.No
         lower, upper = params["lower"], params["upper"]
         share = params.get("sum_share", Fraction(1))
         gamma = sensitivity.sum_granularity(
-            lower, upper, epsilon=common["epsilon"] * share, contribution_bound=bound
-        )
+            lower, upper, epsilon=common["epsilon"] * share, contribution_bound=bound,
+            rows_bound=sensitivity.MAX_ROWS if stat.kind == "sum" else None,
+        )  # fmt: skip
         if stat.kind == "sum":
             return (
                 noise.sum_noise(

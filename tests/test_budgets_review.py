@@ -165,7 +165,8 @@ def test_page_and_api_carry_the_document_without_reprs(client, releases, reviewe
     assert review["privacy_unit"]["contribution_bound"] == BOUND
     income = next(s for s in review["statistics"] if s["kind"] == "sum")
     assert income["noise"][0]["scale"] == "3000000" and income["clip_upper"] == "100000"
-    assert income["noise"][0]["granularity"] == "0.0625"
+    # the released-sum grid: <= L M / eps / (2**10 MAX_ROWS), issue 13.6c
+    assert income["noise"][0]["granularity"] == "0.00000000186264514923095703125"
     assert isinstance(income["halfwidth"], str) and Decimal(income["halfwidth"]) > 0
     assert review["budget"]["epsilon_before"] == "3.4"
     assert review["budget"]["epsilon_after"] == "2.6"

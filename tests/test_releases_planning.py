@@ -3,7 +3,7 @@
 The preview goes through dpportal.privacy.planning; the release's explanation
 comes from the mechanisms. For every kind the preview's half-width must equal
 the one accuracy.result_halfwidth reads off the stored explanation (for a mean,
-planning's formula applied to the stored parts), for both mechanisms and with
+the pivot half-width of the stored parts' laws), for both mechanisms and with
 a contribution bound L > 1.
 """
 
@@ -13,7 +13,7 @@ from fractions import Fraction
 
 import pytest
 
-from dpportal.privacy import accuracy
+from dpportal.privacy import accuracy, mean_pivot
 from releases import compute, lifecycle, services
 from releases.models import ReleaseResult
 from tests.releases_support import full_statistics, make_dataset, submitted
@@ -29,14 +29,18 @@ CASES = [
 
 
 def mean_halfwidth(explanation: dict, *, confidence: Fraction, n: int) -> float:
-    """planning's mean half-width, from the stored parts' own half-widths."""
-    part = (1 + confidence) / 2
-    hs = accuracy.result_halfwidth(explanation["sum"], confidence=part)
-    hc = accuracy.result_halfwidth(explanation["count"], confidence=part)
-    lo, hi = float(Fraction(explanation["lower"])), float(Fraction(explanation["upper"]))
-    if n - hc < 1:
-        return hi - lo
-    return min((hs + max(abs(lo), abs(hi)) * hc) / (n - hc), hi - lo)
+    """planning's mean half-width, from the stored parts' own noise laws and grid."""
+    return float(
+        mean_pivot.mean_pivot_halfwidth(
+            n=Fraction(n),
+            sum_law=mean_pivot.NoiseLaw.of_explanation(explanation["sum"]),
+            count_law=mean_pivot.NoiseLaw.of_explanation(explanation["count"]),
+            granularity=Fraction(explanation["sum"]["granularity"]),
+            lower=Fraction(explanation["lower"]),
+            upper=Fraction(explanation["upper"]),
+            confidence=confidence,
+        )
+    )
 
 
 @pytest.mark.parametrize(("extra", "bound"), CASES)

@@ -25,6 +25,7 @@ from fractions import Fraction
 from typing import Any
 
 from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.mean_pivot import mean_interval_from_explanation
 from dpportal.privacy.noise import NoiseSpec
 from dpportal.privacy.params import check_cells, check_confidence, to_fraction
 from dpportal.privacy.tails import dgauss_log_sf, dlap_tail, normal_upper_quantile
@@ -143,13 +144,16 @@ def result_halfwidth(
 
     Uses only the stored public parameters (noise, scale or sigma, cells,
     granularity). Per cell by default; simultaneous=True covers all cells at once
-    (beta/k each). Sums: grid units times the granularity. For a mean use
+    (beta/k each). Sums: grid units times the granularity, plus the stored
+    rounding_bound when there is one (noise.sum_noise), so the interval covers the
+    clipped sum and not only the grid-rounded one. For a mean use
     `mean_interval`; for an argmax this is the half-width of each noisy count.
     """
     if explanation.get("statistic") == "mean":
         raise PrivacyParameterError("a mean has an asymmetric interval: use mean_interval")
     units = _explanation_halfwidth_units(explanation, confidence, simultaneous)
-    return float(units * Fraction(explanation.get("granularity", "1")))
+    rounding = Fraction(explanation.get("rounding_bound", "0"))
+    return float(units * Fraction(explanation.get("granularity", "1")) + rounding)
 
 
 def mean_interval_from_parts(
@@ -163,6 +167,9 @@ def mean_interval_from_parts(
     upper: Fraction,
 ) -> tuple[Fraction, Fraction, Fraction, bool]:
     """(estimate, low, high, count_nonpositive) for a mean, by interval arithmetic.
+
+    The older, wider construction (grouped means still use it with each part's
+    vector at 1 - beta/2); a single mean uses mean_pivot.mean_pivot_interval.
 
     With the true sum in [a, b] = S +- hs and the true count in [c, d] =
     [max(N - hc, 1), N + hc] (a mean needs a count >= 1), the true mean S'/n'
@@ -196,19 +203,10 @@ def mean_interval(
 ) -> tuple[float, float, float]:
     """(estimate, low, high) of a stored mean at any confidence, from its to_dict().
 
-    Each part's interval is taken at confidence 1 - beta/2, so both hold at once
-    with probability >= 1 - beta (union bound); see mean_interval_from_parts.
+    The interval inverts the exact pivot g S^ - m N^ (dpportal.privacy.mean_pivot):
+    coverage >= confidence, no union bound. It reads only the stored public
+    parameters, so results stored before this method was adopted get it too
+    (their noise, grid and bounds are all in the explanation).
     """
-    conf = check_confidence(confidence)
-    part_conf = (1 + conf) / 2
-    sum_exp, count_exp = explanation["sum"], explanation["count"]
-    estimate, low, high, _ = mean_interval_from_parts(
-        noisy_sum_units=int(sum_exp["values"][0]),
-        sum_halfwidth_units=_explanation_halfwidth_units(sum_exp, part_conf, False),
-        noisy_count=int(count_exp["values"][0]),
-        count_halfwidth=_explanation_halfwidth_units(count_exp, part_conf, False),
-        granularity=Fraction(sum_exp["granularity"]),
-        lower=Fraction(explanation["lower"]),
-        upper=Fraction(explanation["upper"]),
-    )
+    estimate, low, high, _ = mean_interval_from_explanation(explanation, confidence=confidence)
     return float(estimate), float(low), float(high)

@@ -34,10 +34,16 @@ Sources:
     L = 2..8 with epsilon 0.1 to 10, L = 2..4 up to epsilon 200, delta 1e-5 to
     1e-9. The single cell was the maximum in every case, the runner-up at most
     ~11 % of it (epsilon = 0.1; below 1 % at epsilon 10): the lattice effects
-    are far smaller than the gap in ||v||_2. This is a verified claim over that
-    range, not a theorem for every sigma; tests/privacy/test_privacy_histogram_shift.py
-    repeats it (L = 2..6, epsilon 0.1 to 50, every cell count). So a histogram is
-    calibrated as a 1-D discrete Gaussian at sensitivity L by CKS Thm 7.
+    are far smaller than the gap in ||v||_2. Status of the claim: for the
+    continuous Gaussian it is the proof above; for the discrete Gaussian we know
+    of no published proof (CKS 2020 bound several coordinates only through
+    zCDP, Thm 14), so it is a claim verified by exact computation over that
+    range, not a theorem for every sigma. tests/privacy/test_privacy_histogram_shift.py
+    repeats the exact check at the sigma actually chosen, for every partition
+    of every m <= L: L = 2..6 with epsilon 0.1 to 50 and 2, 3, 12 cells, and
+    L = 7..10 with epsilon 1, 4, 10 (12 cells); and checks that the chosen sigma
+    is the exact one-cell calibration within 0.5 % for L = 2..10. So a histogram
+    is calibrated as a 1-D discrete Gaussian at sensitivity L by CKS Thm 7.
 
 The sigma actually used (`gaussian_sigma`) is an exact Fraction: the analytic
 sigma rounded UP to 4 significant digits, then raised until the delta of the

@@ -11,7 +11,7 @@ them, and never a true value.
 - clipped sums: the true sum in grid units plus noise in grid units; the value
   is units * gamma, an exact multiple of the public grid (Mironov 2012);
 - mean: noisy clipped sum / noisy count with a split budget, interval by
-  interval arithmetic at 1 - beta/2 each (dpportal.privacy.accuracy);
+  inverting the exact pivot g S^ - m N^ (dpportal.privacy.mean_pivot);
 - argmax: Report Noisy Max (Dwork & Roth 2014, Claim 3.9), only the index.
 """
 
@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from dpportal.privacy.accuracy import mean_interval_from_parts, spec_halfwidth
 from dpportal.privacy.calibration import (
     analytic_gaussian_sigma,
     classic_gaussian_sigma,
@@ -32,6 +31,7 @@ from dpportal.privacy.calibration import (
     laplace_scale,
 )
 from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.mean_pivot import NoiseLaw, mean_pivot_interval
 from dpportal.privacy.noise import NoiseSpec, argmax_noise, count_noise, mean_noise, sum_noise
 from dpportal.privacy.params import check_bounds, check_confidence, exact_str, to_fraction
 from dpportal.privacy.rng import RandomSource
@@ -254,11 +254,11 @@ def release_mean(
     """Noisy mean = noisy clipped sum / noisy count, with a split budget and an interval.
 
     The sum gets (s eps, s delta) and the count ((1-s) eps, (1-s) delta), s =
-    sum_share; the mean costs (eps, delta). Interval: each part's half-width at
-    confidence 1 - beta/2, combined by interval arithmetic and clamped to
-    [lower, upper] (accuracy.mean_interval_from_parts). When the noisy count is
-    <= 0 the estimate is (lower + upper)/2, the interval [lower, upper] or
-    what the count's upper bound still allows, and count_nonpositive is True.
+    sum_share; the mean costs (eps, delta). Interval: the set of means m whose
+    pivot |g S^ - m N^| stays within its exact (1 - beta) quantile, widened by one
+    row's rounding gap and clamped to [lower, upper] (dpportal.privacy.mean_pivot;
+    coverage >= confidence for every dataset). When the noisy count is <= 0 the
+    estimate is (lower + upper)/2 and count_nonpositive is True.
     true_count must count the same rows whose values were summed.
     """
     lo, hi = check_bounds(lower, upper)
@@ -279,15 +279,15 @@ def release_mean(
     )
     sum_result = MechanismResult((total + int(sum_spec.sample(1, rng)[0]),), sum_spec)
     count_result = MechanismResult((count + int(count_spec.sample(1, rng)[0]),), count_spec)
-    part_conf = (1 + conf) / 2
-    estimate, low, high, nonpositive = mean_interval_from_parts(
+    estimate, low, high, nonpositive = mean_pivot_interval(
         noisy_sum_units=sum_result.values[0],
-        sum_halfwidth_units=spec_halfwidth(sum_spec, part_conf),
         noisy_count=count_result.values[0],
-        count_halfwidth=spec_halfwidth(count_spec, part_conf),
+        sum_law=NoiseLaw.of_spec(sum_spec),
+        count_law=NoiseLaw.of_spec(count_spec),
         granularity=sum_spec.granularity,
         lower=lo,
         upper=hi,
+        confidence=conf,
     )
     return MeanResult(
         sum=sum_result,

@@ -16,7 +16,7 @@ dpportal.privacy.sensitivity and are all multiplied by L (DESIGN.md section 3).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -36,10 +36,13 @@ from dpportal.privacy.params import (
 from dpportal.privacy.rng import RandomSource
 from dpportal.privacy.samplers import discrete_gaussian, discrete_laplace
 from dpportal.privacy.sensitivity import (
+    MAX_ROWS,
     argmax_sensitivity,
     check_granularity,
     count_sensitivity,
     histogram_sensitivity,
+    sum_granularity,
+    sum_rounding_bound,
     sum_sensitivity_units,
 )
 
@@ -66,6 +69,7 @@ class NoiseSpec:
     calibration: str = "laplace"
     lower: Fraction | None = None
     upper: Fraction | None = None
+    rounding_bound: Fraction | None = None
 
     @property
     def noise(self) -> str:
@@ -100,6 +104,9 @@ class NoiseSpec:
         }
         if self.lower is not None and self.upper is not None:
             out["lower"], out["upper"] = exact_str(self.lower), exact_str(self.upper)
+        if self.rounding_bound is not None:
+            out["rounding_bound"] = exact_str(self.rounding_bound)
+            out["rows_bound"] = MAX_ROWS
         if self.scale is not None:
             out["scale"], out["scale_float"] = exact_str(self.scale), float(self.scale)
         if self.sigma is not None and self.rho is not None:
@@ -205,12 +212,19 @@ def sum_noise(
     """Noise for a sum clipped to [lower, upper] on the grid gamma, in grid units.
 
     Delta1 = Delta2 = L max(|ceil(lo/gamma)|, |floor(hi/gamma)|) grid units.
+    When gamma is at least as fine as the released-sum grid
+    (sensitivity.sum_granularity with rows_bound=MAX_ROWS, issue 13.6c), the spec
+    records rounding_bound = MAX_ROWS * rounding_gap, the most rounding can move
+    any dataset's sum, and the sum's half-width includes it (accuracy.result_halfwidth,
+    planning), so the interval covers the clipped sum. A coarser grid (releases
+    frozen before this rule) records none: its interval covers the grid sum.
     """
     lo, hi = check_bounds(lower, upper)
     gamma = check_granularity(granularity)
     bound = check_contribution_bound(contribution_bound)
     sens = sum_sensitivity_units(lo, hi, gamma, bound)
-    return build_spec(
+    fine = sum_granularity(lo, hi, epsilon=epsilon, contribution_bound=bound, rows_bound=MAX_ROWS)
+    spec = build_spec(
         statistic="sum",
         mechanism=mechanism,
         epsilon=epsilon,
@@ -223,6 +237,9 @@ def sum_noise(
         lower=lo,
         upper=hi,
     )
+    if gamma > fine:
+        return spec
+    return replace(spec, rounding_bound=sum_rounding_bound(lo, hi, gamma))
 
 
 def argmax_noise(

@@ -8,13 +8,15 @@ half-width, rounded UP to 3 significant digits so that it still meets it.
 
 Per kind (h(beta) = half-width of the noise at confidence 1 - beta):
 - count: h in counts; histogram: per cell, or all `cells` at once (beta/cells each);
-- sum: h in grid units times the granularity gamma = sensitivity.sum_granularity;
+- sum: h in grid units times the granularity gamma = sensitivity.sum_granularity
+  (rows_bound=MAX_ROWS), plus the rounding bound the spec records (the interval
+  covers the clipped sum);
 - mean: with an owner-supplied planning guess n of the number of rows (never
-  the data), hs and hc the sum's and count's half-widths at 1 - beta/2 and
-  M = max(|lower|, |upper|): (hs + M hc) / (n - hc), the farthest an end of the
-  interval-arithmetic interval lies from the true mean when both noisy parts
-  sit at their expectations (see accuracy.mean_interval_from_parts); capped at
-  upper - lower, and upper - lower when n - hc < 1 (no information);
+  the data): q / n + r, q the exact pivot quantile of the piece of means
+  farthest from 0 and r one row's rounding gap, capped at upper - lower: the
+  half-width of the released interval when both noisy parts sit at their
+  expectations and the mean at that bound (mean_pivot.mean_pivot_halfwidth,
+  the same quantiles the release uses);
 - argmax: the argmax has no interval; this returns the half-width of each noisy
   count (discrete Laplace, scale L/eps), per count or for all at once.
 """
@@ -32,6 +34,7 @@ from dpportal.privacy.accuracy import (
 )
 from dpportal.privacy.calibration import SIGMA_DIGITS
 from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.mean_pivot import NoiseLaw, mean_pivot_halfwidth
 from dpportal.privacy.noise import argmax_noise, count_noise, mean_noise, sum_noise
 from dpportal.privacy.params import (
     check_bounds,
@@ -43,7 +46,7 @@ from dpportal.privacy.params import (
     round_up_sig,
     to_fraction,
 )
-from dpportal.privacy.sensitivity import sum_granularity
+from dpportal.privacy.sensitivity import MAX_ROWS, sum_granularity
 
 __all__ = [
     "EPSILON_RANGE",
@@ -99,7 +102,9 @@ def statistic_halfwidth(
         return float(spec_halfwidth(spec, conf, k if simultaneous else 1))
     if kind == "sum":
         lo, hi = _need_bounds(lower, upper)
-        gamma = sum_granularity(lo, hi, epsilon=eps, contribution_bound=contribution_bound)
+        gamma = sum_granularity(
+            lo, hi, epsilon=eps, contribution_bound=contribution_bound, rows_bound=MAX_ROWS
+        )
         spec = sum_noise(
             lower=lo,
             upper=hi,
@@ -107,7 +112,7 @@ def statistic_halfwidth(
             contribution_bound=contribution_bound,
             **common,
         )
-        return float(spec_halfwidth(spec, conf) * gamma)
+        return float(spec_halfwidth(spec, conf) * gamma + (spec.rounding_bound or 0))
     if kind == "mean":
         return _mean_halfwidth(
             eps, delta, mechanism, conf, contribution_bound, lower, upper, n_guess, sum_share
@@ -144,12 +149,17 @@ def _mean_halfwidth(
         contribution_bound=contribution_bound,
         sum_share=share,
     )
-    part_conf = (1 + conf) / 2
-    hs = spec_halfwidth(sum_spec, part_conf) * gamma
-    hc = spec_halfwidth(count_spec, part_conf)
-    if n - hc < 1:
-        return float(hi - lo)
-    return float(min((hs + max(abs(lo), abs(hi)) * hc) / (n - hc), hi - lo))
+    return float(
+        mean_pivot_halfwidth(
+            n=n,
+            sum_law=NoiseLaw.of_spec(sum_spec),
+            count_law=NoiseLaw.of_spec(count_spec),
+            granularity=gamma,
+            lower=lo,
+            upper=hi,
+            confidence=conf,
+        )
+    )
 
 
 def epsilon_for_halfwidth(

@@ -45,10 +45,17 @@ __all__ = [
     "grid_bounds",
     "sum_sensitivity_units",
     "to_grid_units",
+    "rounding_gap",
+    "sum_rounding_bound",
+    "exact_grid_sum",
+    "MAX_ROWS",
 ]
 
 GRID_BITS = 20
+GAP_BITS = 10
+MAX_ROWS = 2**40
 _FLOAT_EXACT = 1 << 53
+_FINEST_BITS = 52
 
 
 def count_sensitivity(contribution_bound: object = 1) -> int:
@@ -89,7 +96,12 @@ def check_granularity(granularity: object) -> Fraction:
 
 
 def sum_granularity(
-    lower: object, upper: object, *, epsilon: object, contribution_bound=1
+    lower: object,
+    upper: object,
+    *,
+    epsilon: object,
+    contribution_bound=1,
+    rows_bound: int | None = None,
 ) -> Fraction:
     """The grid granularity gamma for a clipped sum: a power of two set by public parameters.
 
@@ -100,6 +112,16 @@ def sum_granularity(
     at most gamma/2, far below the noise) and at most 2**-20 of the largest
     magnitude (about six significant digits per value). It depends only on the
     bounds, epsilon and L, never on the data.
+
+    rows_bound (a released SUM, issue 13.6c): rounding n rows moves the sum by up to
+    n r (r = rounding_gap, about gamma/2), which is not small when n is large (2e6
+    rows of 12.3 moved a sum by a quarter of its noise scale). The row count is
+    private, so the public bound MAX_ROWS stands in for it: gamma is further kept
+    <= L M / epsilon / (2**10 rows_bound), making rows_bound * r about 2**-11 of the
+    noise scale, and that bound is added to the sum's half-width
+    (sum_rounding_bound), so the interval covers the clipped sum itself. gamma
+    never goes below M / 2**52 (grid values must stay exact in float64); at very
+    large epsilon / L the added bound is then a larger share of a small noise.
     """
     lo, hi = check_bounds(lower, upper)
     eps = check_epsilon(epsilon)
@@ -108,10 +130,15 @@ def sum_granularity(
     if magnitude == 0:
         raise PrivacyParameterError("lower and upper must not both be 0 for a sum")
     target = min(magnitude, bound * magnitude / eps) / 2**GRID_BITS
+    if rows_bound is not None:
+        target = min(target, bound * magnitude / eps / (2**GAP_BITS * rows_bound))
+        target = max(target, magnitude / 2**_FINEST_BITS)
     exponent = target.numerator.bit_length() - target.denominator.bit_length()
     while Fraction(2) ** exponent > target:
         exponent -= 1
     while Fraction(2) ** (exponent + 1) <= target:
+        exponent += 1
+    if rows_bound is not None and magnitude / Fraction(2) ** exponent >= _FLOAT_EXACT // 2:
         exponent += 1
     return Fraction(2) ** exponent
 
@@ -161,3 +188,46 @@ def to_grid_units(
     exponent = g.numerator.bit_length() - g.denominator.bit_length()  # g = 2**exponent
     scaled = np.ldexp(v, -exponent)
     return np.rint(np.clip(scaled, float(lo_units), float(hi_units))).astype(np.int64)
+
+
+def rounding_gap(lower: object, upper: object, granularity: object) -> Fraction:
+    """The most one row's grid value can differ from its clipped value: r = max(gamma/2,
+    gamma ceil(lo/gamma) - lo, hi - gamma floor(hi/gamma)).
+
+    A clipped value x in [lo, hi] becomes gamma u with u = rint(clip(x/gamma, lo_u, hi_u))
+    (to_grid_units): inside [gamma lo_u, gamma hi_u] rounding moves it by <= gamma/2;
+    below gamma lo_u it moves up by <= gamma lo_u - lo, above gamma hi_u down by
+    <= hi - gamma hi_u. So a mean of grid values is within r of the clipped mean, and
+    a sum of n rows within n r of the clipped sum.
+    """
+    lo, hi = check_bounds(lower, upper)
+    g = check_granularity(granularity)
+    lo_units, hi_units = grid_bounds(lo, hi, g)
+    return max(g / 2, lo_units * g - lo, hi - hi_units * g)
+
+
+def sum_rounding_bound(lower: object, upper: object, granularity: object) -> Fraction:
+    """MAX_ROWS * rounding_gap: how far the grid sum of any dataset can be from its clipped sum.
+
+    MAX_ROWS = 2**40 is a public bound on the rows of a dataset (ingest refuses
+    more than 1 GiB of CSV, at least 2 bytes a row: 2**29 rows; the margin covers
+    the distributed path of DESIGN.md section 7). Added to a released sum's
+    half-width it makes the interval cover the clipped sum, not only the rounded one.
+    """
+    return MAX_ROWS * rounding_gap(lower, upper, granularity)
+
+
+def exact_grid_sum(units: np.ndarray) -> int:
+    """The exact sum of int64 grid units (each |u| < 2**53) as a Python int, never overflowing.
+
+    Each u = h 2**26 + l with 0 <= l < 2**26, |h| < 2**27: chunks of 2**30 rows sum
+    h and l in int64 without overflow (2**57 at most).
+    """
+    arr = np.asarray(units, dtype=np.int64).reshape(-1)
+    total = 0
+    for start in range(0, arr.size, 1 << 30):
+        part = arr[start : start + (1 << 30)]
+        high = int(np.sum(part >> 26, dtype=np.int64))
+        low = int(np.sum(part & ((1 << 26) - 1), dtype=np.int64))
+        total += (high << 26) + low
+    return total

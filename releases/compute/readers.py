@@ -161,14 +161,10 @@ class StatisticReader:
             upper=self.spec["upper"],
             granularity=self.spec["granularity"],
         )
-        total = int(units.sum(dtype=np.int64)) if units.size < 2**20 else _exact_sum(units)
+        total = sensitivity.exact_grid_sum(units)  # a released sum's grid units reach 2**52
         if kind == "sum":
             return total
         return [total, int(units.size)]
-
-
-def _exact_sum(units: np.ndarray) -> int:
-    return sum(int(part.sum(dtype=np.int64)) for part in np.array_split(units, 64))
 
 
 def merge(a: Any, b: Any) -> Any:

@@ -141,3 +141,20 @@ def test_laplace_one_cell_dominates_every_pattern(bound, epsilon):
     for m in range(1, bound + 1):
         for pattern in partitions(m, bound):
             assert np.all(laplace_pattern_profile(scale, pattern, grid) <= single + 1e-15)
+
+
+@pytest.mark.parametrize("bound", range(7, 11))
+@pytest.mark.parametrize(("epsilon", "delta"), [(1, 1e-6), (4, 1e-9), (10, 1e-6)])
+def test_every_shift_pattern_up_to_ten_rows(bound, epsilon, delta):
+    """The same exhaustive check for L = 7..10 (every partition of every m <= L, 12 cells),
+    at epsilon 1, 4 and 10 (epsilon 0.3 at L = 10 takes 45 s; L <= 6 covers 0.1 above)."""
+    spec = count_noise(
+        mechanism="gaussian", epsilon=Fraction(epsilon), delta=Fraction(delta),
+        contribution_bound=bound, cells=12, statistic="histogram",
+    )  # fmt: skip
+    sigma = float(spec.sigma)
+    single = pattern_delta(sigma, (bound,), epsilon)
+    assert single <= delta
+    for m in range(1, bound + 1):
+        for pattern in partitions(m, 12):
+            assert pattern_delta(sigma, pattern, epsilon) <= single, pattern

@@ -22,6 +22,7 @@ from dpportal.privacy.planning import (
     statistic_halfwidth,
 )
 from dpportal.privacy.sensitivity import (
+    MAX_ROWS,
     count_sensitivity,
     grid_bounds,
     histogram_sensitivity,
@@ -195,7 +196,7 @@ def test_planning_matches_a_release_explanation():
     )
     assert preview == result_halfwidth(result.to_dict(), confidence="0.95", simultaneous=True)
 
-    gamma = sum_granularity(-1, 4, epsilon="0.2")
+    gamma = sum_granularity(-1, 4, epsilon="0.2", rows_bound=MAX_ROWS)  # a released sum's grid
     preview = statistic_halfwidth(
         kind="sum", mechanism="laplace", epsilon="0.2", confidence="0.9", lower=-1, upper=4
     )
