@@ -12,6 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 from dpportal.privacy.accuracy import mean_interval, result_halfwidth
+from releases import presentation_stats
 from releases.results_text import noise_parameters
 
 
@@ -20,6 +21,21 @@ def _mean_row(explanation: dict[str, Any], *, confidence: object) -> dict[str, A
     # the interval is asymmetric: its larger side fixes the precision shown
     halfwidth = max(high - estimate, estimate - low)
     return {"cell": "Mean", "value": estimate, "low": low, "high": high, "halfwidth": halfwidth}
+
+
+def _new_kind(entry: dict[str, Any], *, payload: dict, confidence: object) -> dict[str, Any]:
+    return {
+        "label": entry["label"],
+        "kind": entry["kind"],
+        "columns": entry["columns"],
+        "epsilon": entry["epsilon"],
+        "delta": entry["delta"],
+        "mechanism": entry["explanation"].get("mechanism", payload["mechanism"]),
+        "noise": [],
+        "noise_text": presentation_stats.noise_text(entry),
+        "argmax": None,
+        **presentation_stats.result_rows(entry, confidence=confidence),
+    }
 
 
 def results_for_display(payload: dict[str, Any]) -> list[dict[str, Any]]:
@@ -33,6 +49,9 @@ def results_for_display(payload: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for entry in payload["statistics"]:
         explanation = entry["explanation"]
+        if entry["kind"] in presentation_stats.KINDS:  # grouped, quantiles, spread
+            out.append(_new_kind(entry, payload=payload, confidence=confidence))
+            continue
         noise = noise_parameters(explanation, kind=entry["kind"])
         item: dict[str, Any] = {
             "label": entry["label"],

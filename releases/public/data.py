@@ -20,7 +20,7 @@ from typing import Any
 from dpportal import formatting
 from dpportal.privacy import accuracy
 from releases.models import Release
-from releases.public import notes
+from releases.public import notes, stats_data, stats_text
 from releases.public.options import (
     CONFIDENCE_LABELS,
     CONFIDENCE_LEVELS,
@@ -76,7 +76,16 @@ def _noise_part(explanation: dict) -> dict[str, Any]:
 
 def _noise(explanation: dict, *, kind: str) -> dict[str, Any]:
     """The noise distribution(s) in words and their parameter (in value units)."""
-    if kind == "mean":
+    if kind == "quantiles":
+        return {"name": "permute-and-flip selection", "parameter": None,
+                "parameter_text": "no noise is added to a value: a grid value is chosen at random, "
+                "favouring those whose rank is closest to the target"}  # fmt: skip
+    if kind in stats_data.SPREAD_KINDS:
+        parts = [_noise_part(explanation[key]) for key in ("count", "sum", "squares")]
+        return {"name": parts[0]["name"], "parameter": parts[0]["parameter"],
+                "parameter_text": "three noisy parts (count, centred sum, sum of squares), "
+                "each with its own noise"}  # fmt: skip
+    if kind in ("mean", "grouped_mean"):
         total = _noise_part(explanation["sum"])
         count = _noise_part(explanation["count"])
         return {
@@ -187,13 +196,18 @@ def _statistic_data(
     kind = entry["kind"]
     explanation = entry.get("explanation") or {}
     columns = list(entry.get("columns") or [])
-    if kind == "mean":
+    new_kind = stats_data.handles(kind)
+    if new_kind:
+        values = stats_data.values(entry)
+    elif kind == "mean":
         estimate, _, _ = accuracy.mean_interval(explanation, confidence=DEFAULT_CONFIDENCE)
         values = [float(estimate)]
     else:
         values = [_number(v) for v in entry.get("values") or []]
     cells = [str(c) for c in entry.get("cells") or []]
-    if kind in ("sum", "mean") or (kind == "count" and not cells):
+    if new_kind:
+        cells = stats_data.cells(entry)
+    elif kind in ("sum", "mean") or (kind == "count" and not cells):
         cells = [entry.get("label") or kind]
     if kind != "argmax" and len(cells) != len(values):
         raise ValueError("a published statistic's cells and values disagree")
@@ -204,14 +218,14 @@ def _statistic_data(
         "label": entry.get("label") or kind,
         "columns": columns,
         "category": entry.get("category"),
-        "layout": _layout(entry),
+        "layout": stats_data.layout(entry) if new_kind else _layout(entry),
         "cells": cells,
         "shape": list(shape) if shape else None,
         "row_labels": [str(x) for x in entry.get("row_labels") or []],
         "col_labels": [str(x) for x in entry.get("col_labels") or []],
         "row_title": columns[0] if columns else "",
         "col_title": columns[1] if len(columns) > 1 else "",
-        "value_title": _value_title(kind, columns),
+        "value_title": stats_data.value_title(entry) if new_kind else _value_title(kind, columns),
         "values": values,
         "k": max(1, len(values)),
         "clampable": kind in ("count", "histogram"),
@@ -221,14 +235,22 @@ def _statistic_data(
         "delta_text": formatting.budget(entry.get("delta") or 0),
         "mechanism": explanation.get("mechanism", mechanism),
         "noise": _noise(explanation, kind=kind),
-        "intervals": _intervals(entry, values),
+        "intervals": (
+            stats_data.intervals(entry, values) if new_kind else _intervals(entry, values)
+        ),
         "argmax": entry.get("argmax"),
         "count_nonpositive": bool(explanation.get("count_nonpositive"))
         if kind == "mean"
         else False,
-        "notes": notes.statistic_notes(entry=entry, spec=spec, unit=unit_note),
+        "notes": (stats_text.statistic_notes if new_kind else notes.statistic_notes)(
+            entry=entry, spec=spec, unit=unit_note
+        ),
     }
-    data["text"] = _texts(data)
+    if new_kind:
+        data.update(stats_data.chart_fields(entry, data["intervals"]))
+        data["text"] = stats_data.texts(data)
+    else:
+        data["text"] = _texts(data)
     return data
 
 

@@ -206,6 +206,9 @@
       layout.height = 180;
       layout.xaxis = { title: { text: esc(stat.value_title) }, zeroline: false };
       layout.yaxis = { type: "category", automargin: true, showticklabels: false };
+    } else if (window.DPStatsCharts && window.DPStatsCharts.handles(stat)) {
+      window.DPStatsCharts.draw(node, stat, st); // grouped bars, quantile plots
+      return;
     } else {
       return;
     }
@@ -278,6 +281,9 @@
       draw(stat, st);
       updateTable(stat, st);
       updateText(stat, st);
+      if (window.DPStatsCharts) {
+        window.DPStatsCharts.update(stat, st);
+      }
     });
     document.body.setAttribute("data-charts-ready", "1");
   }
