@@ -40,7 +40,18 @@ EVERY_KIND = [
     {"kind": "sum", "column": "hours", "label": "Total weekly working hours"},
     {"kind": "mean", "column": "income", "n_guess": 100000, "label": "Mean yearly income"},
     {"kind": "argmax", "column": "region", "label": "Most common region"},
-]
+    # issue 14: grouped tables, quantiles, spread
+    {"kind": "grouped_mean", "column": "income", "group_by": "education", "n_guess": 10000,
+     "label": "Mean yearly income by education"},
+    {"kind": "grouped_sum", "column": "hours", "group_by": "sex",
+     "label": "Total weekly working hours by sex"},
+    {"kind": "quantiles", "column": "income", "quantiles": ["0.25", "0.5", "0.75"],
+     "step": "1000", "label": "Median and quartiles of yearly income"},
+    {"kind": "stddev", "column": "hours", "n_guess": 100000,
+     "label": "Standard deviation of weekly working hours"},
+    {"kind": "variance", "column": "age", "group_by": "sex", "n_guess": 40000,
+     "label": "Variance of age by sex"},
+]  # fmt: skip
 
 PENDING_STATISTICS = [
     {"kind": "histogram", "column": "region", "label": "Rows per region"},
@@ -91,8 +102,9 @@ def demo_release_publish(
                 epsilon="1",
                 description=(
                     "Every kind of statistic dpportal releases, on the synthetic census: "
-                    "counts, histograms (categorical, binned, two-way), a clipped sum, a mean "
-                    "and the most common region."
+                    "counts, histograms (categorical, binned, two-way), a clipped sum, a mean, "
+                    "the most common region, a mean by group, a sum by group, the median and "
+                    "quartiles, a standard deviation and a variance by group."
                 ),
             ),
         )

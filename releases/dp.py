@@ -22,11 +22,13 @@ from dpportal.privacy.errors import PrivacyParameterError
 from dpportal.privacy.mechanism_records import merge_records, records_from_explanation
 from dpportal.privacy.params import exact_str
 from dpportal.privacy.rng import RandomSource
+from releases import dp_stats
 
 if TYPE_CHECKING:
     from releases.services import ReleasePlan, StatisticPlan
 
 MEAN_SUM_SHARE = Fraction(1, 2)
+PURE_KINDS = dp_stats.PURE_KINDS
 
 
 def _frac(value: object) -> Fraction:
@@ -53,7 +55,9 @@ def granularity(
 def release_cost(*, plan: ReleasePlan) -> tuple[Decimal, Decimal]:
     """The release's (epsilon, delta) by sequential composition (accounting.release_cost)."""
     costs = [
-        accounting.statistic_cost(
+        dp_stats.statistic_cost(plan=plan, stat=s)
+        if s.kind in dp_stats.NEW_KINDS
+        else accounting.statistic_cost(
             kind=s.kind,
             mechanism="laplace" if s.kind == "argmax" else plan.mechanism,
             epsilon=s.epsilon,
@@ -117,8 +121,10 @@ def statistic_accuracy(*, plan: ReleasePlan, stat: StatisticPlan) -> dict[str, A
 
     Per cell, and for a histogram all cells at once. A mean's half-width is the
     farthest an end of its interval lies from the true mean at the owner's
-    planning guess n (see dpportal.privacy.planning).
+    planning guess n (see dpportal.privacy.planning). New kinds: releases.dp_stats.
     """
+    if stat.kind in dp_stats.NEW_KINDS:
+        return dp_stats.statistic_accuracy(plan=plan, stat=stat)
     params = _planning_parameters(plan=plan, stat=stat)
     try:
         per_cell = planning.statistic_halfwidth(**params, epsilon=stat.epsilon)
@@ -143,7 +149,10 @@ def statistic_noise(*, plan: ReleasePlan, stat: StatisticPlan) -> tuple[noise.No
     The NoiseSpecs dpportal.privacy.noise builds from `_planning_parameters`, as
     planning.statistic_halfwidth does: sensitivities, scale or sigma (in grid units
     for a sum, with the same granularity) for the review document. Public only.
+    New kinds: releases.dp_stats.statistic_noise (quantiles: none).
     """
+    if stat.kind in dp_stats.NEW_KINDS:
+        return dp_stats.statistic_noise(plan=plan, stat=stat)
     params = _planning_parameters(plan=plan, stat=stat)
     bound, cells = params["contribution_bound"], params["cells"]
     common = {"mechanism": params["mechanism"], "epsilon": _frac(stat.epsilon)}
@@ -189,8 +198,15 @@ def release_mechanisms(*, plan: ReleasePlan) -> list[dict[str, Any]]:
     records = [
         record
         for stat in plan.statistics
+        if stat.kind not in dp_stats.NEW_KINDS
         for spec in statistic_noise(plan=plan, stat=stat)
         for record in records_from_explanation(spec.describe())
+    ]
+    records += [
+        record
+        for stat in plan.statistics
+        if stat.kind in dp_stats.NEW_KINDS
+        for record in dp_stats.mechanism_records(plan=plan, stat=stat)
     ]
     return [r.to_dict() for r in merge_records(records)]
 
@@ -199,8 +215,11 @@ def epsilon_for_target(*, plan: ReleasePlan, stat: StatisticPlan) -> Fraction:
     """The smallest epsilon whose per-cell half-width is <= the statistic's target.
 
     planning.epsilon_for_halfwidth (3 significant digits, rounded up, over
-    planning.EPSILON_RANGE) with the parameters the mechanism will use.
+    planning.EPSILON_RANGE) with the parameters the mechanism will use. New kinds:
+    releases.dp_stats.epsilon_for_target (quantiles: a target rank error).
     """
+    if stat.kind in dp_stats.NEW_KINDS:
+        return dp_stats.epsilon_for_target(plan=plan, stat=stat)
     params = _planning_parameters(plan=plan, stat=stat)
     target = _frac(stat.target_halfwidth)
     where = f"Statistic {stat.position + 1}"
@@ -236,6 +255,11 @@ def noisy_entry(
     alone pass a seeded source (dpportal.privacy.rng.SeededTestRandom).
     """
     kind = entry["kind"]
+    if kind in dp_stats.NEW_KINDS:
+        return dp_stats.noisy_entry_stats(
+            entry=entry, aggregate=aggregate, mechanism=mechanism, confidence=confidence,
+            contribution_bound=contribution_bound, axes=cells, rng=rng,
+        )  # fmt: skip
     eps = Fraction(Decimal(entry["epsilon"]))
     delta = Fraction(Decimal(entry["delta"]))
     out: dict[str, Any] = {

@@ -82,6 +82,11 @@ class Statistic(models.Model):
         SUM = "sum", "Clipped sum"
         MEAN = "mean", "Mean"
         ARGMAX = "argmax", "Most common category"
+        GROUPED_SUM = "grouped_sum", "Clipped sum by group"
+        GROUPED_MEAN = "grouped_mean", "Mean by group"
+        QUANTILES = "quantiles", "Median and quantiles"
+        STDDEV = "stddev", "Standard deviation"
+        VARIANCE = "variance", "Variance"
 
     release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="statistics")
     position = models.PositiveIntegerField(default=0)
@@ -93,6 +98,17 @@ class Statistic(models.Model):
     column2 = models.ForeignKey(
         Column, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
+    # grouped kinds (and optionally stddev/variance): declared categorical or binned columns
+    group_column = models.ForeignKey(
+        Column, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    group_column2 = models.ForeignKey(
+        Column, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    # quantiles only: the quantiles (exact decimal strings, ascending) and the candidate
+    # grid's step within [lower, upper] (null: the column's declared bin edges)
+    quantiles = models.JSONField(default=list, blank=True)
+    step = models.DecimalField(max_digits=30, decimal_places=10, null=True, blank=True)
     # count of rows in one declared category (count only)
     category = models.CharField(max_length=200, blank=True)
     # clipping range of a sum or mean, narrower than the column's declared bounds

@@ -12,7 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 from dpportal.privacy.accuracy import mean_interval, result_halfwidth
-from releases import presentation_stats
+from releases import stats_results
 from releases.results_text import noise_parameters
 
 
@@ -23,19 +23,15 @@ def _mean_row(explanation: dict[str, Any], *, confidence: object) -> dict[str, A
     return {"cell": "Mean", "value": estimate, "low": low, "high": high, "halfwidth": halfwidth}
 
 
-def _new_kind(entry: dict[str, Any], *, payload: dict, confidence: object) -> dict[str, Any]:
-    return {
-        "label": entry["label"],
-        "kind": entry["kind"],
-        "columns": entry["columns"],
-        "epsilon": entry["epsilon"],
-        "delta": entry["delta"],
-        "mechanism": entry["explanation"].get("mechanism", payload["mechanism"]),
-        "noise": [],
-        "noise_text": presentation_stats.noise_text(entry),
-        "argmax": None,
-        **presentation_stats.result_rows(entry, confidence=confidence),
-    }
+def _new_kind_rows(entry: dict[str, Any], *, confidence: object) -> list[dict[str, Any]]:
+    cells = stats_results.statistic_intervals(entry, confidence=confidence)
+    rows = []
+    for label, cell in zip(entry["cells"], cells, strict=True):
+        halfwidth = cell["halfwidth"]
+        if halfwidth is None and cell["low"] is not None:
+            halfwidth = max(cell["high"] - cell["value"], cell["value"] - cell["low"])
+        rows.append({"cell": label, **cell, "halfwidth": halfwidth})
+    return rows
 
 
 def results_for_display(payload: dict[str, Any]) -> list[dict[str, Any]]:
@@ -49,9 +45,6 @@ def results_for_display(payload: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for entry in payload["statistics"]:
         explanation = entry["explanation"]
-        if entry["kind"] in presentation_stats.KINDS:  # grouped, quantiles, spread
-            out.append(_new_kind(entry, payload=payload, confidence=confidence))
-            continue
         noise = noise_parameters(explanation, kind=entry["kind"])
         item: dict[str, Any] = {
             "label": entry["label"],
@@ -67,7 +60,10 @@ def results_for_display(payload: dict[str, Any]) -> list[dict[str, Any]]:
             "halfwidth_simultaneous": None,
             "argmax": entry.get("argmax"),
         }
-        if entry["kind"] == "mean":
+        if entry["kind"] in stats_results.NEW_KINDS:
+            item["rows"] = _new_kind_rows(entry, confidence=confidence)
+            item["rank_errors"] = entry["kind"] == "quantiles"
+        elif entry["kind"] == "mean":
             item["rows"] = [_mean_row(explanation, confidence=confidence)]
         elif entry["kind"] == "argmax":
             item["halfwidth"] = result_halfwidth(explanation, confidence=confidence)

@@ -47,7 +47,7 @@ def _exact(value: Any) -> Fraction:
 
 def noise_parameter(explanation: Mapping[str, Any], *, part: str = "") -> NoiseParameter:
     """The noise of one mechanism's stored explanation, converted to value units."""
-    granularity = Fraction(str(explanation.get("granularity", "1")))
+    granularity = _exact(explanation.get("granularity", "1"))
     if explanation.get("noise") == "discrete_gaussian":
         symbol = "sigma"
         raw = explanation.get("sigma", explanation.get("sigma_float"))
@@ -69,10 +69,23 @@ def noise_parameter(explanation: Mapping[str, Any], *, part: str = "") -> NoiseP
 
 def noise_parameters(explanation: Mapping[str, Any], *, kind: str) -> list[NoiseParameter]:
     """Every noise draw of a statistic: a mean's sum and count parts, else the one."""
-    if kind == "mean":
+    if kind in ("mean", "grouped_mean"):
         return [
             noise_parameter(explanation["sum"], part="sum"),
             noise_parameter(explanation["count"], part="count"),
+        ]
+    if kind == "quantiles":
+        return []  # permute-and-flip selects a candidate: no noise is added to a value
+    if kind in ("stddev", "variance"):
+        # the sum and the squares are noised in centred half-grid units (w = 2u - ...):
+        # one unit is gamma/2 in value units, one unit of squares (gamma/2)**2
+        gamma = _exact(explanation["granularity"])
+        return [
+            noise_parameter(explanation["count"], part="count"),
+            noise_parameter({**explanation["sum"], "granularity": gamma / 2}, part="sum"),
+            noise_parameter(
+                {**explanation["squares"], "granularity": gamma**2 / 4}, part="squares"
+            ),
         ]
     return [noise_parameter(explanation)]
 

@@ -37,7 +37,7 @@ def test_public_data_recomputes_each_interval_from_the_stored_explanation(releas
     stats = _by_kind(release_public_data(release=Release.objects.get(pk=release.pk)))
     entries = {e["kind"]: e for e in release.result.payload["statistics"]}
     mean = stats["grouped_mean"]
-    assert mean["layout"] == "grouped" and mean["shape"] == [3, 2]
+    assert mean["layout"] == "grouped_bars" and mean["shape"] == [3, 2]
     assert (mean["row_title"], mean["col_title"]) == ("plan", "sex")
     for level in ("0.9", "0.95", "0.99"):
         expected = grouped_mean_intervals(entries["grouped_mean"]["explanation"], confidence=level)
@@ -74,7 +74,7 @@ def test_public_page_says_each_in_plain_words_with_its_interval(client, release)
     # the quantiles: permute-and-flip on the owner's grid, the rank error in words and table
     q = stats["quantiles"]
     assert "permute-and-flip" in html and "101 values from 0 to 10,000" in html
-    ranks = q["quantiles"]["bands"]["0.95"]["per_cell"]["ranks_text"]
+    ranks = q["quantile_chart"]["bands"]["0.95"]["per_cell"]["ranks_text"]
     assert f"the median is {q['text']['0.95']['value'][1]}: with" in html
     assert f"± {ranks[1]}</td>" in html
     # the standard deviation with its interval

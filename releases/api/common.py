@@ -41,6 +41,10 @@ class StatisticOutputSerializer(serializers.Serializer):
     delta = AmountField(allow_null=True)
     target_halfwidth = serializers.FloatField(allow_null=True)
     n_guess = serializers.IntegerField(allow_null=True)
+    group_by = serializers.CharField(source="group_column.name", allow_null=True, default=None)
+    group_by2 = serializers.CharField(source="group_column2.name", allow_null=True, default=None)
+    quantiles = serializers.ListField(child=serializers.CharField())
+    step = AmountField(allow_null=True)
 
 
 class ReleaseEventOutputSerializer(serializers.Serializer):
@@ -84,7 +88,9 @@ def release_detail(release: Release) -> dict:
             "project": release.project,
             "dataset_id": release.dataset_id,
             "budget_request_id": release.budget_request_id,
-            "statistics": release.statistics.select_related("column", "column2"),
+            "statistics": release.statistics.select_related(
+                "column", "column2", "group_column", "group_column2"
+            ),
             "events": release.events.select_related("actor"),
         }
     ).data

@@ -62,11 +62,31 @@ class StatisticInputSerializer(serializers.Serializer):
     )  # fmt: skip
     target_halfwidth = serializers.FloatField(
         required=False, allow_null=True, default=None,
-        help_text="Solve this statistic's epsilon for a per-cell half-width.",
+        help_text="Solve this statistic's epsilon for a per-cell half-width (quantiles: a "
+        "rank error, in ranks).",
     )  # fmt: skip
     n_guess = serializers.IntegerField(
         required=False, allow_null=True, default=None, min_value=1, max_value=10**12,
-        help_text="Mean only: a planning guess of n, used for the preview only.",
+        help_text="Mean, grouped mean (smallest group's rows), standard deviation, variance: "
+        "a planning guess of n, used for the preview only.",
+    )  # fmt: skip
+    group_by = serializers.CharField(
+        max_length=200, required=False, allow_blank=True, default="",
+        help_text="Grouped sum/mean (required), standard deviation/variance (optional): a "
+        "declared categorical or binned column to group by.",
+    )  # fmt: skip
+    group_by2 = serializers.CharField(
+        max_length=200, required=False, allow_blank=True, default="",
+        help_text="A second grouping column (optional).",
+    )  # fmt: skip
+    quantiles = serializers.ListField(
+        child=serializers.CharField(max_length=32), required=False, default=list, max_length=20,
+        help_text='Quantiles only: e.g. ["0.25", "0.5", "0.75"] (each strictly between 0 and 1).',
+    )  # fmt: skip
+    step = serializers.CharField(
+        max_length=64, required=False, allow_null=True, allow_blank=True, default=None,
+        help_text="Quantiles only: step of the candidate grid within [lower, upper]; empty: "
+        "the column's declared bin edges are the candidates.",
     )  # fmt: skip
 
 

@@ -42,6 +42,15 @@ class PreviewStatisticSerializer(serializers.Serializer):
         required=False, allow_null=True, help_text="Half-width holding for all cells at once."
     )
     n_guess = serializers.IntegerField(required=False, allow_null=True)
+    candidates = serializers.IntegerField(
+        required=False, help_text="Quantiles: the number of candidates of the public grid."
+    )
+    rank_error = serializers.FloatField(
+        required=False, help_text="Quantiles: rank-error bound of each quantile (ranks)."
+    )
+    rank_error_simultaneous = serializers.FloatField(
+        required=False, help_text="Quantiles: rank-error bound holding for all quantiles at once."
+    )
 
 
 class PreviewOutputSerializer(serializers.Serializer):

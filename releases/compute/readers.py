@@ -21,6 +21,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dpportal.privacy import sensitivity
+from releases import dp_stats
+from releases.compute.readers_stats import Partial, StatsReader
 
 OTHER = "Other"
 MISSING = "Missing"
@@ -99,7 +101,9 @@ class StatisticReader:
     axes: list[Axis]
 
     @classmethod
-    def from_spec(cls, spec: dict[str, Any]) -> StatisticReader:
+    def from_spec(cls, spec: dict[str, Any]) -> StatisticReader | StatsReader:
+        if spec["kind"] in dp_stats.NEW_KINDS:
+            return StatsReader.from_spec(spec, Axis.from_domain)
         axes = []
         if spec["kind"] in ("histogram", "argmax") or (spec["kind"] == "count" and spec["columns"]):
             axes = [Axis.from_domain(d) for d in spec["columns"]]
@@ -169,6 +173,8 @@ def _exact_sum(units: np.ndarray) -> int:
 
 def merge(a: Any, b: Any) -> Any:
     """Add two partial aggregates of the same statistic."""
+    if isinstance(a, Partial):
+        return a.merge(b)
     if isinstance(a, np.ndarray):
         return a + np.asarray(b, dtype=np.int64)
     if isinstance(a, list):

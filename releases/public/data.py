@@ -19,8 +19,9 @@ from typing import Any
 
 from dpportal import formatting
 from dpportal.privacy import accuracy
+from releases import stats_results
 from releases.models import Release
-from releases.public import notes, stats_data, stats_text
+from releases.public import notes, stats_data
 from releases.public.options import (
     CONFIDENCE_LABELS,
     CONFIDENCE_LEVELS,
@@ -76,15 +77,8 @@ def _noise_part(explanation: dict) -> dict[str, Any]:
 
 def _noise(explanation: dict, *, kind: str) -> dict[str, Any]:
     """The noise distribution(s) in words and their parameter (in value units)."""
-    if kind == "quantiles":
-        return {"name": "permute-and-flip selection", "parameter": None,
-                "parameter_text": "no noise is added to a value: a grid value is chosen at random, "
-                "favouring those whose rank is closest to the target"}  # fmt: skip
-    if kind in stats_data.SPREAD_KINDS:
-        parts = [_noise_part(explanation[key]) for key in ("count", "sum", "squares")]
-        return {"name": parts[0]["name"], "parameter": parts[0]["parameter"],
-                "parameter_text": "three noisy parts (count, centred sum, sum of squares), "
-                "each with its own noise"}  # fmt: skip
+    if kind in stats_results.NEW_KINDS and kind not in ("grouped_sum", "grouped_mean"):
+        return _noise_new_kind(explanation, kind=kind)
     if kind in ("mean", "grouped_mean"):
         total = _noise_part(explanation["sum"])
         count = _noise_part(explanation["count"])
@@ -98,8 +92,35 @@ def _noise(explanation: dict, *, kind: str) -> dict[str, Any]:
     return _noise_part(explanation)
 
 
+def _noise_new_kind(explanation: dict, *, kind: str) -> dict[str, Any]:
+    """Quantiles: the selection, no noise parameter; spread: its three noised parts."""
+    if kind == "quantiles":
+        m = formatting.integer(explanation.get("candidates"))
+        return {
+            "name": "exact permute-and-flip selection",
+            "parameter": None,
+            "value": None,
+            "granularity": "1",
+            "parameter_text": f"permute-and-flip over {m} public candidates (no added noise)",
+        }
+    gamma = Decimal(str(explanation["granularity"]))
+    parts = {
+        "count": _noise_part(explanation["count"]),
+        "sum": _noise_part({**explanation["sum"], "granularity": str(gamma / 2)}),
+        "squares": _noise_part({**explanation["squares"], "granularity": str(gamma * gamma / 4)}),
+    }
+    return {
+        "name": parts["squares"]["name"],
+        "parameter": parts["squares"]["parameter"],
+        **parts,
+        "parameter_text": "; ".join(f"{k}: {v['parameter_text']}" for k, v in parts.items()),
+    }
+
+
 def _layout(entry: dict) -> str:
     kind = entry["kind"]
+    if kind in stats_results.NEW_KINDS:
+        return stats_results.layout(entry)
     if kind == "argmax":
         return "statement"
     if kind in ("sum", "mean"):
@@ -122,7 +143,18 @@ def _intervals(entry: dict, values: list[float]) -> dict[str, dict[str, dict[str
         out[level] = {}
         for interval_kind in INTERVAL_KINDS:
             simultaneous = interval_kind == "simultaneous"
-            if kind == "argmax":
+            if kind in stats_results.NEW_KINDS:
+                cells = stats_results.statistic_intervals(
+                    entry, confidence=level, simultaneous=simultaneous
+                )
+                out[level][interval_kind] = {
+                    "halfwidths": [c["halfwidth"] for c in cells],
+                    "lower": [c["low"] for c in cells],
+                    "upper": [c["high"] for c in cells],
+                }
+                if kind == "quantiles":
+                    out[level][interval_kind]["rank_errors"] = [c["rank_error"] for c in cells]
+            elif kind == "argmax":
                 out[level][interval_kind] = {"halfwidths": [], "lower": [], "upper": []}
             elif kind == "mean":
                 _, lower, upper = accuracy.mean_interval(explanation, confidence=level)
@@ -160,6 +192,8 @@ def _texts(stat: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if stat["kind"] == "argmax":
         return out
+    if stat["kind"] == "quantiles":
+        return _quantile_texts(stat)
     for level in CONFIDENCE_LEVELS:
         per_cell = stat["intervals"][level]["per_cell"]
         texts: dict[str, Any] = {
@@ -190,24 +224,36 @@ def _texts(stat: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _quantile_texts(stat: dict[str, Any]) -> dict[str, Any]:
+    """Quantiles: the chosen candidates exactly, and the rank error in records (no interval)."""
+    out: dict[str, Any] = {}
+    for level in CONFIDENCE_LEVELS:
+        texts: dict[str, Any] = {"value": [formatting.exact(v) for v in stat["exact_values"]]}
+        for interval_kind in INTERVAL_KINDS:
+            errors = stat["intervals"][level][interval_kind]["rank_errors"]
+            texts[interval_kind] = {
+                "lower": [""] * len(errors),
+                "upper": [""] * len(errors),
+                "halfwidth": [""] * len(errors),
+                "rank_error": [formatting.significant(t) for t in errors],
+            }
+        out[level] = texts
+    return out
+
+
 def _statistic_data(
     entry: dict, *, spec: dict[str, Any] | None, unit_note: str, mechanism: str
 ) -> dict[str, Any]:
     kind = entry["kind"]
     explanation = entry.get("explanation") or {}
     columns = list(entry.get("columns") or [])
-    new_kind = stats_data.handles(kind)
-    if new_kind:
-        values = stats_data.values(entry)
-    elif kind == "mean":
+    if kind == "mean":
         estimate, _, _ = accuracy.mean_interval(explanation, confidence=DEFAULT_CONFIDENCE)
         values = [float(estimate)]
     else:
         values = [_number(v) for v in entry.get("values") or []]
     cells = [str(c) for c in entry.get("cells") or []]
-    if new_kind:
-        cells = stats_data.cells(entry)
-    elif kind in ("sum", "mean") or (kind == "count" and not cells):
+    if kind in ("sum", "mean") or (kind == "count" and not cells):
         cells = [entry.get("label") or kind]
     if kind != "argmax" and len(cells) != len(values):
         raise ValueError("a published statistic's cells and values disagree")
@@ -218,14 +264,14 @@ def _statistic_data(
         "label": entry.get("label") or kind,
         "columns": columns,
         "category": entry.get("category"),
-        "layout": stats_data.layout(entry) if new_kind else _layout(entry),
+        "layout": _layout(entry),
         "cells": cells,
         "shape": list(shape) if shape else None,
         "row_labels": [str(x) for x in entry.get("row_labels") or []],
         "col_labels": [str(x) for x in entry.get("col_labels") or []],
         "row_title": columns[0] if columns else "",
         "col_title": columns[1] if len(columns) > 1 else "",
-        "value_title": stats_data.value_title(entry) if new_kind else _value_title(kind, columns),
+        "value_title": _value_title(kind, columns),
         "values": values,
         "k": max(1, len(values)),
         "clampable": kind in ("count", "histogram"),
@@ -235,26 +281,31 @@ def _statistic_data(
         "delta_text": formatting.budget(entry.get("delta") or 0),
         "mechanism": explanation.get("mechanism", mechanism),
         "noise": _noise(explanation, kind=kind),
-        "intervals": (
-            stats_data.intervals(entry, values) if new_kind else _intervals(entry, values)
-        ),
+        "intervals": _intervals(entry, values),
         "argmax": entry.get("argmax"),
-        "count_nonpositive": bool(explanation.get("count_nonpositive"))
-        if kind == "mean"
-        else False,
-        "notes": (stats_text.statistic_notes if new_kind else notes.statistic_notes)(
-            entry=entry, spec=spec, unit=unit_note
-        ),
+        "count_nonpositive": _count_nonpositive(explanation, kind=kind),
+        "group_columns": list(entry.get("group_columns") or []),
+        "quantiles": list(entry.get("quantiles") or []),
+        "exact_values": list(entry.get("values") or []),
+        "notes": notes.statistic_notes(entry=entry, spec=spec, unit=unit_note),
     }
-    if new_kind:
+    data["text"] = _texts(data)
+    if stats_data.handles(kind):  # chart fields of the issue-14 kinds
         data.update(stats_data.chart_fields(entry, data["intervals"]))
-        data["text"] = stats_data.texts(data)
-    else:
-        data["text"] = _texts(data)
     return data
 
 
+def _count_nonpositive(explanation: dict, *, kind: str) -> bool:
+    if kind == "mean":
+        return bool(explanation.get("count_nonpositive"))
+    if kind == "grouped_mean":
+        return any(explanation.get("count_nonpositive") or [])
+    return False
+
+
 def _value_title(kind: str, columns: list[str]) -> str:
+    if kind in stats_results.NEW_KINDS:
+        return stats_results.value_title(kind, columns)
     if kind in ("count", "histogram"):
         return "count"
     if kind == "sum":

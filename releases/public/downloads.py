@@ -33,6 +33,11 @@ def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str,
                     cols = stat["shape"][1]
                     row["row"] = stat["row_labels"][i // cols]
                     row["column"] = stat["col_labels"][i % cols]
+                if "rank_errors" in per_cell:  # quantiles: a rank error, no value interval
+                    row["value"] = stat["exact_values"][i]
+                    row["quantile"] = stat["quantiles"][i]
+                    row["rank_error"] = per_cell["rank_errors"][i]
+                    row["simultaneous_rank_error"] = simultaneous["rank_errors"][i]
                 row.update(
                     halfwidth=_finite(per_cell["halfwidths"][i]),
                     lower=per_cell["lower"][i],
@@ -48,6 +53,7 @@ def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str,
                 "kind": stat["kind"],
                 "label": stat["label"],
                 "columns": stat["columns"],
+                "group_columns": stat.get("group_columns", []),
                 "category": stat["category"],
                 "shape": stat["shape"],
                 "epsilon": stat["epsilon"],
@@ -79,7 +85,9 @@ def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str,
         "interval_note": (
             "Intervals hold for the noisy value before any rounding or clamping. "
             "'halfwidth' holds for each value on its own; 'simultaneous_halfwidth' for all "
-            "values of one statistic at once."
+            "values of one statistic at once. Quantiles have no value interval: 'rank_error' "
+            "bounds how far (in records) the chosen value's rank may lie from the quantile's, "
+            "for each quantile on its own ('simultaneous_rank_error': all at once)."
         ),
         "statistics": statistics,
     }
@@ -90,7 +98,7 @@ CSV_COLUMNS = [
     "columns", "category", "cell", "row", "column", "value", "confidence", "halfwidth", "lower",
     "upper", "simultaneous_halfwidth", "simultaneous_lower", "simultaneous_upper", "mechanism",
     "noise", "noise_parameter", "epsilon", "delta", "privacy_unit", "approved_by", "approved_at",
-    "published_at", "notes",
+    "published_at", "notes", "group_columns", "rank_error", "simultaneous_rank_error",
 ]  # fmt: skip
 
 _PLAIN_NUMBER = re.compile(r"^-?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")
@@ -131,6 +139,15 @@ def _cell_text(cell: dict[str, Any]) -> dict[str, Any]:
     each interval to the precision of that interval's half-width.
     """
     value = cell["value"]
+    if cell.get("rank_error") is not None:  # quantiles: the chosen candidate, exactly
+        return {
+            **cell,
+            "value": formatting.exact(value),
+            "rank_error": formatting.significant(cell["rank_error"], group=False),
+            "simultaneous_rank_error": formatting.significant(
+                cell["simultaneous_rank_error"], group=False
+            ),
+        }
     per_cell = _ends_text(value, cell["lower"], cell["upper"], cell["halfwidth"])
     together = _ends_text(
         value, cell["simultaneous_lower"], cell["simultaneous_upper"],
@@ -167,6 +184,7 @@ def release_download_csv(*, data: dict[str, Any], confidence: str) -> str:
             "statistic_label": stat["label"],
             "kind": stat["kind"],
             "columns": " x ".join(stat["columns"]),
+            "group_columns": " x ".join(stat["group_columns"]),
             "category": stat["category"],
             "confidence": confidence,
             "mechanism": stat["mechanism"],

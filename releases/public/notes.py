@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from dpportal import formatting
+from releases import stats_results
 
 # The names compute gives these cells (releases.compute.readers.OTHER / MISSING).
 OTHER = "Other"
@@ -112,6 +113,10 @@ def statistic_notes(*, entry: dict[str, Any], spec: dict[str, Any] | None, unit:
                 f"(steps of {formatting.scale(spec['granularity'])}, rounded here)."
             )
         notes.append(f"Records with no value for {name} are left out.")
+    elif kind in stats_results.NEW_KINDS:
+        notes.extend(stats_results.statistic_notes(entry, spec, _clip_note))
+        for domain in (spec or {}).get("groups") or []:
+            notes.extend(axis_notes(domain))
     elif kind == "argmax":
         n = len(entry.get("cells") or [])
         notes.append(

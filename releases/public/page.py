@@ -37,7 +37,7 @@ def _rows(stat: dict[str, Any], *, options: ViewOptions) -> list[dict[str, Any]]
             "halfwidth": chosen["halfwidth"][i],
         }
         if stat["layout"] in ("heatmap", "crosstab") or (
-            stat["layout"] == "grouped" and stat["shape"]
+            stat["layout"] == "grouped_bars" and stat["shape"]
         ):
             cols = stat["shape"][1]
             row["row_label"] = stat["row_labels"][i // cols]

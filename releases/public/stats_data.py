@@ -1,46 +1,27 @@
-"""Public data of grouped statistics, quantiles and spread (issue 14), as JSON-ready values.
+"""Chart fields of grouped statistics, quantiles and spread (issue 14) for the public page.
 
-The same shape releases.public.data gives every statistic (cells, values, and
-for each confidence level and interval kind the half-widths, lower and upper
-ends, and their text), so the page's tables, the downloads and the members'
-page read them unchanged; plus `extra`, what their charts and sentences need.
-Everything is recomputed from the stored explanation (dpportal.privacy's
-to_dict) with the privacy core's own functions, never from data:
-
-- grouped count and sum: accuracy.result_halfwidth (per group; all groups at
-  once); grouped mean: grouped_release.grouped_mean_intervals (asymmetric, so
-  no half-width), from the noisy sums and counts;
-- spread: spread.spread_intervals (the standard deviation's or the variance's
-  interval, asymmetric; a negative variance estimate clamped to 0 is flagged);
-- quantiles: the released candidates have no interval in value units: their
-  accuracy is a rank error (quantiles.quantile_rank_errors), shown in ranks,
-  and in percentile points when the release holds a noisy count of the same
-  rows (quantiles.rank_error_percent, an estimate through a NOISY count).
+releases.public.data gives every statistic its values, intervals and texts
+(through releases.stats_results); this adds what the charts and the
+sentences of the new kinds need: the grouping columns' titles, the flags to
+tell the reader (a variance clamped to 0, a group whose noisy count was not
+positive), and for quantiles the rank-error band of each quantile: in ranks
+(quantiles.quantile_rank_errors, via stats_results), and in percentile points
+only when the statistic holds a NOISY count of the same rows
+(quantiles.rank_error_percent; an estimate through a noisy count, never the
+true n). Public values only, never data.
 """
 
 from __future__ import annotations
 
-from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
 from dpportal import formatting
-from dpportal.privacy import accuracy
-from dpportal.privacy.grouped_release import grouped_mean_intervals
-from dpportal.privacy.quantiles import quantile_rank_errors, rank_error_percent
-from dpportal.privacy.spread import spread_intervals
+from dpportal.privacy.quantiles import rank_error_percent
+from releases.dp_stats import NEW_KINDS, SPREAD_KINDS
 from releases.public.options import CONFIDENCE_LEVELS, INTERVAL_KINDS
 
-# The kinds of stats14-format.md (grouped counts are histograms: no new kind).
-GROUPED_KINDS = ("grouped_sum", "grouped_mean")
-SPREAD_KINDS = ("stddev", "variance")
-KINDS = GROUPED_KINDS + ("quantiles",) + SPREAD_KINDS
-
-QUANTILE_NAMES = {
-    Fraction(1, 2): "Median",
-    Fraction(1, 4): "Lower quartile",
-    Fraction(3, 4): "Upper quartile",
-}
+KINDS = NEW_KINDS
 
 
 def handles(kind: str) -> bool:
@@ -58,139 +39,6 @@ def percentile_text(percent: float) -> str:
     if "." in value:
         return f"the {value}th percentile"
     return f"the {_ordinal(int(value))} percentile"
-
-
-def quantile_name(quantile: object) -> str:
-    """'Median', 'Lower quartile', or '90th percentile'."""
-    q = Fraction(str(quantile))
-    if q in QUANTILE_NAMES:
-        return QUANTILE_NAMES[q]
-    return percentile_text(float(q * 100))[4:].capitalize()
-
-
-def measure(entry: dict[str, Any]) -> str:
-    """'sd' or 'variance': the spread the kind names (its stored result holds both)."""
-    return "variance" if entry["kind"] == "variance" else "sd"
-
-
-def _spread_cells(entry: dict[str, Any], *, level: str, simultaneous: bool) -> list[dict]:
-    return spread_intervals(entry["explanation"], confidence=level, simultaneous=simultaneous)
-
-
-def values(entry: dict[str, Any]) -> list[float]:
-    """The released value of each cell (group, quantile or spread cell) as floats."""
-    return [float(Decimal(str(v))) for v in entry.get("values") or []]
-
-
-def cells(entry: dict[str, Any]) -> list[str]:
-    """Cell labels: the groups (as compute named them), the quantiles, or 'All rows'."""
-    labels = [str(c) for c in entry.get("cells") or []]
-    if entry["kind"] == "quantiles" and not labels:
-        labels = [quantile_name(part["quantile"]) for part in entry["explanation"]["quantiles"]]
-    return labels or ["All rows"]
-
-
-def layout(entry: dict[str, Any]) -> str:
-    """'quantiles' (a quantile plot), 'figure' (one value) or 'grouped' (bars per group)."""
-    if entry["kind"] == "quantiles":
-        return "quantiles"
-    if entry["kind"] in SPREAD_KINDS and len(entry.get("values") or []) == 1:
-        return "figure"
-    return "grouped"
-
-
-def value_title(entry: dict[str, Any]) -> str:
-    kind, columns = entry["kind"], list(entry.get("columns") or [])
-    name = columns[0] if columns else ""
-    return {
-        "grouped_sum": f"sum of {name}",
-        "grouped_mean": f"mean of {name}",
-        "quantiles": name,
-        "variance": f"variance of {name}",
-        "stddev": f"standard deviation of {name}",
-    }[kind]
-
-
-def intervals(
-    entry: dict[str, Any], released: list[float]
-) -> dict[str, dict[str, dict[str, list]]]:
-    """{level: {per_cell|simultaneous: {halfwidths, lower, upper}}}, as data.py's
-    (for quantiles also `rank_errors`, in ranks; their value ends are None)."""
-    kind, explanation = entry["kind"], entry["explanation"]
-    out: dict[str, dict[str, dict[str, list]]] = {}
-    n = len(released)
-    for level in CONFIDENCE_LEVELS:
-        out[level] = {}
-        for interval_kind in INTERVAL_KINDS:
-            together = interval_kind == "simultaneous"
-            if kind == "grouped_sum":
-                h = float(
-                    accuracy.result_halfwidth(explanation, confidence=level, simultaneous=together)
-                )
-                iv = {"halfwidths": [h] * n, "lower": [v - h for v in released],
-                      "upper": [v + h for v in released]}  # fmt: skip
-            elif kind == "grouped_mean":
-                rows = grouped_mean_intervals(explanation, confidence=level, simultaneous=together)
-                iv = {"halfwidths": [None] * n, "lower": [r[1] for r in rows],
-                      "upper": [r[2] for r in rows]}  # fmt: skip
-            elif kind in SPREAD_KINDS:
-                key = "variance_interval" if kind == "variance" else "sd_interval"
-                rows = _spread_cells(entry, level=level, simultaneous=together)
-                iv = {"halfwidths": [None] * n,
-                      "lower": [float(Fraction(r[key][0])) for r in rows],
-                      "upper": [float(Fraction(r[key][1])) for r in rows]}  # fmt: skip
-            else:  # quantiles: no interval in value units, a rank error
-                iv = {
-                    "halfwidths": [None] * n, "lower": [None] * n, "upper": [None] * n,
-                    "rank_errors": quantile_rank_errors(
-                        explanation, confidence=level, simultaneous=together
-                    ),
-                }  # fmt: skip
-            out[level][interval_kind] = iv
-    return out
-
-
-def _precision(value: float, lower: float | None, upper: float | None) -> float | None:
-    if lower is None or upper is None:
-        return None
-    return max(upper - value, value - lower)
-
-
-def _end(x: float | None, h: float | None) -> str:
-    return "" if x is None else formatting.noisy(x, h)
-
-
-def texts(stat: dict[str, Any]) -> dict[str, Any]:
-    """The numbers as people read them, in data.py's shape (no 'rounded': not counts)."""
-    out: dict[str, Any] = {}
-    released = stat["values"]
-    exact_values = stat["kind"] == "quantiles"
-    for level in CONFIDENCE_LEVELS:
-        per_cell = stat["intervals"][level]["per_cell"]
-        level_texts: dict[str, Any] = {"value": []}
-        for i, v in enumerate(released):
-            h = per_cell["halfwidths"][i]
-            if h is None:
-                h = _precision(v, per_cell["lower"][i], per_cell["upper"][i])
-            if exact_values:  # an owner-declared grid point: shown as declared
-                level_texts["value"].append(formatting.significant(v, 15))
-            else:
-                level_texts["value"].append(formatting.noisy(v, h))
-        for interval_kind in INTERVAL_KINDS:
-            iv = stat["intervals"][level][interval_kind]
-            ends = [
-                iv["halfwidths"][i]
-                if iv["halfwidths"][i] is not None
-                else _precision(v, iv["lower"][i], iv["upper"][i])
-                for i, v in enumerate(released)
-            ]
-            level_texts[interval_kind] = {
-                "lower": [_end(x, h) for x, h in zip(iv["lower"], ends, strict=True)],
-                "upper": [_end(x, h) for x, h in zip(iv["upper"], ends, strict=True)],
-                "halfwidth": [formatting.halfwidth(h) for h in iv["halfwidths"]],
-            }
-        out[level] = level_texts
-    return out
 
 
 def _noisy_count(entry: dict[str, Any]) -> int | None:
@@ -250,7 +98,7 @@ def chart_fields(entry: dict[str, Any], ivs: dict[str, Any]) -> dict[str, Any]:
     kind, explanation = entry["kind"], entry["explanation"]
     out: dict[str, Any] = {
         "group_columns": [str(c) for c in entry.get("group_columns") or []],
-        "quantiles": quantile_extra(entry, ivs) if kind == "quantiles" else None,
+        "quantile_chart": quantile_extra(entry, ivs) if kind == "quantiles" else None,
         "clamped": [],
         "count_nonpositive_cells": [],
     }

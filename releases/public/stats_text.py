@@ -12,13 +12,14 @@ from typing import Any
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from dpportal import formatting
-from releases.public import notes
 from releases.public.options import CONFIDENCE_LABELS, ViewOptions
 from releases.public.stats_data import KINDS
 
 CAPTIONS = {
-    "grouped": "Error bars: the interval of each group at the chosen confidence level.",
+    "grouped_bars": (
+        "Grouped bars: one bar per value of the second grouping column within each group of "
+        "the first; error bars: the interval of each group at the chosen confidence level."
+    ),
     "quantiles": (
         "Each point is a published quantile; its accuracy is a rank error (in the table), "
         "not an interval of values."
@@ -38,7 +39,7 @@ def quantile_rows(stat: dict[str, Any], *, options: ViewOptions) -> list[dict[st
     """The quantiles' table: name, value, rank error (and percentile band when known)."""
     if stat["kind"] != "quantiles":
         return []
-    band = stat["quantiles"]["bands"][options.confidence][options.intervals]
+    band = stat["quantile_chart"]["bands"][options.confidence][options.intervals]
     values = stat["text"][options.confidence]["value"]
     return [
         {"index": i, "cell": cell, "value": values[i], "rank_error": band["ranks_text"][i],
@@ -81,7 +82,7 @@ def _groups_text(stat: dict[str, Any]) -> str:
 
 
 def _quantiles(stat: dict[str, Any], options: ViewOptions) -> SafeString:
-    q = stat["quantiles"]
+    q = stat["quantile_chart"]
     band = q["bands"][options.confidence]["per_cell"]
     text = stat["text"][options.confidence]
     lines = []
@@ -158,7 +159,8 @@ def explanation(stat: dict[str, Any], *, options: ViewOptions) -> SafeString:
 
 def alt_text(stat: dict[str, Any], *, options: ViewOptions) -> str:
     values = stat["text"][options.confidence]["value"]
-    what = {"quantiles": "Quantile plot", "grouped": "Grouped bar chart"}.get(stat["layout"], "")
+    what = {"quantiles": "Quantile plot", "grouped_bars": "Grouped bar chart",
+            "bars": "Bar chart"}.get(stat["layout"], "")  # fmt: skip
     pairs = "; ".join(f"{c} {v}" for c, v in zip(stat["cells"], values, strict=True))
     return f"{what} of {stat['label']}: {pairs}" if what else f"{stat['label']}: {pairs}"
 
@@ -180,31 +182,4 @@ def warnings(stat: dict[str, Any]) -> list[str]:
             "The noisy count was zero or negative in " + ", ".join(small) + ": too few rows to "
             "estimate there; the figure shows the middle of the public bounds."
         )
-    return out
-
-
-def statistic_notes(*, entry: dict[str, Any], spec: dict[str, Any] | None, unit: str) -> list[str]:
-    """The rules behind a published statistic of a new kind, one sentence each."""
-    kind = entry["kind"]
-    spec = spec or {}
-    domains = list(spec.get("columns") or [])
-    name = domains[0]["name"] if domains else ", ".join(entry.get("columns") or [])
-    out = [unit]
-    if kind == "quantiles":
-        out.append(
-            f"The candidates are a public grid declared by the owner ("
-            f"{formatting.integer(entry['explanation']['candidates'])} values); values of {name} "
-            "outside it rank below its first or above its last value."
-        )
-    elif spec.get("lower") is not None:
-        lo, hi = formatting.exact(spec["lower"]), formatting.exact(spec["upper"])
-        out.append(
-            f"Each value of {name} was clipped to the public range from {lo} to {hi} (values "
-            f"below {lo} count as {lo}, above {hi} as {hi}) and rounded to a fine public grid."
-        )
-    if kind in ("stddev", "variance"):
-        out.append("It is the population variance (divided by the number of rows, not n - 1).")
-    for group in spec.get("groups") or []:
-        out.extend(notes.axis_notes(group))
-    out.append(f"Records with no value for {name} are left out.")
     return out

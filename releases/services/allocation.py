@@ -6,7 +6,8 @@
   weight (equal weights: an equal split).
 If every statistic is fixed, the release's total is their sum. Delta (Gaussian
 only) is split over the statistics in proportion to their weights (the most
-common category uses Report Noisy Max with Laplace noise and takes no delta).
+common category uses Report Noisy Max with Laplace noise and quantiles use
+permute-and-flip: both are pure epsilon and take no delta).
 
 The shares add up EXACTLY to the total the owner typed: each proportional share
 is rounded down to the ledger's precision and the rounding remainder (fewer
@@ -79,7 +80,7 @@ def allocate(plan: ReleasePlan) -> None:
     stats = plan.statistics
     # delta first (targets for Gaussian statistics need their delta share)
     if plan.mechanism == "gaussian":
-        takers = [s for s in stats if s.kind != "argmax"]
+        takers = [s for s in stats if s.kind not in dp.PURE_KINDS]
         if takers:
             _check_places(plan.delta, quantum=DELTA_QUANTUM, what="The total delta")
             shares = split_exactly(plan.delta, [s.weight for s in takers], DELTA_QUANTUM)
@@ -118,5 +119,5 @@ def allocate(plan: ReleasePlan) -> None:
             s.epsilon = share
     else:
         plan.epsilon = fixed_total
-    if plan.mechanism != "gaussian" or all(s.kind == "argmax" for s in stats):
+    if plan.mechanism != "gaussian" or all(s.kind in dp.PURE_KINDS for s in stats):
         plan.delta = Decimal(0)

@@ -13,11 +13,14 @@ from budgets.amounts import fmt
 from budgets.models import Membership, Project
 from budgets.selectors import project_roles
 from dpportal.errors import InvalidTransition, NotFound, PermissionDenied
+from releases.dp_stats import NEW_KINDS
 from releases.models import Release, Statistic
 from releases.services.plan import release_plan_parse
 from releases.services.preview import _check_fits
 
 logger = logging.getLogger(__name__)
+#: kinds whose lower/upper are stored (clipping bounds, or the quantiles' grid with a step)
+BOUNDED_KINDS = ("sum", "mean", *NEW_KINDS)
 
 
 def _require_owner(*, project: Project, user: AbstractBaseUser) -> None:
@@ -69,8 +72,12 @@ def release_save_draft(
                     column=s.column,
                     column2=s.column2,
                     category=s.category,
-                    lower=s.lower if s.kind in ("sum", "mean") else None,
-                    upper=s.upper if s.kind in ("sum", "mean") else None,
+                    lower=s.lower if s.kind in BOUNDED_KINDS else None,
+                    upper=s.upper if s.kind in BOUNDED_KINDS else None,
+                    group_column=s.group_column,
+                    group_column2=s.group_column2,
+                    quantiles=list(s.quantiles),
+                    step=s.step,
                     weight=s.weight,
                     hold=s.hold,
                     target_halfwidth=s.target_halfwidth,
@@ -109,7 +116,13 @@ def release_form_data(*, release: Release) -> dict[str, Any]:
                 "epsilon": fmt(s.epsilon) if s.hold and s.epsilon is not None else "",
                 "target_halfwidth": s.target_halfwidth if s.target_halfwidth else "",
                 "n_guess": s.n_guess or "",
+                "group_by": s.group_column.name if s.group_column else "",
+                "group_by2": s.group_column2.name if s.group_column2 else "",
+                "quantiles": list(s.quantiles or []),
+                "step": fmt(s.step) if s.step is not None else "",
             }
-            for s in release.statistics.select_related("column", "column2")
+            for s in release.statistics.select_related(
+                "column", "column2", "group_column", "group_column2"
+            )
         ],
     }

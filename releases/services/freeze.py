@@ -10,7 +10,7 @@ from typing import Any
 
 from budgets.amounts import fmt
 from datasets.models import Column
-from releases import dp
+from releases import dp, dp_stats
 from releases.models import Release
 from releases.services.drafts import release_form_data
 from releases.services.plan import release_plan_parse
@@ -38,7 +38,8 @@ def release_spec_build(*, release: Release) -> dict[str, Any]:
     """
     dataset = release.dataset
     statistics = []
-    for s in release.statistics.select_related("column", "column2").order_by("position", "id"):
+    related = ("column", "column2", "group_column", "group_column2")
+    for s in release.statistics.select_related(*related).order_by("position", "id"):
         entry: dict[str, Any] = {
             "position": s.position,
             "kind": s.kind,
@@ -58,6 +59,8 @@ def release_spec_build(*, release: Release) -> dict[str, Any]:
                 epsilon=s.epsilon,
                 contribution_bound=dataset.contribution_bound,
             )
+        if s.kind in dp_stats.NEW_KINDS:
+            entry.update(_new_kind_entry(s, contribution_bound=dataset.contribution_bound))
         statistics.append(entry)
     return {
         "version": 1,
@@ -75,6 +78,35 @@ def release_spec_build(*, release: Release) -> dict[str, Any]:
         },
         "statistics": statistics,
     }
+
+
+def _new_kind_entry(s: Any, *, contribution_bound: int) -> dict[str, Any]:
+    """The issue-14 kinds' part of a frozen entry (/work/wt/briefs/stats14-format.md)."""
+    if s.kind == "quantiles":
+        if s.step is None:
+            grid: dict[str, Any] = {"edges": [str(e) for e in (s.column.bin_edges or [])]}
+        else:
+            grid = {"lower": fmt(s.lower), "upper": fmt(s.upper), "step": fmt(s.step)}
+        entry = {"quantiles": list(s.quantiles), "grid": grid}
+        entry["candidates"] = len(dp_stats.grid_of(entry))
+        return entry
+    entry = {
+        "groups": [_domain(c) for c in (s.group_column, s.group_column2) if c is not None],
+        "lower": fmt(s.lower),
+        "upper": fmt(s.upper),
+        "granularity": dp_stats.spec_granularity(
+            kind=s.kind,
+            lower=s.lower,
+            upper=s.upper,
+            epsilon=s.epsilon,
+            contribution_bound=contribution_bound,
+        ),  # fmt: skip
+    }
+    if s.kind == "grouped_mean":
+        entry["sum_share"] = str(dp_stats.GROUPED_SUM_SHARE)
+    if s.kind in dp_stats.SPREAD_KINDS:
+        entry["shares"] = list(dp_stats.SPREAD_SHARES)
+    return entry
 
 
 def spec_hash(spec: dict[str, Any]) -> str:

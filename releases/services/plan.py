@@ -9,10 +9,19 @@ from budgets.models import Project
 from budgets.services import parse_delta, parse_epsilon
 from datasets.models import Column, Dataset
 from datasets.selectors import dataset_usability_problem
-from dpportal import formatting
 from dpportal.errors import ValidationFailed
+from releases.dp_stats import NEW_KINDS
 from releases.models import Release, Statistic
 from releases.services.allocation import allocate
+from releases.services.plan_fields import (
+    _bool,
+    _check_histogram_column,
+    _clip_bounds,
+    _column,
+    _optional_decimal,
+    _text,
+)
+from releases.services.plan_stats import default_label_stats, parse_statistic_stats
 
 CONFIDENCES = ("0.90", "0.95", "0.99")
 MAX_STATISTICS = 50
@@ -36,10 +45,20 @@ class StatisticPlan:
     n_guess: int | None = None
     epsilon: Decimal = Decimal(0)
     delta: Decimal = Decimal(0)
+    # issue 14 kinds (releases.services.plan_stats)
+    group_column: Column | None = None
+    group_column2: Column | None = None
+    quantiles: list[str] = field(default_factory=list)
+    step: Decimal | None = None
+    grid: tuple = ()  # quantiles: the public candidate grid (Fractions)
 
     @property
     def columns(self) -> list[Column]:
         return [c for c in (self.column, self.column2) if c is not None]
+
+    @property
+    def group_columns(self) -> list[Column]:
+        return [c for c in (self.group_column, self.group_column2) if c is not None]
 
 
 @dataclass
@@ -61,79 +80,6 @@ class ReleasePlan:
     @property
     def cost_delta(self) -> Decimal:
         return sum((s.delta for s in self.statistics), Decimal(0))
-
-
-def _text(value: object, *, field: str, max_length: int, required: bool = False) -> str:
-    text = "" if value is None else str(value).strip()
-    if required and not text:
-        raise ValidationFailed(f"Please give the {field}.")
-    if len(text) > max_length:
-        raise ValidationFailed(f"The {field} may be at most {max_length} characters.")
-    return text
-
-
-def _optional_decimal(value: object, *, field: str) -> Decimal | None:
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    from budgets.services import _parse_decimal
-
-    number = _parse_decimal(value, field=field)
-    if abs(number) >= Decimal("1e20"):
-        raise ValidationFailed(f"The {field} is too large.")
-    return number
-
-
-def _bool(value: object) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in {"1", "true", "yes", "on"}
-    return bool(value)
-
-
-def _column(dataset: Dataset, columns: dict[str, Column], name: object, *, what: str) -> Column:
-    name = "" if name is None else str(name).strip()
-    if not name:
-        raise ValidationFailed(f"The {what} needs a column.")
-    column = columns.get(name)
-    if column is None:
-        raise ValidationFailed(f"The dataset has no column named '{name}'.")
-    if column.kind == Column.Kind.EXCLUDED:
-        raise ValidationFailed(f"Column '{name}' is excluded: it cannot be used in a statistic.")
-    if column.kind == Column.Kind.UNDECLARED:
-        raise ValidationFailed(
-            f"Column '{name}' has no declared public domain yet: declare it before using it."
-        )
-    return column
-
-
-def _check_histogram_column(column: Column) -> None:
-    if column.kind == Column.Kind.CATEGORICAL:
-        if not column.categories:
-            raise ValidationFailed(f"Column '{column.name}' declares no categories.")
-        return
-    if len(column.bin_edges or []) < 2:
-        raise ValidationFailed(
-            f"A histogram of numeric column '{column.name}' needs declared bin edges."
-        )
-
-
-def _clip_bounds(plan: StatisticPlan, column: Column) -> None:
-    lower = plan.lower if plan.lower is not None else column.lower
-    upper = plan.upper if plan.upper is not None else column.upper
-    if column.kind != Column.Kind.NUMERIC:
-        raise ValidationFailed(f"A {plan.kind} needs a numeric column; '{column.name}' is not.")
-    if lower is None or upper is None:
-        raise ValidationFailed(
-            f"A {'mean' if plan.kind == 'mean' else 'sum'} of '{column.name}' needs a declared "
-            "range: declare the column's lower and upper bounds (or give them here)."
-        )
-    if lower > upper:
-        raise ValidationFailed(
-            f"The lower bound ({formatting.exact(lower)}) is above the upper bound "
-            f"({formatting.exact(upper)})."
-        )
-    if lower == upper:
-        raise ValidationFailed("The lower and upper bounds must differ.")
-    plan.lower, plan.upper = Decimal(lower), Decimal(upper)
 
 
 def _parse_statistic(
@@ -185,6 +131,8 @@ def _parse_statistic(
                     )
                 if not (1 <= plan.n_guess <= 10**12):
                     raise ValidationFailed("The planning guess of n must be between 1 and 10^12.")
+        elif kind in NEW_KINDS:
+            parse_statistic_stats(plan, raw, dataset=dataset, columns=columns)
         elif kind == "argmax":
             plan.column = _column(dataset, columns, raw.get("column"), what="most common category")
             if plan.column.kind != Column.Kind.CATEGORICAL or len(plan.column.categories) < 2:
@@ -209,7 +157,8 @@ def _parse_statistic(
             except (TypeError, ValueError):
                 raise ValidationFailed("The target half-width must be a number.")
             if not (0 < plan.target_halfwidth < 1e18):
-                raise ValidationFailed("The target half-width must be greater than 0.")
+                what = "rank error" if kind == "quantiles" else "half-width"
+                raise ValidationFailed(f"The target {what} must be greater than 0.")
     except ValidationFailed as exc:
         raise ValidationFailed(f"{where}: {exc.message}")
     if not plan.label:
@@ -218,6 +167,8 @@ def _parse_statistic(
 
 
 def _default_label(plan: StatisticPlan) -> str:
+    if plan.kind in NEW_KINDS:
+        return default_label_stats(plan)
     if plan.kind == "count":
         return f"Rows with {plan.column.name} = {plan.category}" if plan.column else "Rows"
     names = " x ".join(c.name for c in plan.columns)

@@ -85,7 +85,7 @@
   }
 
   function quantileTrace(stat, st) {
-    var q = stat.quantiles;
+    var q = stat.quantile_chart;
     var band = q.bands[st.confidence][st.intervals];
     var text = stat.text[st.confidence];
     var trace = {
@@ -119,7 +119,7 @@
       plot_bgcolor: "#fff",
     };
     var traces;
-    if (stat.layout === "grouped") {
+    if (stat.layout === "grouped_bars" || stat.layout === "bars") {
       traces = groupedTraces(stat, st);
       layout.barmode = "group";
       layout.xaxis = {
@@ -150,7 +150,7 @@
       return;
     }
     var text = stat.text[st.confidence];
-    var band = stat.quantiles ? stat.quantiles.bands[st.confidence].per_cell : null;
+    var band = stat.quantile_chart ? stat.quantile_chart.bands[st.confidence].per_cell : null;
     box.querySelectorAll("[data-fill][data-index]").forEach(function (el) {
       var i = Number(el.getAttribute("data-index"));
       var what = el.getAttribute("data-fill");
@@ -162,8 +162,8 @@
       else if (band && what === "band-high") el.textContent = band.high_text[i];
     });
     var body = document.getElementById("quantile-body-" + stat.position);
-    if (body && stat.quantiles) {
-      var chosenBand = stat.quantiles.bands[st.confidence][st.intervals];
+    if (body && stat.quantile_chart) {
+      var chosenBand = stat.quantile_chart.bands[st.confidence][st.intervals];
       body.querySelectorAll("tr").forEach(function (tr, i) {
         var cells = tr.querySelectorAll("td");
         cells[0].textContent = text.value[i];
@@ -174,8 +174,11 @@
   }
 
   window.DPStatsCharts = {
+    // issue-14 kinds drawn as (grouped) bars or a quantile plot; a single spread
+    // ("figure") is drawn by public-release.js, whose figure takes asymmetric intervals
     handles: function (stat) {
-      return stat.layout === "grouped" || stat.layout === "quantiles";
+      return Boolean(stat.quantile_chart) || (stat.group_columns && stat.group_columns.length > 0 &&
+        (stat.layout === "grouped_bars" || stat.layout === "bars"));
     },
     draw: draw,
     update: update,

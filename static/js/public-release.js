@@ -191,6 +191,10 @@
       paper_bgcolor: "#fff",
       plot_bgcolor: "#fff",
     };
+    if (window.DPStatsCharts && window.DPStatsCharts.handles(stat)) {
+      window.DPStatsCharts.draw(node, stat, st); // grouped statistics, quantile plots
+      return;
+    }
     if (stat.layout === "bars") {
       trace = barTrace(stat, st);
       layout.xaxis = categoryAxis(escAll(stat.cells), "");
@@ -206,9 +210,6 @@
       layout.height = 180;
       layout.xaxis = { title: { text: esc(stat.value_title) }, zeroline: false };
       layout.yaxis = { type: "category", automargin: true, showticklabels: false };
-    } else if (window.DPStatsCharts && window.DPStatsCharts.handles(stat)) {
-      window.DPStatsCharts.draw(node, stat, st); // grouped bars, quantile plots
-      return;
     } else {
       return;
     }

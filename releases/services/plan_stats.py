@@ -1,0 +1,183 @@
+"""Parsing the issue-14 kinds: grouped sum and mean, quantiles, standard deviation and variance.
+
+Every domain is declared by the owner, never read from data: grouping columns
+must be declared categorical (with categories) or numeric with bin edges (as a
+histogram's); clipping bounds and the quantiles' candidate grid (a step within
+declared bounds, or the column's declared bin edges) are public parameters.
+Formats: /work/wt/briefs/stats14-format.md (kinds, fields, spec, results).
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+from datasets.models import Column, Dataset
+from dpportal import formatting
+from dpportal.errors import ValidationFailed
+from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.quantiles import candidate_grid
+from releases.dp_stats import GROUPED_KINDS, SPREAD_KINDS
+from releases.services.plan_fields import (
+    _check_histogram_column,
+    _clip_bounds,
+    _column,
+    _optional_decimal,
+)
+
+if TYPE_CHECKING:
+    from releases.services.plan import StatisticPlan
+
+MAX_QUANTILES = 20
+QUANTILE_PLACES = 6
+_SPLIT = re.compile(r"[,;\s]+")
+
+
+def _n_guess(plan: StatisticPlan, raw: dict, *, what: str) -> None:
+    try:
+        plan.n_guess = int(str(raw.get("n_guess")).strip())
+    except (TypeError, ValueError):
+        raise ValidationFailed(
+            f"A {what} needs a planning guess of the number of rows (n), a whole number: "
+            "it is used for the preview only."
+        )
+    if not (1 <= plan.n_guess <= 10**12):
+        raise ValidationFailed("The planning guess of n must be between 1 and 10^12.")
+
+
+def _group_columns(
+    plan: StatisticPlan, raw: dict, *, dataset: Dataset, columns: dict[str, Column], required: bool
+) -> None:
+    first, second = raw.get("group_by"), raw.get("group_by2")
+    if not first and second:
+        first, second = second, None
+    if not first:
+        if required:
+            raise ValidationFailed("Choose the column to group by.")
+        return
+    plan.group_column = _column(dataset, columns, first, what="grouping")
+    _check_group_column(plan.group_column)
+    if second:
+        plan.group_column2 = _column(dataset, columns, second, what="grouping")
+        _check_group_column(plan.group_column2)
+        if plan.group_column2.pk == plan.group_column.pk:
+            raise ValidationFailed("The two grouping columns must differ.")
+    if plan.column is not None and plan.column.pk in {c.pk for c in plan.group_columns}:
+        raise ValidationFailed(
+            f"'{plan.column.name}' cannot be both the value column and a grouping column."
+        )
+
+
+def _check_group_column(column: Column) -> None:
+    try:
+        _check_histogram_column(column)
+    except ValidationFailed as exc:
+        raise ValidationFailed(exc.message.replace("A histogram of", "Grouping by"))
+
+
+def parse_quantiles(value: object) -> list[str]:
+    """The quantiles as exact decimal strings, ascending: a list or "0.25, 0.5, 75%"."""
+    if isinstance(value, str):
+        items: list[Any] = [t for t in _SPLIT.split(value.strip()) if t]
+    elif isinstance(value, list | tuple):
+        items = list(value)
+    else:
+        items = []
+    if not items:
+        raise ValidationFailed("Name at least one quantile, e.g. 0.5 for the median.")
+    if len(items) > MAX_QUANTILES:
+        raise ValidationFailed(f"At most {MAX_QUANTILES} quantiles per statistic.")
+    out: list[Decimal] = []
+    for item in items:
+        text = str(item).strip()
+        percent = text.endswith("%")
+        try:
+            q = Decimal(text.rstrip("%").strip())
+        except InvalidOperation:
+            raise ValidationFailed(f"'{text}' is not a quantile: give a number such as 0.5.")
+        if not q.is_finite():
+            raise ValidationFailed(f"'{text}' is not a quantile: give a number such as 0.5.")
+        if percent:
+            q = q / 100
+        if not (0 < q < 1):
+            raise ValidationFailed(
+                f"Quantiles lie strictly between 0 and 1 (or 0 % and 100 %); got {text}."
+            )
+        if q != q.quantize(Decimal(1).scaleb(-QUANTILE_PLACES)):
+            raise ValidationFailed(f"Quantiles may have at most {QUANTILE_PLACES} decimal places.")
+        if q in out:
+            raise ValidationFailed(f"The quantile {formatting.exact(q)} is named twice.")
+        out.append(q)
+    return [formatting.exact(q.normalize()) for q in sorted(out)]
+
+
+def _quantile_grid(plan: StatisticPlan, raw: dict) -> None:
+    column = plan.column
+    if column.kind != Column.Kind.NUMERIC:
+        raise ValidationFailed(f"Quantiles need a numeric column; '{column.name}' is not.")
+    plan.step = _optional_decimal(raw.get("step"), field="step")
+    if plan.step is None:
+        edges = column.bin_edges or []
+        if len(edges) < 2:
+            raise ValidationFailed(
+                f"Quantiles of '{column.name}' need a candidate grid: give a step (with the "
+                "declared bounds), or declare bin edges for the column."
+            )
+        plan.grid = tuple(Fraction(Decimal(str(e))) for e in edges)
+        plan.lower = plan.upper = None
+        return
+    if plan.step <= 0:
+        raise ValidationFailed("The step of the candidate grid must be greater than 0.")
+    plan.lower = _optional_decimal(raw.get("lower"), field="lower bound")
+    plan.upper = _optional_decimal(raw.get("upper"), field="upper bound")
+    _clip_bounds(plan, column)
+    try:
+        plan.grid = candidate_grid(plan.lower, plan.upper, plan.step)
+    except PrivacyParameterError as exc:
+        raise ValidationFailed(f"The candidate grid is too fine: {exc}.")
+    if len(plan.grid) < 2:
+        raise ValidationFailed("The step is wider than the range: the grid needs two candidates.")
+
+
+def parse_statistic_stats(
+    plan: StatisticPlan, raw: dict, *, dataset: Dataset, columns: dict[str, Column]
+) -> None:
+    """Fill `plan` (a StatisticPlan of a NEW kind) from the builder's input, or raise."""
+    kind = plan.kind
+    what = {"quantiles": "quantile", "stddev": "standard deviation"}.get(kind, kind)
+    plan.column = _column(dataset, columns, raw.get("column"), what=what.replace("_", " "))
+    if kind == "quantiles":
+        plan.quantiles = parse_quantiles(raw.get("quantiles"))
+        _quantile_grid(plan, raw)
+        return
+    if plan.column.kind != Column.Kind.NUMERIC:
+        name = plan.column.name
+        raise ValidationFailed(f"This statistic needs a numeric column; '{name}' is not.")
+    plan.lower = _optional_decimal(raw.get("lower"), field="lower bound")
+    plan.upper = _optional_decimal(raw.get("upper"), field="upper bound")
+    _clip_bounds(plan, plan.column)
+    _group_columns(plan, raw, dataset=dataset, columns=columns, required=kind in GROUPED_KINDS)
+    if kind == "grouped_mean":
+        _n_guess(plan, raw, what="mean by group")
+    elif kind in SPREAD_KINDS:
+        _n_guess(plan, raw, what="standard deviation" if kind == "stddev" else "variance")
+
+
+def default_label_stats(plan: StatisticPlan) -> str:
+    name = plan.column.name
+    by = " and ".join(c.name for c in plan.group_columns)
+    suffix = f" by {by}" if by else ""
+    if plan.kind == "quantiles":
+        if plan.quantiles == ["0.5"]:
+            return f"Median of {name}"
+        if plan.quantiles == ["0.25", "0.5", "0.75"]:
+            return f"Median and quartiles of {name}"
+        return f"Quantiles of {name}"
+    return {
+        "grouped_sum": f"Sum of {name}{suffix}",
+        "grouped_mean": f"Mean of {name}{suffix}",
+        "stddev": f"Standard deviation of {name}{suffix}",
+        "variance": f"Variance of {name}{suffix}",
+    }[plan.kind]
