@@ -58,8 +58,16 @@ def _confidence(options: ViewOptions) -> SafeString:
     )
 
 
+# Up to this many groups the sentence lists each group's interval; beyond, the table does.
+LIST_GROUPS = 8
+
+
 def _per_group(stat: dict[str, Any], options: ViewOptions) -> SafeString:
     text = stat["text"][options.confidence]
+    if len(stat["cells"]) > LIST_GROUPS:
+        return format_html(
+            "each of the {} groups with its interval in the table below", len(stat["cells"])
+        )
     return format_html_join(
         "; ",
         "{}: {} (between {} and {})",

@@ -85,10 +85,11 @@
       .map((c) => [c.name, c.name + " (" + c.kind + ")"]);
   }
 
-  /** The kind-specific options: grouping columns; quantiles with presets and the grid step. */
-  function optionsCell(s) {
+  /** The kind-specific options: the histogram's 2nd column and the count's category (old
+   * kinds); grouping columns, or quantiles with presets and the grid step (issue 14). */
+  function optionsCell(s, cols) {
     const groups = groupColumns();
-    const grouping = el("span", { "data-kinds": GROUPED.join(" "), class: "stat-options" }, [
+    const grouping = el("span", { "data-kinds": GROUPED.join(" ") }, [
       el("label", {}, ["group by ", select("group_by", groups, s.group_by || "", "(none)")]),
       " ",
       el("label", {}, ["then by ", select("group_by2", groups, s.group_by2 || "", "(none)")]),
@@ -105,14 +106,19 @@
       placeholder: "bin edges",
       "aria-label": "grid step (empty: the column's bin edges)",
     });
-    const quantileBox = el("span", { "data-kinds": "quantiles", class: "stat-options" }, [
+    const quantileBox = el("span", { "data-kinds": "quantiles" }, [
       el("label", {}, ["quantiles ", quantiles]),
       " ",
       preset,
       " ",
       el("label", {}, ["grid step ", step]),
     ]);
-    return cell(grouping, quantileBox);
+    const classic = el("span", { "data-kinds": "count histogram sum mean argmax" }, [
+      select("column2", cols, s.column2 || "", "(none)"),
+      " ",
+      input("category", s.category, { size: 8, placeholder: "category" }),
+    ]);
+    return cell(classic, grouping, quantileBox);
   }
 
   /** Show only the options of the row's kind (hidden fields are not sent). */
@@ -131,10 +137,7 @@
     const tr = el("tr", {}, [
       cell(select("kind", KINDS, s.kind)),
       cell(select("column", cols, s.column || "", "(all rows)")),
-      cell(
-        select("column2", cols, s.column2 || "", "(none)"),
-        input("category", s.category, { size: 8, placeholder: "category" })
-      ),
+      optionsCell(s, cols),
       cell(
         input("lower", s.lower, { size: 5, placeholder: "lo" }),
         input("upper", s.upper, { size: 5, placeholder: "hi" })
@@ -143,7 +146,6 @@
       cell(input("weight", s.weight || "1", { size: 3 })),
       cell(hold, input("epsilon", s.epsilon, { size: 5 })),
       cell(input("target_halfwidth", s.target_halfwidth, { size: 5 })),
-      optionsCell(s),
       cell(el("button", { type: "button", class: "secondary", "data-remove": true, text: "Remove" })),
     ]);
     tbody.append(tr);
