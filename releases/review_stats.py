@@ -217,6 +217,8 @@ def _texts(stat: StatisticPlan, plan: ReleasePlan, preview: dict[str, Any]) -> d
         "halfwidth_simultaneous_text": (
             f"±{formatting.halfwidth(together)} {unit} for all "
             f"{formatting.integer(preview['cells'])} groups at once"
+            if preview["cells"] > 1
+            else f"±{formatting.halfwidth(together)} {unit} (one value: the same interval)"
         ),
     }  # fmt: skip
 

@@ -64,6 +64,8 @@ def test_each_new_kind_states_domains_grid_split_sensitivity_and_accuracy(submit
     details = {heading: text for heading, text, _ in sd.details}
     assert details["Epsilon split"] == "count 1/4, centred sum 1/4, sum of squares 1/2"
     assert "clamped to 0" in details["Interval"]
+    assert sd.halfwidth_simultaneous_text.endswith("(one value: the same interval)")
+    assert "5000 rows have a value per cell" in sd.halfwidth_text
 
 
 def test_reviewer_page_shows_the_new_rows_without_reprs(client, submitted, reviewer):
