@@ -168,6 +168,81 @@ def run_baseline(path: Path) -> dict:
     return {"seconds": seconds, "peak_rss_mb": _peak_rss_mb()}
 
 
+def stats_statistics() -> list[dict]:
+    """Issue 14: a grouped mean of y over the 50 categories (+ Other) and three quantiles of y."""
+    from releases import dp_stats
+
+    cat50 = {"name": "cat50", "kind": "categorical", "categories": CATS50, "missing": "drop"}
+    y = {"name": "y", "kind": "numeric", "missing": "drop"}
+    common = {"category": None, "epsilon": "0.5", "delta": "0", "label": ""}
+    gran = dp_stats.spec_granularity(
+        kind="grouped_mean", lower=LOWER, upper=UPPER, epsilon=Fraction(1, 2), contribution_bound=1
+    )
+    grid = {"lower": str(LOWER), "upper": str(UPPER), "step": "1"}
+    return [
+        {**common, "position": 0, "kind": "grouped_mean", "columns": [y], "groups": [cat50],
+         "lower": str(LOWER), "upper": str(UPPER), "granularity": gran, "sum_share": "1/2"},
+        {**common, "position": 1, "kind": "quantiles", "columns": [y], "grid": grid,
+         "quantiles": ["0.25", "0.5", "0.75"], "candidates": UPPER - LOWER + 1},
+    ]  # fmt: skip
+
+
+def run_stats_ours(path: Path) -> dict:
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dpportal.settings")
+    os.environ.setdefault("DEBUG", "1")
+    django.setup()
+    import pyarrow.parquet as pq
+
+    from releases import compute, dp
+
+    statistics = stats_statistics()
+    start = time.perf_counter()
+    readers = [compute.StatisticReader.from_spec(s) for s in statistics]
+    parquet = pq.ParquetFile(path)
+    aggregates = compute.aggregate_row_groups(
+        parquet=parquet, readers=readers, row_groups=range(parquet.num_row_groups), mask=None
+    )
+    for s, a, r in zip(statistics, aggregates, readers, strict=True):
+        dp.noisy_entry(entry=s, aggregate=a, mechanism="laplace", confidence="0.95",
+                       contribution_bound=1, cells=r.axes)  # fmt: skip
+    return {"seconds": time.perf_counter() - start, "peak_rss_mb": _peak_rss_mb()}
+
+
+def run_stats_baseline(path: Path) -> dict:
+    """The same aggregation (group sums on the grid, group counts, grid-cell counts), bare."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    g = float(Fraction(stats_statistics()[0]["granularity"]))
+    start = time.perf_counter()
+    table = pq.read_table(path, columns=["cat50", "y"])
+    codes = pc.fill_null(pc.index_in(table["cat50"], value_set=pa.array(CATS50)), 50)
+    codes = codes.to_numpy().astype(np.int64)
+    y = table["y"].to_numpy().astype(np.float64)
+    units = np.rint(np.clip(y / g, LOWER / g, UPPER / g))
+    sums = np.bincount(codes, weights=units, minlength=51)
+    counts = np.bincount(codes, minlength=51)
+    edges = np.arange(LOWER, UPPER + 1, dtype=np.float64)
+    ranks = np.cumsum(
+        np.bincount(np.searchsorted(edges, y, side="right"), minlength=edges.size + 1)
+    )
+    seconds = time.perf_counter() - start
+    assert sums.sum() > 0 and counts.sum() > 0 and ranks[-1] == y.size
+    return {"seconds": seconds, "peak_rss_mb": _peak_rss_mb()}
+
+
+PARTS = {
+    "ours": run_ours,
+    "baseline": run_baseline,
+    "stats-ours": run_stats_ours,
+    "stats-baseline": run_stats_baseline,
+}
+
+
 def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -176,11 +251,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--dir", default="/tmp/dpportal-bench")
-    parser.add_argument("--part", choices=["ours", "baseline"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--suite", choices=["base", "stats"], default="base",
+        help="base: histograms, sum, mean; stats (issue 14): grouped mean over 50 groups and "
+        "three quantiles, ours and the floor interleaved --repeat times, ratio of medians",
+    )  # fmt: skip
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--part", choices=list(PARTS), help=argparse.SUPPRESS)
     parser.add_argument("--file", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.part:
-        run = run_ours if args.part == "ours" else run_baseline
+        run = PARTS[args.part]
         sys.stdout.write(json.dumps(run(Path(args.file))) + "\n")
         return
     folder = Path(args.dir)
@@ -188,6 +269,9 @@ def main() -> None:
     path = folder / f"rows-{args.rows}.parquet"
     if not path.exists():
         generate(path, args.rows)
+    if args.suite == "stats":
+        _main_stats(path, args)
+        return
     results = {}
     for part in ("ours", "baseline"):
         out = subprocess.run(
@@ -204,6 +288,34 @@ def main() -> None:
         f"{base['seconds']:.2f} s  peak RSS {base['peak_rss_mb']:.0f} MB",
         f"ratio ours/baseline : {ours['seconds'] / base['seconds']:.2f} (time)  "
         f"{ours['peak_rss_mb'] / base['peak_rss_mb']:.2f} (peak RSS)",
+    ]
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+def _main_stats(path: Path, args) -> None:
+    import statistics as st
+
+    runs: dict[str, list[dict]] = {"stats-ours": [], "stats-baseline": []}
+    for _ in range(args.repeat):
+        for part in runs:  # interleaved: ours, floor, ours, floor, ...
+            out = subprocess.run(
+                [sys.executable, __file__, "--part", part, "--file", str(path)],
+                capture_output=True, text=True, check=True, cwd=ROOT,
+            )  # fmt: skip
+            runs[part].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    med = {p: st.median(r["seconds"] for r in v) for p, v in runs.items()}
+    rss = {p: max(r["peak_rss_mb"] for r in v) for p, v in runs.items()}
+    lines = [
+        f"rows: {args.rows:,}  grouped mean (51 cells) + 3 quantiles (1001 candidates), "
+        f"{args.repeat} interleaved runs",
+        f"ours  (task code): median {med['stats-ours']:.2f} s  "
+        f"{[round(r['seconds'], 2) for r in runs['stats-ours']]}  "
+        f"peak RSS {rss['stats-ours']:.0f} MB",
+        f"floor (numpy)    : median {med['stats-baseline']:.2f} s  "
+        f"{[round(r['seconds'], 2) for r in runs['stats-baseline']]}  "
+        f"peak RSS {rss['stats-baseline']:.0f} MB",
+        f"ratio of medians ours/floor: {med['stats-ours'] / med['stats-baseline']:.2f} (time)  "
+        f"{rss['stats-ours'] / rss['stats-baseline']:.2f} (peak RSS)",
     ]
     sys.stdout.write("\n".join(lines) + "\n")
 
