@@ -196,3 +196,39 @@ def test_grouped_mean_quartiles_and_sd_from_builder_to_public_page(
     finally:
         for p in (owner_pages, reviewer_pages, public_pages):
             p.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_seeded_demo_draws_every_new_kind(browser, live_server):  # noqa: F811
+    """The demo a new user sees first: every issue-14 chart drawn, no script error."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from releases.demo import PUBLISHED_TITLE
+
+    call_command("seed_demo", stdout=StringIO())
+    release = Release.objects.get(title=PUBLISHED_TITLE)
+    pages = Pages(browser, live_server, "stats-demo")
+    try:
+        pages.goto(f"/p/{release.project.slug}/releases/{release.pk}/")
+        pages.page.wait_for_selector("body[data-charts-ready='1']")
+        for entry in release.result.payload["statistics"]:
+            if entry["kind"] not in stats_results.NEW_KINDS:
+                continue
+            traces = pages.page.evaluate(
+                "(p) => (document.getElementById('chart-' + p).data || []).map((t) => "
+                "({type: t.type, y: t.y, err: t.error_y || t.error_x || null}))",
+                entry["position"],
+            )
+            assert traces, f"no chart for {entry['kind']}"
+            if entry["kind"] in ("grouped_sum", "grouped_mean", "quantiles"):
+                drawn = sorted(y for t in traces for y in t["y"])
+                assert drawn == pytest.approx(sorted(float(v) for v in entry["values"]))
+            if entry["kind"] != "quantiles":  # intervals as error bars
+                assert all(t["err"] for t in traces), entry["kind"]
+        pages.shot("demo")
+        assert pages.errors == [], f"JavaScript errors: {pages.errors}"
+        assert pages.outside == []
+    finally:
+        pages.close()
