@@ -28,7 +28,7 @@ from dpportal.errors import ApplicationError
 from dpportal.privacy.accuracy import noise_halfwidth
 from dpportal.privacy.errors import PrivacyParameterError
 from dpportal.privacy.noise import NoiseSpec
-from releases import dp
+from releases import dp, review_stats
 from releases.models import Release
 from releases.review_text import (
     clip_text,
@@ -127,6 +127,7 @@ def _plan(*, release: Release, spec: dict[str, Any], summary: Any) -> ReleasePla
                 n_guess=int(guess) if isinstance(guess, int) else None,
             )
         )
+        review_stats.add_plan_fields(plan.statistics[-1], entry, lambda d: _column(d, derived))
     return plan
 
 
@@ -159,6 +160,8 @@ def _noise_review(spec: NoiseSpec, *, part: str, unit: str) -> NoiseReview:
 
 
 def _statistic(*, plan: ReleasePlan, stat: StatisticPlan) -> StatisticReview:
+    if stat.kind in review_stats.NEW_KINDS:  # grouped statistics, quantiles, spread
+        return review_stats.statistic_review(plan=plan, stat=stat)
     specs = dp.statistic_noise(plan=plan, stat=stat)
     unit = value_unit(stat)
     if stat.kind == "mean":

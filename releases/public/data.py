@@ -21,7 +21,7 @@ from dpportal import formatting
 from dpportal.privacy import accuracy
 from releases import stats_results
 from releases.models import Release
-from releases.public import notes
+from releases.public import notes, stats_data
 from releases.public.options import (
     CONFIDENCE_LABELS,
     CONFIDENCE_LEVELS,
@@ -290,6 +290,8 @@ def _statistic_data(
         "notes": notes.statistic_notes(entry=entry, spec=spec, unit=unit_note),
     }
     data["text"] = _texts(data)
+    if stats_data.handles(kind):  # chart fields of the issue-14 kinds
+        data.update(stats_data.chart_fields(entry, data["intervals"]))
     return data
 
 

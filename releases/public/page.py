@@ -12,7 +12,7 @@ from typing import Any
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from releases.public import notes
+from releases.public import notes, stats_text
 from releases.public.options import CONFIDENCE_LABELS, ViewOptions
 
 
@@ -36,7 +36,9 @@ def _rows(stat: dict[str, Any], *, options: ViewOptions) -> list[dict[str, Any]]
             "upper": chosen["upper"][i],
             "halfwidth": chosen["halfwidth"][i],
         }
-        if stat["layout"] in ("heatmap", "crosstab"):
+        if stat["layout"] in ("heatmap", "crosstab") or (
+            stat["layout"] == "grouped_bars" and stat["shape"]
+        ):
             cols = stat["shape"][1]
             row["row_label"] = stat["row_labels"][i // cols]
             row["col_label"] = stat["col_labels"][i % cols]
@@ -79,6 +81,8 @@ def _counts_explanation(stat: dict[str, Any], *, noise_words: str, text: dict) -
 
 
 def _explanation(stat: dict[str, Any], *, options: ViewOptions) -> SafeString:
+    if stats_text.handles(stat["kind"]):
+        return stats_text.explanation(stat, options=options)
     noise = stat["noise"] or {}
     noise_words = format_html("{} ({})", noise.get("name", ""), noise.get("parameter_text", ""))
     label = CONFIDENCE_LABELS[options.confidence]
@@ -117,6 +121,8 @@ def _explanation(stat: dict[str, Any], *, options: ViewOptions) -> SafeString:
 
 
 def _alt_text(stat: dict[str, Any], *, options: ViewOptions) -> str:
+    if stats_text.handles(stat["kind"]):
+        return stats_text.alt_text(stat, options=options)
     if stat["kind"] == "argmax":
         return ""
     values = stat["text"][options.confidence]["value"]
@@ -133,6 +139,7 @@ CAPTIONS = {
     "heatmap": "Hover over a cell for its value and interval at the chosen confidence level.",
     "crosstab": "Too many cells for a readable heatmap: the counts are in this table.",
     "figure": "The line shows the interval at the chosen confidence level.",
+    **stats_text.CAPTIONS,
 }
 
 
@@ -153,4 +160,7 @@ def statistic_context(
         "alt_text": _alt_text(stat, options=options),
         "caption": CAPTIONS.get(stat["layout"], ""),
         "negative_note": notes.NEGATIVE_COUNTS if stat["clampable"] else "",
+        "two_way": bool(rows) and "row_label" in rows[0],
+        "warnings": stats_text.warnings(stat) if stats_text.handles(stat["kind"]) else [],
+        "quantile_rows": stats_text.quantile_rows(stat, options=options),
     }

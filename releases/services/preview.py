@@ -131,6 +131,7 @@ def plan_preview(
                 "halfwidth_simultaneous_text": formatting.halfwidth(
                     accuracy["halfwidth_simultaneous"]
                 ),
+                **_rank_texts(accuracy),
             }
         )
     fits = _fit(plan=plan, summary=summary, cost_eps=cost_eps, cost_delta=cost_delta).within
@@ -176,6 +177,15 @@ def _fit(
         delta=cost_delta,
         mechanisms=None if fits_basic else dp.release_mechanisms(plan=plan),
     )
+
+
+def _rank_texts(accuracy: dict[str, Any]) -> dict[str, str]:
+    """A quantile's rank errors as a person reads them: whole ranks, rounded up."""
+    return {
+        f"{key}_text": formatting.integer(math.ceil(accuracy[key]))
+        for key in ("rank_error", "rank_error_simultaneous")
+        if accuracy.get(key) is not None
+    }
 
 
 def _check_fits(*, plan: ReleasePlan) -> tuple[Decimal, Decimal]:

@@ -21,6 +21,19 @@
     ["sum", "Clipped sum"],
     ["mean", "Mean"],
     ["argmax", "Most common category"],
+    ["grouped_sum", "Clipped sum by group"],
+    ["grouped_mean", "Mean by group"],
+    ["quantiles", "Median and quantiles"],
+    ["stddev", "Standard deviation"],
+    ["variance", "Variance"],
+  ];
+  // Options of the issue-14 kinds, shown only for the kinds that use them.
+  const GROUPED = ["grouped_sum", "grouped_mean", "stddev", "variance"];
+  const PRESETS = [
+    ["", "presets…"],
+    ["0.5", "Median"],
+    ["0.25, 0.5, 0.75", "Median and quartiles"],
+    ["0.1, 0.25, 0.5, 0.75, 0.9", "Deciles 1 and 9, quartiles, median"],
   ];
 
   /** An element with text content and attributes; `children` are appended as they are. */
@@ -65,6 +78,57 @@
     return td;
   }
 
+  /** Columns a statistic can be grouped by: declared categories, or numeric with bin edges. */
+  function groupColumns() {
+    return columns()
+      .filter((c) => (c.kind === "categorical" && c.categories.length) || c.bin_edges.length >= 2)
+      .map((c) => [c.name, c.name + " (" + c.kind + ")"]);
+  }
+
+  /** The kind-specific options: the histogram's 2nd column and the count's category (old
+   * kinds); grouping columns, or quantiles with presets and the grid step (issue 14). */
+  function optionsCell(s, cols) {
+    const groups = groupColumns();
+    const grouping = el("span", { "data-kinds": GROUPED.join(" ") }, [
+      el("label", {}, ["group by ", select("group_by", groups, s.group_by || "", "(none)")]),
+      " ",
+      el("label", {}, ["then by ", select("group_by2", groups, s.group_by2 || "", "(none)")]),
+    ]);
+    const quantiles = input("quantiles", [].concat(s.quantiles || []).join(", "), {
+      size: 14,
+      placeholder: "0.25, 0.5, 0.75",
+      "aria-label": "quantiles (fractions or percents)",
+    });
+    const preset = el("select", { "aria-label": "quantile presets", "data-preset": true });
+    for (const [value, label] of PRESETS) preset.append(el("option", { value: value, text: label }));
+    const step = input("step", s.step, {
+      size: 6,
+      placeholder: "bin edges",
+      "aria-label": "grid step (empty: the column's bin edges)",
+    });
+    const quantileBox = el("span", { "data-kinds": "quantiles" }, [
+      el("label", {}, ["quantiles ", quantiles]),
+      " ",
+      preset,
+      " ",
+      el("label", {}, ["grid step ", step]),
+    ]);
+    const classic = el("span", { "data-kinds": "count histogram sum mean argmax" }, [
+      select("column2", cols, s.column2 || "", "(none)"),
+      " ",
+      input("category", s.category, { size: 8, placeholder: "category" }),
+    ]);
+    return cell(classic, grouping, quantileBox);
+  }
+
+  /** Show only the options of the row's kind (hidden fields are not sent). */
+  function showOptions(tr) {
+    const kind = tr.querySelector("[data-f=kind]").value;
+    for (const box of tr.querySelectorAll("[data-kinds]")) {
+      box.hidden = !box.dataset.kinds.split(" ").includes(kind);
+    }
+  }
+
   function addRow(s) {
     s = s || { kind: "count" };
     const cols = columns().map((c) => [c.name, c.name + " (" + c.kind + ")"]);
@@ -73,10 +137,7 @@
     const tr = el("tr", {}, [
       cell(select("kind", KINDS, s.kind)),
       cell(select("column", cols, s.column || "", "(all rows)")),
-      cell(
-        select("column2", cols, s.column2 || "", "(none)"),
-        input("category", s.category, { size: 8, placeholder: "category" })
-      ),
+      optionsCell(s, cols),
       cell(
         input("lower", s.lower, { size: 5, placeholder: "lo" }),
         input("upper", s.upper, { size: 5, placeholder: "hi" })
@@ -88,6 +149,7 @@
       cell(el("button", { type: "button", class: "secondary", "data-remove": true, text: "Remove" })),
     ]);
     tbody.append(tr);
+    showOptions(tr);
   }
 
   function payload() {
@@ -95,6 +157,7 @@
     for (const tr of tbody.querySelectorAll("tr")) {
       const s = {};
       for (const field of tr.querySelectorAll("[data-f]")) {
+        if (field.closest("[hidden]")) continue; // another kind's options
         s[field.dataset.f] = field.type === "checkbox" ? field.checked : field.value;
       }
       stats.push(s);
@@ -110,6 +173,10 @@
     };
   }
 
+  function rankText(text) {
+    return text ? "rank \u00b1 " + text : "";
+  }
+
   function previewError(message) {
     return el("p", { class: "messages" }, [el("span", { class: "error", text: message })]);
   }
@@ -123,14 +190,19 @@
     ]);
     const body = el("tbody");
     for (const s of p.statistics) {
+      // quantiles: a rank error (how many values may lie between the released value and
+      // the true quantile, beyond the grid's step), not a half-width in value units
+      const ranks = s.rank_error != null;
+      const one = ranks ? rankText(s.rank_error_text) : s.halfwidth_text;
+      const all = ranks ? rankText(s.rank_error_simultaneous_text) : s.halfwidth_simultaneous_text;
       body.append(
-        el("tr", {}, [
+        el("tr", { "data-kind": s.kind }, [
           el("td", { text: s.label }),
           el("td", { class: "num", text: s.epsilon }),
           el("td", { class: "num", text: s.delta }),
           el("td", { class: "num", text: s.cells }),
-          el("td", { class: "num", text: s.halfwidth_text }),
-          el("td", { class: "num", text: s.halfwidth_simultaneous_text }),
+          el("td", { class: "num", text: one }),
+          el("td", { class: "num", text: all }),
         ])
       );
     }
@@ -334,6 +406,14 @@
   byId("add-stat").addEventListener("click", () => {
     addRow();
     refresh();
+  });
+  tbody.addEventListener("change", (e) => {
+    const tr = e.target.closest("tr");
+    if (e.target.matches("[data-f=kind]")) showOptions(tr);
+    if (e.target.matches("[data-preset]") && e.target.value) {
+      tr.querySelector("[data-f=quantiles]").value = e.target.value;
+      e.target.value = "";
+    }
   });
   tbody.addEventListener("click", (e) => {
     if (e.target.matches("[data-remove]")) {

@@ -191,6 +191,10 @@
       paper_bgcolor: "#fff",
       plot_bgcolor: "#fff",
     };
+    if (window.DPStatsCharts && window.DPStatsCharts.handles(stat)) {
+      window.DPStatsCharts.draw(node, stat, st); // grouped statistics, quantile plots
+      return;
+    }
     if (stat.layout === "bars") {
       trace = barTrace(stat, st);
       layout.xaxis = categoryAxis(escAll(stat.cells), "");
@@ -278,6 +282,9 @@
       draw(stat, st);
       updateTable(stat, st);
       updateText(stat, st);
+      if (window.DPStatsCharts) {
+        window.DPStatsCharts.update(stat, st);
+      }
     });
     document.body.setAttribute("data-charts-ready", "1");
   }

@@ -1,0 +1,186 @@
+/* Charts of grouped statistics and quantiles on a published release (issue 14).
+ *
+ * Loaded before public-release.js, which calls window.DPStatsCharts.draw() for the
+ * layouts it handles ("grouped", "quantiles") and .update() after every change of
+ * the reader's options. Every number and string comes from the page's embedded
+ * JSON, computed and formatted on the server; nothing is recomputed here.
+ *
+ * - grouped: bars with error bars per group; with two grouping columns, one bar
+ *   per value of the second column inside each group of the first (grouped bars,
+ *   not a heatmap);
+ * - quantiles: a quantile plot (percent on x, value on y); the rank-error band is
+ *   drawn in percentile points only when the release holds a noisy count of the
+ *   same rows, else it is given in ranks (table and hover text).
+ * Strings from the data go through esc() before Plotly reads them as pseudo-HTML;
+ * tables and sentences are filled with textContent.
+ */
+(function () {
+  "use strict";
+
+  var COLORS = ["#1f5fbf", "#d9822b", "#2e8540", "#8e44ad", "#b03a2e", "#5d6d7e"];
+
+  function esc(value) {
+    return String(value).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+  }
+
+  function chosen(stat, st) {
+    return {
+      iv: stat.intervals[st.confidence][st.intervals],
+      text: stat.text[st.confidence],
+      ends: stat.text[st.confidence][st.intervals],
+    };
+  }
+
+  // Error bars of cells `idx`: symmetric half-widths, or the asymmetric interval ends.
+  function errorBars(stat, st, idx) {
+    var c = chosen(stat, st);
+    var symmetric = idx.every(function (i) { return c.iv.halfwidths[i] != null; });
+    if (symmetric) {
+      return { type: "data", symmetric: true, visible: true,
+               array: idx.map(function (i) { return c.iv.halfwidths[i]; }) };
+    }
+    return {
+      type: "data", symmetric: false, visible: true,
+      array: idx.map(function (i) { return c.iv.upper[i] - stat.values[i]; }),
+      arrayminus: idx.map(function (i) { return stat.values[i] - c.iv.lower[i]; }),
+    };
+  }
+
+  function hover(stat, st, i, name) {
+    var c = chosen(stat, st);
+    return esc(name) + ": " + c.text.value[i] + "<br>interval " + c.ends.lower[i] + " to " + c.ends.upper[i];
+  }
+
+  function groupedTraces(stat, st) {
+    var idx;
+    if (!stat.shape) {
+      idx = stat.values.map(function (_, i) { return i; });
+      return [{
+        type: "bar", x: stat.cells.map(esc), y: idx.map(function (i) { return stat.values[i]; }),
+        error_y: errorBars(stat, st, idx), marker: { color: COLORS[0] },
+        hovertext: idx.map(function (i) { return hover(stat, st, i, stat.cells[i]); }),
+        hoverinfo: "text", name: esc(stat.label),
+      }];
+    }
+    var rows = stat.shape[0];
+    var cols = stat.shape[1];
+    var traces = [];
+    for (var c = 0; c < cols; c++) {
+      idx = [];
+      for (var r = 0; r < rows; r++) {
+        idx.push(r * cols + c);
+      }
+      traces.push({
+        type: "bar",
+        name: esc(stat.col_labels[c]),
+        x: stat.row_labels.map(esc),
+        y: idx.map(function (i) { return stat.values[i]; }),
+        error_y: errorBars(stat, st, idx),
+        marker: { color: COLORS[c % COLORS.length] },
+        hovertext: idx.map(function (i) { return hover(stat, st, i, stat.cells[i]); }),
+        hoverinfo: "text",
+      });
+    }
+    return traces;
+  }
+
+  function quantileTrace(stat, st) {
+    var q = stat.quantile_chart;
+    var band = q.bands[st.confidence][st.intervals];
+    var text = stat.text[st.confidence];
+    var trace = {
+      type: "scatter",
+      mode: "lines+markers",
+      x: q.percents.slice(),
+      y: stat.values.slice(),
+      marker: { size: 10, color: COLORS[0] },
+      line: { color: COLORS[0] },
+      hovertext: stat.cells.map(function (name, i) {
+        return esc(name) + ": " + text.value[i] + "<br>rank error \u00b1 " + band.ranks_text[i] + " values";
+      }),
+      hoverinfo: "text",
+      name: esc(stat.label),
+    };
+    if (band.low.every(function (x) { return x != null; })) {
+      trace.error_x = {
+        type: "data", symmetric: false, visible: true, thickness: 2, width: 6,
+        array: q.percents.map(function (p, i) { return band.high[i] - p; }),
+        arrayminus: q.percents.map(function (p, i) { return p - band.low[i]; }),
+      };
+    }
+    return trace;
+  }
+
+  function draw(node, stat, st) {
+    var layout = {
+      margin: { t: 20, r: 20, b: 60, l: 70 },
+      height: 340,
+      paper_bgcolor: "#fff",
+      plot_bgcolor: "#fff",
+    };
+    var traces;
+    if (stat.layout === "grouped_bars" || stat.layout === "bars") {
+      traces = groupedTraces(stat, st);
+      layout.barmode = "group";
+      layout.xaxis = {
+        type: "category", categoryorder: "array", automargin: true,
+        categoryarray: (stat.shape ? stat.row_labels : stat.cells).map(esc),
+        title: { text: esc(stat.row_title || "") },
+      };
+      layout.yaxis = { title: { text: esc(stat.value_title) }, zeroline: true };
+      layout.showlegend = Boolean(stat.shape);
+      if (stat.shape) {
+        layout.legend = { title: { text: esc(stat.col_title || "") } };
+      }
+    } else if (stat.layout === "quantiles") {
+      traces = [quantileTrace(stat, st)];
+      layout.xaxis = { title: { text: "percent of the values below" }, range: [0, 100], ticksuffix: " %" };
+      layout.yaxis = { title: { text: esc(stat.value_title) } };
+    } else {
+      return false;
+    }
+    window.Plotly.react(node, traces, layout, { displaylogo: false, responsive: true });
+    return true;
+  }
+
+  // Sentences and the quantiles' table at the chosen options (strings from the server).
+  function update(stat, st) {
+    var box = document.getElementById("stat-" + stat.position);
+    if (!box || !stat.text || !stat.text[st.confidence]) {
+      return;
+    }
+    var text = stat.text[st.confidence];
+    var band = stat.quantile_chart ? stat.quantile_chart.bands[st.confidence].per_cell : null;
+    box.querySelectorAll("[data-fill][data-index]").forEach(function (el) {
+      var i = Number(el.getAttribute("data-index"));
+      var what = el.getAttribute("data-fill");
+      if (what === "cell-value") el.textContent = text.value[i];
+      else if (what === "cell-lower") el.textContent = text.per_cell.lower[i];
+      else if (what === "cell-upper") el.textContent = text.per_cell.upper[i];
+      else if (band && what === "rank-error") el.textContent = band.ranks_text[i];
+      else if (band && what === "band-low") el.textContent = band.low_text[i];
+      else if (band && what === "band-high") el.textContent = band.high_text[i];
+    });
+    var body = document.getElementById("quantile-body-" + stat.position);
+    if (body && stat.quantile_chart) {
+      var chosenBand = stat.quantile_chart.bands[st.confidence][st.intervals];
+      body.querySelectorAll("tr").forEach(function (tr, i) {
+        var cells = tr.querySelectorAll("td");
+        cells[0].textContent = text.value[i];
+        cells[1].textContent = "\u00b1 " + chosenBand.ranks_text[i];
+        if (cells[2]) cells[2].textContent = chosenBand.low_text[i] + " and " + chosenBand.high_text[i];
+      });
+    }
+  }
+
+  window.DPStatsCharts = {
+    // issue-14 kinds drawn as (grouped) bars or a quantile plot; a single spread
+    // ("figure") is drawn by public-release.js, whose figure takes asymmetric intervals
+    handles: function (stat) {
+      return Boolean(stat.quantile_chart) || (stat.group_columns && stat.group_columns.length > 0 &&
+        (stat.layout === "grouped_bars" || stat.layout === "bars"));
+    },
+    draw: draw,
+    update: update,
+  };
+})();
