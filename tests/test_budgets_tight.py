@@ -247,3 +247,29 @@ def test_owner_may_lower_the_cap_to_what_the_tight_accountant_counts(
     project_caps_update(project=tight_project, actor=owner, epsilon_cap="5", delta_cap="1e-5")
     assert tight_project.epsilon_cap == 5
     call_command("audit_ledger")
+
+
+def test_one_release_past_the_plain_cap_is_filed_when_it_fits_tightly(tight_project, owner):
+    """Twelve Gaussian statistics cost (12, 1.2e-5) by the sums, past the cap (10, 1e-5),
+    but about epsilon 3.5 at delta 1e-5 together: the request is filed; fifty are
+    past the cap both ways and refused, with nothing written."""
+    twelve = budget_request_create(
+        project=tight_project, title="twelve", epsilon="12", delta="0.000012", summary={},
+        spec_hash="c" * 64, requested_by=owner, mechanisms=[GAUSS.times(12).to_dict()],
+    )  # fmt: skip
+    assert twelve.pk and twelve.mechanisms == [GAUSS.times(12).to_dict()]
+    assert direct_accounting.epsilon_at(twelve.mechanisms, float(CAP_DELTA)) < 10
+    before = BudgetRequest.objects.count()
+    with pytest.raises(ValidationFailed, match="epsilon cap of 10, even counted tightly"):
+        budget_request_create(
+            project=tight_project, title="too many", epsilon="400", delta="0.0004",
+            summary={}, spec_hash="c" * 64, requested_by=owner,
+            mechanisms=[GAUSS.times(400).to_dict()],
+        )  # fmt: skip
+    # A generic request past the plain cap has no tighter bound to show.
+    with pytest.raises(ValidationFailed, match="epsilon cap of 10"):
+        budget_request_create(
+            project=tight_project, title="generic", epsilon="11", delta="0",
+            summary={}, spec_hash="c" * 64, requested_by=owner,
+        )  # fmt: skip
+    assert BudgetRequest.objects.count() == before

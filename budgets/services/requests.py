@@ -7,6 +7,7 @@ request RELEASEs it.
 from __future__ import annotations
 
 import logging
+from decimal import Decimal
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
@@ -15,7 +16,7 @@ from django.utils import timezone
 from budgets.amounts import text as _text
 from budgets.models import BudgetRequest, LedgerEntry, Membership, Project
 from budgets.selectors import budget_summary as _ledger_totals
-from budgets.selectors import cost_fits
+from budgets.selectors import cost_fits, entry_records
 from budgets.services.ledger import _lock_request, _open_reservation, _settle, _user_roles
 from budgets.services.validation import (
     TITLE_MAX_LENGTH,
@@ -31,6 +32,7 @@ from dpportal.errors import (
     SelfApproval,
     ValidationFailed,
 )
+from dpportal.privacy.pld import within_cap
 
 logger = logging.getLogger(__name__)
 
@@ -60,20 +62,12 @@ def budget_request_create(
     if len(title) > TITLE_MAX_LENGTH:
         raise ValidationFailed(f"The title may be at most {TITLE_MAX_LENGTH} characters.")
     eps, dlt = parse_cost(epsilon, delta)
-    if eps > project.epsilon_cap:
-        raise ValidationFailed(
-            f"epsilon {_text(eps)} is above the project's epsilon cap of "
-            f"{_text(project.epsilon_cap)}."
-        )
-    if dlt > project.delta_cap:
-        raise ValidationFailed(
-            f"delta {_text(dlt)} is above the project's delta cap of {_text(project.delta_cap)}."
-        )
     if not isinstance(summary, dict):
         raise ValidationFailed("The request's summary must be a JSON object.")
     if not isinstance(spec_hash, str) or not (0 < len(spec_hash) <= 64):
         raise ValidationFailed("The request needs the specification's hash (at most 64 chars).")
     records = parse_mechanisms(mechanisms or [], epsilon=eps, delta=dlt)
+    _check_alone_within_cap(project=project, epsilon=eps, delta=dlt, mechanisms=records)
     if Membership.Role.OWNER not in _user_roles(project=project, user=requested_by):
         raise PermissionDenied("Only an owner of the project may request budget.")
     budget_request = BudgetRequest.objects.create(
@@ -88,6 +82,36 @@ def budget_request_create(
     )
     logger.info("budget request %s filed in project %s", budget_request.pk, project.pk)
     return budget_request
+
+
+def _check_alone_within_cap(
+    *, project: Project, epsilon: Decimal, delta: Decimal, mechanisms: list
+) -> None:
+    """Refuse a release that alone would pass the project's cap by both valid bounds.
+
+    By the plain sums first; a release of several Gaussian statistics can cost more
+    than the cap by the sums and still fit by tight accounting, as approval decides.
+    """
+    if epsilon <= project.epsilon_cap and delta <= project.delta_cap:
+        return
+    alone = within_cap(
+        [],
+        entry_records(epsilon=epsilon, delta=delta, mechanisms=mechanisms),
+        epsilon_cap=project.epsilon_cap,
+        delta_cap=project.delta_cap,
+        count_fit=False,
+    )
+    if alone.within:
+        return
+    if epsilon > project.epsilon_cap:
+        raise ValidationFailed(
+            f"epsilon {_text(epsilon)} is above the project's epsilon cap of "
+            f"{_text(project.epsilon_cap)}, even counted tightly."
+        )
+    raise ValidationFailed(
+        f"delta {_text(delta)} is above the project's delta cap of {_text(project.delta_cap)}, "
+        "even counted tightly."
+    )
 
 
 def _check_decision(
