@@ -179,6 +179,14 @@
     };
   }
 
+  // The height a chart is drawn at; its box is reserved at this height before it is drawn.
+  function chartHeight(stat) {
+    if (stat.layout === "heatmap") {
+      return Math.max(300, 80 + 40 * stat.shape[0]);
+    }
+    return stat.layout === "figure" ? 180 : 340;
+  }
+
   function draw(stat, st) {
     var node = document.getElementById("chart-" + stat.position);
     if (!node || !window.Plotly) {
@@ -187,7 +195,7 @@
     var trace;
     var layout = {
       margin: { t: 20, r: 20, b: 60, l: 70 },
-      height: 340,
+      height: chartHeight(stat),
       paper_bgcolor: "#fff",
       plot_bgcolor: "#fff",
     };
@@ -200,16 +208,15 @@
       layout.xaxis = categoryAxis(escAll(stat.col_labels), stat.col_title);
       layout.yaxis = categoryAxis(escAll(stat.row_labels), stat.row_title);
       layout.yaxis.autorange = "reversed"; // first row on top, as in the table
-      layout.height = Math.max(300, 80 + 40 * stat.shape[0]);
     } else if (stat.layout === "figure") {
       trace = figureTrace(stat, st);
-      layout.height = 180;
       layout.xaxis = { title: { text: esc(stat.value_title) }, zeroline: false };
       layout.yaxis = { type: "category", automargin: true, showticklabels: false };
     } else {
       return;
     }
     window.Plotly.react(node, [trace], layout, { displaylogo: false, responsive: true });
+    node.setAttribute("data-drawn", "1");
   }
 
   function updateTable(stat, st) {
@@ -260,6 +267,64 @@
     });
   }
 
+  // Charts are drawn lazily: those in (or near) the window first, the others when they
+  // scroll into view, so a first visit evaluates plotly.js and draws one or two charts
+  // instead of all of them before the page settles. The tables and texts above hold every
+  // number without Plotly. A drawn chart follows the controls at once; a chart not drawn
+  // yet is drawn with whatever the controls say when it comes into view.
+  var charts = release.statistics.filter(function (stat) {
+    return document.getElementById("chart-" + stat.position);
+  });
+  var drawn = {};
+
+  function drawNow(stat) {
+    drawn[stat.position] = true;
+    draw(stat, state());
+  }
+
+  function chartsReady() {
+    // every chart in the first window is drawn (benches and tests wait for this)
+    document.body.setAttribute("data-charts-ready", "1");
+  }
+
+  function watchCharts() {
+    charts.forEach(function (stat) {
+      document.getElementById("chart-" + stat.position).style.minHeight = chartHeight(stat) + "px";
+    });
+    if (!("IntersectionObserver" in window) || !charts.length) {
+      charts.forEach(drawNow);
+      chartsReady();
+      return;
+    }
+    var byNode = new Map();
+    charts.forEach(function (stat) {
+      byNode.set(document.getElementById("chart-" + stat.position), stat);
+    });
+    var unseen = charts.length;
+    var seen = new Set();
+    var observer = new IntersectionObserver(
+      function (entries) {
+        entries.forEach(function (entry) {
+          if (!seen.has(entry.target)) {
+            seen.add(entry.target);
+            unseen -= 1;
+          }
+          if (entry.isIntersecting) {
+            observer.unobserve(entry.target);
+            drawNow(byNode.get(entry.target));
+          }
+        });
+        if (unseen === 0 && !document.body.hasAttribute("data-charts-ready")) {
+          chartsReady();
+        }
+      },
+      { rootMargin: "200px 0px" }
+    );
+    byNode.forEach(function (stat, node) {
+      observer.observe(node);
+    });
+  }
+
   function render() {
     var st = state();
     document.querySelectorAll("[data-fill=confidence-global]").forEach(function (el) {
@@ -275,11 +340,12 @@
       a.href = a.getAttribute("data-base") + "?confidence=" + st.confidence;
     });
     release.statistics.forEach(function (stat) {
-      draw(stat, st);
+      if (drawn[stat.position]) {
+        draw(stat, st);
+      }
       updateTable(stat, st);
       updateText(stat, st);
     });
-    document.body.setAttribute("data-charts-ready", "1");
   }
 
   if (form) {
@@ -294,4 +360,5 @@
     }
   }
   render();
+  watchCharts();
 })();
