@@ -282,46 +282,51 @@
     draw(stat, state());
   }
 
-  function chartsReady() {
-    // every chart in the first window is drawn (benches and tests wait for this)
-    document.body.setAttribute("data-charts-ready", "1");
+  // A chart this close to the window (in px) is drawn before it is in view.
+  var MARGIN = 200;
+
+  function nearWindow(node) {
+    var box = node.getBoundingClientRect();
+    return box.bottom > -MARGIN && box.top < window.innerHeight + MARGIN;
   }
 
   function watchCharts() {
-    charts.forEach(function (stat) {
-      document.getElementById("chart-" + stat.position).style.minHeight = chartHeight(stat) + "px";
+    var nodes = charts.map(function (stat) {
+      var node = document.getElementById("chart-" + stat.position);
+      node.style.minHeight = chartHeight(stat) + "px"; // its box before it is drawn
+      return node;
     });
-    if (!("IntersectionObserver" in window) || !charts.length) {
-      charts.forEach(drawNow);
-      chartsReady();
+    var lazy = "IntersectionObserver" in window;
+    // measure every box first (one layout), then draw the charts in the first window now
+    var near = nodes.map(function (node) {
+      return !lazy || nearWindow(node);
+    });
+    var later = [];
+    charts.forEach(function (stat, i) {
+      if (near[i]) {
+        drawNow(stat);
+      } else {
+        later.push(i);
+      }
+    });
+    // every chart in the first window is drawn (benches and tests wait for this)
+    document.body.setAttribute("data-charts-ready", "1");
+    if (!later.length) {
       return;
     }
-    var byNode = new Map();
-    charts.forEach(function (stat) {
-      byNode.set(document.getElementById("chart-" + stat.position), stat);
-    });
-    var unseen = charts.length;
-    var seen = new Set();
     var observer = new IntersectionObserver(
       function (entries) {
         entries.forEach(function (entry) {
-          if (!seen.has(entry.target)) {
-            seen.add(entry.target);
-            unseen -= 1;
-          }
           if (entry.isIntersecting) {
             observer.unobserve(entry.target);
-            drawNow(byNode.get(entry.target));
+            drawNow(charts[nodes.indexOf(entry.target)]);
           }
         });
-        if (unseen === 0 && !document.body.hasAttribute("data-charts-ready")) {
-          chartsReady();
-        }
       },
-      { rootMargin: "200px 0px" }
+      { rootMargin: MARGIN + "px 0px" }
     );
-    byNode.forEach(function (stat, node) {
-      observer.observe(node);
+    later.forEach(function (i) {
+      observer.observe(nodes[i]);
     });
   }
 
