@@ -90,6 +90,20 @@ def test_favicon_is_linked_and_served(client):
     assert svg.startswith("<svg") and len(svg) < 2000
 
 
+def test_a_gunicorn_worker_loads_the_views_while_it_boots(tmp_path):
+    """Not in its first request: a first visit on a fresh worker waited seconds for
+    the imports behind the URLconf (dp_accounting, scipy). Importing the WSGI module,
+    as a worker does when it boots, must have loaded them."""
+    probe = (
+        "import sys; import dpportal.wsgi; "
+        "print(all(m in sys.modules for m in ('releases.public_views', 'accounts.views')))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "DPPORTAL_VAR_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=300, check=True)  # fmt: skip
+    assert out.stdout.strip().splitlines()[-1] == "True"
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
