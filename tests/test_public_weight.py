@@ -57,7 +57,11 @@ def test_release_page_loads_the_partial_bundle(client, published):
     url = reverse("public:release", args=[published.project.slug, published.pk])
     html = client.get(url).content.decode()
     scripts = re.findall(r'<script src="([^"]+)"', html)
-    assert scripts == ["/static/" + BUNDLE, "/static/js/public-release.js"]
+    assert scripts == [
+        "/static/" + BUNDLE,
+        "/static/js/public-charts-stats.js",
+        "/static/js/public-release.js",
+    ]
 
 
 @pytest.mark.django_db

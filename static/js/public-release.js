@@ -201,6 +201,7 @@
     };
     if (window.DPStatsCharts && window.DPStatsCharts.handles(stat)) {
       window.DPStatsCharts.draw(node, stat, st); // grouped statistics, quantile plots
+      node.setAttribute("data-drawn", "1");
       return;
     }
     if (stat.layout === "bars") {
