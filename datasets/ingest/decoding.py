@@ -55,7 +55,7 @@ def normalize_encoding(name: str) -> str | None:
         codec = codecs.lookup(name.strip()).name
     except (LookupError, ValueError):
         return None
-    codec = ALIASES.get(codec, codec)
+    codec = codecs.lookup(ALIASES.get(codec, codec)).name
     for allowed in ENCODINGS:
         if codecs.lookup(allowed).name == codec:
             return allowed

@@ -95,14 +95,16 @@ def _parse(text: str, delimiter: str, quote_char: str) -> list[list[str]]:
 
 
 def sniff_delimiter(text: str, quote_char: str = '"') -> str:
-    """The candidate giving every sniffed line the same number of fields (most fields wins)."""
+    """The candidate giving every sniffed line the same number of fields (most fields wins;
+    on a tie another delimiter beats the comma, which a decimal comma puts in cells)."""
     head = _lines(text)
     best, best_fields = ",", 1
     for delimiter in DELIMITERS:
         rows = _parse(head, delimiter, quote_char)
         rows = rows[:-1] if len(rows) > 2 else rows  # the last line may be cut
         counts = {len(r) for r in rows if r}
-        if len(counts) == 1 and (n := counts.pop()) > best_fields:
+        n = counts.pop() if len(counts) == 1 else 0
+        if n > best_fields or (n == best_fields > 1 and best == ","):
             best, best_fields = delimiter, n
     return best
 
