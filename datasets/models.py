@@ -21,6 +21,7 @@ from budgets.models import Project
 
 class Dataset(models.Model):
     class Status(models.TextChoices):
+        AWAITING = "awaiting", "Waiting for you to confirm how to read it"
         UPLOADED = "uploaded", "Uploaded"
         INGESTING = "ingesting", "Ingesting"
         READY = "ready", "Ready"
@@ -35,6 +36,9 @@ class Dataset(models.Model):
     source_file = models.CharField(max_length=500, blank=True, help_text="Path under MEDIA_ROOT.")
     parquet_file = models.CharField(max_length=500, blank=True, help_text="Path under MEDIA_ROOT.")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.UPLOADED)
+    # How the CSV is read (datasets.ingest.CsvDialect.to_dict): detected at upload,
+    # confirmed or overridden by an owner before the ingest runs.
+    read_options = models.JSONField(default=dict, blank=True)
     progress = models.FloatField(default=0.0, help_text="Fraction of the upload's bytes ingested.")
     failure_reason = models.TextField(blank=True)
     # Delivery and liveness of the ingest (see datasets.services.ingesting).

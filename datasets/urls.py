@@ -1,12 +1,13 @@
 from django.urls import path
 
-from datasets import declare_views, views
+from datasets import declare_views, reading_views, views
 
 app_name = "datasets"
 urlpatterns = [
     path("upload/<slug:project_slug>/", views.DatasetUploadView.as_view(), name="upload"),
     path("project/<slug:project_slug>/", views.DatasetListView.as_view(), name="list"),
     path("<int:pk>/", views.DatasetDetailView.as_view(), name="detail"),
+    path("<int:pk>/reading/", reading_views.DatasetReadingView.as_view(), name="reading"),
     path("<int:pk>/status.json", views.DatasetStatusView.as_view(), name="status"),
     path("<int:pk>/declare/", declare_views.DatasetDeclareView.as_view(), name="declare"),
     path("<int:pk>/confirm-unit/", views.DatasetConfirmUnitView.as_view(), name="confirm_unit"),

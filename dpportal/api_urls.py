@@ -58,6 +58,11 @@ v1 = [
         name="datasets-status",
     ),
     path(
+        "datasets/<int:dataset_id>/reading/",
+        datasets_api.DatasetReadingApi.as_view(),
+        name="datasets-reading",
+    ),
+    path(
         "datasets/<int:dataset_id>/profile/",
         datasets_api.DatasetProfileApi.as_view(),
         name="datasets-profile",

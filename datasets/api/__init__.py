@@ -6,6 +6,7 @@ is for the project's owners. Errors are mapped in dpportal.api.
 
 from datasets.api.declarations import DatasetConfirmUnitApi, DatasetDeclareApi
 from datasets.api.profile import DatasetProfileApi
+from datasets.api.reading import DatasetReadingApi
 from datasets.api.uploads import (
     DatasetDeleteApi,
     DatasetDetailApi,
@@ -21,6 +22,7 @@ __all__ = [
     "DatasetDetailApi",
     "DatasetListApi",
     "DatasetProfileApi",
+    "DatasetReadingApi",
     "DatasetStatusApi",
     "DatasetUploadApi",
 ]

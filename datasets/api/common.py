@@ -60,6 +60,10 @@ class DatasetOutputSerializer(serializers.Serializer):
         help_text="Things to check about the upload that did not refuse it "
         "(e.g. a first line that looks like data rather than a header).",
     )
+    read_options = serializers.DictField(
+        help_text="How the CSV is (to be) read: encoding, delimiter, quote_char, "
+        "decimal_comma, header."
+    )
     failed_at = serializers.DateTimeField(
         allow_null=True,
         help_text="When the ingest failed; the failed upload is removed after the retention "

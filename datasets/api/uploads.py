@@ -18,6 +18,12 @@ from datasets.api.common import (
     detail,
     owner_dataset,
 )
+from datasets.api.reading import (
+    ReadingOutputSerializer,
+    ReadOptionsInputSerializer,
+    read_options,
+    reading,
+)
 from datasets.models import Dataset
 from datasets.upload_limits import (
     declared_length_over_limit,
@@ -59,14 +65,28 @@ class DatasetUploadApi(ApiView):
     parser_classes = [MultiPartParser]
 
     @extend_schema_serializer(component_name="DatasetUploadInput")
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(ReadOptionsInputSerializer):
         file = serializers.FileField(
-            allow_empty_file=True, help_text="CSV with a header line, UTF-8, plain or gzip."
+            allow_empty_file=True,
+            help_text="CSV or TSV with a header line, plain or gzip, in any offered encoding.",
         )
         name = serializers.CharField(
             max_length=200, required=False, allow_blank=True, default="",
             help_text="Defaults to the file's name.",
         )  # fmt: skip
+        review = serializers.BooleanField(
+            required=False, default=False,
+            help_text="Wait for a confirmation (datasets_reading_confirm) even when the "
+            "detection is plain or options are given.",
+        )  # fmt: skip
+
+    @extend_schema_serializer(component_name="DatasetUploadOutput")
+    class OutputSerializer(DatasetDetailOutputSerializer):
+        reading = ReadingOutputSerializer(
+            allow_null=True,
+            help_text="What was detected and the first rows read that way (null when the "
+            "file's start is unreadable: the ingest then refuses it with the reason).",
+        )
 
     def initialize_request(self, request: HttpRequest, *args, **kwargs) -> Request:
         # Before anything (the session's CSRF check included) reads the body.
@@ -76,9 +96,13 @@ class DatasetUploadApi(ApiView):
     @extend_schema(
         operation_id="datasets_upload",
         summary="Upload a CSV (multipart); it is ingested by a worker (owners)",
-        description="Poll the dataset's status until it is 'ready' (or 'failed' with a reason).",
+        description="The encoding, delimiter, quote, decimal mark and header are detected; "
+        "given options override the detection. A plain upload (UTF-8, comma, header) or one "
+        "with options given is queued at once: poll the dataset's status until it is 'ready' "
+        "(or 'failed' with a reason). Otherwise (or with review=true) its status is "
+        "'awaiting': check `reading` and confirm with datasets_reading_confirm.",
         request={"multipart/form-data": InputSerializer},
-        responses={201: DatasetDetailOutputSerializer, **error_responses(*MEMBER_ERRORS, 413)},
+        responses={201: OutputSerializer, **error_responses(*MEMBER_ERRORS, 413)},
     )
     def post(self, request: Request, slug: str) -> Response:
         project = project_get_for_member(slug=slug, user=request.user, roles=OWNER)
@@ -93,8 +117,15 @@ class DatasetUploadApi(ApiView):
             name=data["name"],
             uploaded_file=data["file"],
             uploaded_by=request.user,
+            read_options=read_options(data),
+            review=data["review"],
         )
-        return Response(detail(dataset), status=status.HTTP_201_CREATED)
+        body = detail(dataset)
+        body["reading"] = None
+        if dataset.source_file and dataset.read_options:
+            preview = services.dataset_read_preview(dataset=dataset, actor=request.user)
+            body["reading"] = reading(preview)
+        return Response(body, status=status.HTTP_201_CREATED)
 
 
 class DatasetDetailApi(ApiView):

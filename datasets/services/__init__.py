@@ -1,7 +1,8 @@
 """Writes for datasets: upload, ingest (restartable), declaration of public domains, deletion.
 
 The modules: `uploads` (dataset_create, dataset_delete, dataset_cleanup_failed),
-`ingesting` (dataset_ingest, its dispatch and the periodic re-dispatch), `declaration`
+`ingesting` (dataset_ingest, its dispatch and the periodic re-dispatch), `reading`
+(how the CSV is read: the preview and its confirmation before the ingest), `declaration`
 (dataset_declare, dataset_confirm_unit),
 `common` (owner checks, file locations). datasets/ingest/ holds the streaming
 conversion itself and says what the private profile holds. No aggregate of the
@@ -20,6 +21,11 @@ from datasets.services.ingesting import (
     dataset_redispatch_stale,
     ingest_limits,
 )
+from datasets.services.reading import (
+    dataset_confirm_reading,
+    dataset_read_preview,
+    parse_read_options,
+)
 from datasets.services.uploads import (
     dataset_cleanup_failed,
     dataset_create,
@@ -30,6 +36,7 @@ from datasets.services.uploads import (
 __all__ = [
     "csv_safe_cell",
     "dataset_cleanup_failed",
+    "dataset_confirm_reading",
     "dataset_confirm_unit",
     "dataset_create",
     "dataset_declare",
@@ -38,7 +45,9 @@ __all__ = [
     "dataset_folder",
     "dataset_ingest",
     "dataset_parquet_path",
+    "dataset_read_preview",
     "dataset_redispatch_stale",
     "failed_upload_retention",
     "ingest_limits",
+    "parse_read_options",
 ]

@@ -47,6 +47,7 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from datasets.ingest import (
+    CsvDialect,
     IngestLimits,
     IngestRejected,
     ingest_csv,
@@ -208,6 +209,7 @@ def _run(*, dataset: Dataset) -> Dataset | None:
             destination=destination,
             limits=ingest_limits(),
             on_progress=_progress_reporter(dataset_id=dataset_id, attempt=attempt),
+            dialect=CsvDialect.from_dict(dataset.read_options),
         )
     except IngestRejected as exc:
         logger.info("dataset %s rejected", dataset_id)
