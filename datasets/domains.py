@@ -58,7 +58,10 @@ def date_bin_labels(lower: dt.date, upper: dt.date, unit: str, *, limit: int) ->
             labels.append(label)
             if len(labels) > limit:
                 return None
-        day = _next_bin_start(day, unit)
+        try:
+            day = _next_bin_start(day, unit)
+        except (ValueError, OverflowError):  # past 9999-12-31
+            break
     return labels
 
 

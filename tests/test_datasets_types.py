@@ -8,6 +8,9 @@ this test's memory.
 
 from __future__ import annotations
 
+import datetime as dt
+import json
+
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
@@ -15,6 +18,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from datasets.domains import date_bin_labels
 from datasets.models import Column
 from datasets.services import dataset_create, dataset_declare, dataset_ingest
 from dpportal.errors import ValidationFailed
@@ -116,6 +120,11 @@ def test_declared_page_shows_the_share_and_offers_the_date_kind(client, owner, d
     # score: 4 of 8 cells (abc, n/a, inf, 1e309) are not finite numbers ('-9' is a number)
     assert "about 50 % of the non-empty cells do not read as numbers" in page
     assert 'value="date"' in page and "date-bin-1" in page
+    # "Fill in from profile" also sets the kind: numeric for text of mostly numbers
+    fills = json.loads(page.split('id="profile-fills" type="application/json">')[1].split("<")[0])
+    assert fills["1"]["kind"] == "numeric"
+    assert fills["3"]["kind"] == ""  # region: too few rows for any suggestion
+    assert 'data-fill="1"' in page and 'data-fill="3"' not in page
 
 
 def test_codes_unreadable_cells_and_dates_are_read_as_declared_by_the_computation(
@@ -207,6 +216,18 @@ def test_bad_declarations_are_refused_with_a_message_and_change_nothing(
     assert state(dataset) == before
 
 
+def test_date_bins_of_a_range_reach_the_last_representable_day():
+    assert date_bin_labels(dt.date(9999, 11, 5), dt.date(9999, 12, 31), "quarter", limit=10) == [
+        "9999-Q4"
+    ]
+    assert date_bin_labels(dt.date(9998, 12, 31), dt.date(9999, 12, 31), "year", limit=10) == [
+        "9998",
+        "9999",
+    ]
+    assert len(date_bin_labels(dt.date(9999, 1, 1), dt.date(9999, 12, 31), "day", limit=400)) == 365
+    assert date_bin_labels(dt.date(2000, 1, 1), dt.date(2000, 12, 31), "day", limit=365) is None
+
+
 def test_a_date_column_reads_other_layouts(project, owner):
     dataset = ingest(project, owner, b"id,d\n1,17.05.2024\n2,1.2.2024 10:00\n3,31.02.2024\n")
     dataset_declare(
@@ -233,3 +254,29 @@ def test_a_date_column_reads_other_layouts(project, owner):
         "upper": "2024-06-30",
     }
     assert Column.Kind.CATEGORICAL == column.kind
+
+
+def test_the_declaration_page_saves_dates_and_codes(client, owner, dataset):
+    client.force_login(owner)
+    url = reverse("datasets:declare", args=[dataset.pk])
+    form = {
+        "unit": "row",
+        "kind-0": "excluded",
+        "kind-1": "numeric", "lower-1": "0", "upper-1": "100", "codes-1": "-9, 999",
+        "kind-2": "date", "date-lower-2": "2024-01-01", "date-upper-2": "2024-12-31",
+        "date-bin-2": "month", "date-format-2": "YYYY-MM-DD", "missing-2": "category",
+        "kind-3": "categorical", "categories-3": "north\nsouth", "codes-3": "north",
+    }  # fmt: skip
+    refused = client.post(url, form)
+    assert refused.status_code == 400
+    assert "A missing-value code cannot also be a category: north." in refused.content.decode()
+    assert state(dataset)[1][0] == "undeclared"  # nothing saved
+    assert client.post(url, {**form, "codes-3": "-9"}).status_code == 302
+    score, visit = dataset.columns.get(name="score"), dataset.columns.get(name="visit")
+    assert score.missing_codes == ["-9", "999"]
+    assert visit.date["bin"] == "month" and len(visit.categories) == 12
+    page = client.get(url).content.decode()
+    assert '<option value="month" selected>' in page and 'value="-9, 999"' in page
+    detail = client.get(reverse("datasets:detail", args=[dataset.pk])).content.decode()
+    assert "Date from 2024-01-01 to 2024-12-31 (written YYYY-MM-DD), by month" in detail
+    assert "Missing-value codes: -9, 999" in detail
