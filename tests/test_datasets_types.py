@@ -24,6 +24,7 @@ from datasets.services import dataset_create, dataset_declare, dataset_ingest
 from dpportal.errors import ValidationFailed
 from releases import compute
 from releases.models import Release
+from releases.review_selectors import review_document_get
 from tests.releases_support import submitted
 
 pytestmark = pytest.mark.django_db
@@ -144,6 +145,11 @@ def test_codes_unreadable_cells_and_dates_are_read_as_declared_by_the_computatio
     spec = Release.objects.get(pk=release.pk).spec
     assert spec["statistics"][0]["columns"][0]["missing_codes"] == ["-9"]
     assert spec["statistics"][1]["columns"][0]["date"]["bin"] == "quarter"
+    # the reviewer reads the dates and the codes in the review document
+    document = review_document_get(budget_request=release.budget_request)
+    texts = [c.domain_text for s in document.statistics for c in s.columns]
+    assert any("dates from 2024-01-01 to 2024-12-31" in t and "by quarter" in t for t in texts)
+    assert any("missing-value codes (counted as missing): -9, 99" in t for t in texts)
     truth = compute.release_aggregate(release=Release.objects.get(pk=release.pk))
     # score: 10, 20 | 30 | - | missing: abc, n/a, inf, 1e309 and the code -9
     assert list(truth[0]) == [2, 1, 0, 5]
