@@ -116,6 +116,12 @@ class Column(models.Model):
     upper = models.DecimalField(max_digits=30, decimal_places=10, null=True, blank=True)
     bin_edges = models.JSONField(default=list, blank=True)
     missing = models.CharField(max_length=16, choices=Missing.choices, default=Missing.DROP)
+    # Public values that mean "missing" in this column (e.g. "-9", "999"), as text: every
+    # release computation treats a cell equal to one of them as missing.
+    missing_codes = models.JSONField(default=list, blank=True)
+    # A date column: {"bin": year|quarter|month|day, "lower", "upper": ISO dates, "format"}.
+    # Declared with kind "categorical": its categories are the bins of the public range.
+    date = models.JSONField(default=dict, blank=True)
     # Which parts of the declared domain were filled in from the private profile
     # ("categories", "bounds"), each confirmed by the owner at declaration.
     derived_from_data = models.JSONField(default=list, blank=True)

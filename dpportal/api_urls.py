@@ -73,6 +73,11 @@ v1 = [
         name="datasets-declare",
     ),
     path(
+        "datasets/<int:dataset_id>/codebook/",
+        datasets_api.DatasetCodebookApi.as_view(),
+        name="datasets-codebook",
+    ),
+    path(
         "datasets/<int:dataset_id>/confirm-unit/",
         datasets_api.DatasetConfirmUnitApi.as_view(),
         name="datasets-confirm-unit",

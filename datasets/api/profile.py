@@ -29,6 +29,12 @@ class ProfileSerializer(serializers.Serializer):
     unreadable = serializers.BooleanField(
         allow_null=True, help_text="Numeric: some cells could not be read as numbers (yes/no)."
     )
+    unreadable_share = serializers.CharField(
+        allow_null=True,
+        help_text="Numeric, or text holding mostly numbers (it may be declared numeric): the "
+        "share of non-empty cells that are not finite numbers, rounded to a percent "
+        "(exact decimal text, e.g. '0.14'); null when not applicable.",
+    )
 
 
 def _profile(column: Column) -> dict:
@@ -39,6 +45,7 @@ def _profile(column: Column) -> dict:
         "more_values": bool(stored.get("more_values")),
         "range": stored.get("range") or None,
         "unreadable": stored.get("unreadable"),
+        "unreadable_share": stored.get("unreadable_share"),
     }
 
 
