@@ -32,7 +32,6 @@ from releases import dp, review_stats
 from releases.models import Release
 from releases.review_text import (
     clip_text,
-    domain_text,
     estimates_text,
     halfwidth_text,
     kind_text,
@@ -198,20 +197,7 @@ def _statistic(*, plan: ReleasePlan, stat: StatisticPlan) -> StatisticReview:
         kind=stat.kind,
         kind_text=kind_text(stat),
         estimates_text=estimates_text(stat, bound=plan.dataset.contribution_bound),
-        columns=tuple(
-            ColumnReview(
-                name=c.name,
-                kind=c.kind,
-                categories=tuple(c.categories),
-                lower=c.lower,
-                upper=c.upper,
-                bin_edges=tuple(c.bin_edges),
-                missing=c.missing,
-                derived_from_data=tuple(c.derived_from_data),
-                domain_text=domain_text(c),
-            )
-            for c in stat.columns
-        ),
+        columns=tuple(ColumnReview.of(c) for c in stat.columns),
         category=stat.category,
         clip_lower=stat.lower if stat.kind in ("sum", "mean") else None,
         clip_upper=stat.upper if stat.kind in ("sum", "mean") else None,

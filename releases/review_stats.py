@@ -25,7 +25,7 @@ from dpportal.privacy.noise import NoiseSpec
 from dpportal.privacy.quantiles import candidate_grid, quantile_sensitivity
 from releases import dp
 from releases.dp_stats import NEW_KINDS, SPREAD_KINDS
-from releases.review_text import domain_text, grid_text, sensitivity_text
+from releases.review_text import grid_text, sensitivity_text
 from releases.review_text import mechanism_text as review_mechanism_text
 from releases.review_types import ColumnReview, NoiseReview, StatisticReview
 from releases.services.plan import ReleasePlan, StatisticPlan
@@ -291,20 +291,7 @@ def statistic_review(*, plan: ReleasePlan, stat: StatisticPlan) -> StatisticRevi
         kind=stat.kind,
         kind_text=KIND_TEXT[stat.kind],
         estimates_text=estimates,
-        columns=tuple(
-            ColumnReview(
-                name=c.name,
-                kind=c.kind,
-                categories=tuple(c.categories),
-                lower=c.lower,
-                upper=c.upper,
-                bin_edges=tuple(c.bin_edges),
-                missing=c.missing,
-                derived_from_data=tuple(c.derived_from_data),
-                domain_text=domain_text(c),
-            )  # fmt: skip
-            for c in [stat.column, *stat.group_columns]
-        ),
+        columns=tuple(ColumnReview.of(c) for c in [stat.column, *stat.group_columns]),
         category="",
         clip_lower=None if pure else stat.lower,
         clip_upper=None if pure else stat.upper,

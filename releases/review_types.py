@@ -12,7 +12,9 @@ from fractions import Fraction
 
 from budgets.models import BudgetRequest
 from budgets.selectors import BudgetStanding, SpendStanding, StatisticLine
+from datasets.models import Column
 from releases.models import Release
+from releases.review_text import domain_text
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,21 @@ class ColumnReview:
     missing: str
     derived_from_data: tuple[str, ...]
     domain_text: str
+
+    @classmethod
+    def of(cls, column: Column) -> ColumnReview:
+        """The review of one declared column: its frozen domain and how a reviewer reads it."""
+        return cls(
+            name=column.name,
+            kind=column.kind,
+            categories=tuple(column.categories),
+            lower=column.lower,
+            upper=column.upper,
+            bin_edges=tuple(column.bin_edges),
+            missing=column.missing,
+            derived_from_data=tuple(column.derived_from_data),
+            domain_text=domain_text(column),
+        )
 
 
 @dataclass(frozen=True)
