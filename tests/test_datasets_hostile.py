@@ -191,7 +191,14 @@ def test_the_profile_api_shows_only_the_suggestions(project, owner):
     api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=owner).key}")
     body = api.get(f"/api/v1/datasets/{dataset.pk}/profile/").json()
     for column in body["columns"]:
-        assert set(column["profile"]) == {"type", "values", "more_values", "range", "unreadable"}
+        assert set(column["profile"]) == {
+            "type",
+            "values",
+            "more_values",
+            "range",
+            "unreadable",
+            "value_labels",
+        }
     assert "12345" not in str(body)
 
 
@@ -202,7 +209,7 @@ def test_a_failing_ingest_logs_no_exception_text(project, owner, monkeypatch, ca
     def explode(**kwargs):
         raise ValueError(f"could not convert {CANARY!r} in row 7")
 
-    monkeypatch.setattr(ingesting_module, "ingest_csv", explode)
+    monkeypatch.setattr(ingesting_module, "ingest_file", explode)
     caplog.set_level(logging.DEBUG)
     dataset = ingest(project, owner, b"a,b\n1,2\n")
     assert dataset.status == Dataset.Status.FAILED

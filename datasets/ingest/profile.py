@@ -14,7 +14,11 @@ that is an exact aggregate of the data:
   SUGGEST_MIN_ROWS-th smallest and largest values, so that no single extreme row
   moves it; None when there are too few values;
 - `unreadable` (numeric): whether some cells could not be read as numbers (a
-  yes/no, never how many).
+  yes/no, never how many);
+- `value_labels` (Stata and SPSS files only): [[code, label], ...], the labels the
+  file itself declares for the column's codes: metadata written by whoever made the
+  file, not counted from the rows, so every declared code is listed. A suggested
+  declaration of categories; nothing is public until the owner confirms it.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ SUGGEST_MAX_VALUES = 50
 #: values are counted only while a column has at most this many distinct ones
 TRACK_LIMIT = 1000
 
-PROFILE_KEYS = frozenset({"type", "values", "more_values", "range", "unreadable"})
+PROFILE_KEYS = frozenset({"type", "values", "more_values", "range", "unreadable", "value_labels"})
 
 
 @dataclass
@@ -52,6 +56,7 @@ class ColumnProfile:
     lows: list[float] = field(default_factory=list)  # the smallest values seen (sorted)
     highs: list[float] = field(default_factory=list)  # the largest values seen (sorted)
     unparseable: int = 0
+    value_labels: list[list[str]] | None = None  # from the file's metadata, not the rows
 
     def __post_init__(self) -> None:
         if self.suggested_type == FLOAT:
@@ -70,6 +75,8 @@ class ColumnProfile:
                 lo, hi = self.lows[SUGGEST_MIN_ROWS - 1], self.highs[-SUGGEST_MIN_ROWS]
                 profile["range"] = round_outward(min(lo, hi), max(lo, hi))
             profile["unreadable"] = self.unparseable > 0
+        if self.value_labels:
+            profile["value_labels"] = self.value_labels
         return profile
 
     def suggested_values(self) -> list[str]:

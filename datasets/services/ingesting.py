@@ -46,12 +46,8 @@ from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
-from datasets.ingest import (
-    IngestLimits,
-    IngestRejected,
-    ingest_csv,
-    temporary_parquet_paths,
-)
+from datasets.ingest import IngestLimits, IngestRejected, temporary_parquet_paths
+from datasets.ingest.formats import ingest_file
 from datasets.models import Column, Dataset
 from datasets.selectors import dataset_ids_to_redispatch
 from datasets.services.common import dataset_folder
@@ -203,8 +199,9 @@ def _run(*, dataset: Dataset) -> Dataset | None:
         logger.info("dataset %s: removed %s stale temporary file(s)", dataset_id, len(stale))
     started = time.monotonic()
     try:
-        result = ingest_csv(
+        result = ingest_file(
             source=Path(settings.MEDIA_ROOT) / dataset.source_file,
+            sheet=dataset.sheet,
             destination=destination,
             limits=ingest_limits(),
             on_progress=_progress_reporter(dataset_id=dataset_id, attempt=attempt),

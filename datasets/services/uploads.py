@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from budgets.models import Project
 from datasets.ingest import human_size
+from datasets.ingest.formats import source_name
 from datasets.models import Dataset
 from datasets.services.common import dataset_folder, require_owner
 from datasets.services.ingesting import dataset_dispatch_ingest
@@ -30,6 +31,7 @@ def dataset_create(
     uploaded_file: File,
     uploaded_by: AbstractBaseUser,
     dispatch: bool = True,
+    sheet: str = "",
 ) -> Dataset:
     """Store an uploaded CSV (plain or gzip) as a new dataset and queue its ingest.
 
@@ -50,14 +52,19 @@ def dataset_create(
     if size > limit:
         raise UploadTooLarge(f"The file is {human_size(size)}; the limit is {human_size(limit)}.")
     uploaded_file.seek(0)
-    gzipped = uploaded_file.read(2) == b"\x1f\x8b"
+    stored_name = source_name(uploaded_file.name or "", uploaded_file.read(8))
     uploaded_file.seek(0)
+    sheet = (sheet or "").strip()
+    if len(sheet) > 200:
+        raise ValidationFailed("The sheet's name must be at most 200 characters.")
     folder: Path | None = None
     try:
         with transaction.atomic():
-            dataset = Dataset.objects.create(project=project, name=name, uploaded_by=uploaded_by)
+            dataset = Dataset.objects.create(
+                project=project, name=name, uploaded_by=uploaded_by, sheet=sheet
+            )
             folder = dataset_folder(dataset=dataset)
-            target = folder / ("source.csv.gz" if gzipped else "source.csv")
+            target = folder / stored_name
             folder.mkdir(parents=True, exist_ok=True)
             with open(target, "wb") as out:
                 for chunk in uploaded_file.chunks():
