@@ -52,7 +52,7 @@ def dataset_create(
     if size > limit:
         raise UploadTooLarge(f"The file is {human_size(size)}; the limit is {human_size(limit)}.")
     uploaded_file.seek(0)
-    stored_name = source_name(uploaded_file.name or "", uploaded_file.read(8))
+    stored_name = source_name(uploaded_file.name or "", uploaded_file.read(32))
     uploaded_file.seek(0)
     sheet = (sheet or "").strip()
     if len(sheet) > 200:

@@ -21,7 +21,13 @@ from datasets.ingest.formats.excel import ExcelReader
 from datasets.ingest.formats.parquet import ParquetReader
 from datasets.ingest.formats.stats import StatsReader
 from datasets.ingest.formats.tsv import TsvReader
-from datasets.ingest.formats.unwrap import GZIP_MAGIC, ZIP_MAGIC, gunzip, unzip_single
+from datasets.ingest.formats.unwrap import (
+    EMPTY_ZIP_MAGIC,
+    GZIP_MAGIC,
+    ZIP_MAGIC,
+    gunzip,
+    unzip_single,
+)
 from datasets.ingest.writer import IngestResult, ingest_csv
 
 #: the formats, by extension, with what their first bytes must be (None: text)
@@ -56,22 +62,26 @@ def source_name(upload_name: str, head: bytes) -> str:
     """The name to store an upload under: 'source.<format>[.gz|.zip]'.
 
     The wrapper is what the bytes say (a gzip named .csv is still gzip), the format
-    what the name says inside the wrapper."""
+    what the name says inside the wrapper. An unwrapped binary format whose first
+    bytes (`head`, 32 of them) are not that format's is refused here, at upload."""
     fmt, wrapper = file_format(upload_name)
     if head.startswith(GZIP_MAGIC):
         return f"source.{fmt}.gz"
-    if head.startswith(ZIP_MAGIC) and (fmt != "xlsx" or wrapper == "zip"):
+    zip_bytes = head.startswith(ZIP_MAGIC) or head.startswith(EMPTY_ZIP_MAGIC)
+    if wrapper == "zip" or (zip_bytes and fmt != "xlsx"):
         return f"source.{fmt}.zip"
+    _check_head(fmt, head)
     return f"source.{fmt}"
 
 
 def _check_magic(fmt: str, path: Path) -> None:
-    expected = MAGIC[fmt]
-    if expected is None:
-        return
     with open(path, "rb") as f:
-        head = f.read(32)
-    if not any(head.startswith(m) for m in expected):
+        _check_head(fmt, f.read(32))
+
+
+def _check_head(fmt: str, head: bytes) -> None:
+    expected = MAGIC[fmt]
+    if expected is not None and not any(head.startswith(m) for m in expected):
         raise IngestRejected(
             f"The file is named .{fmt} but its contents are not a {fmt} file: check its extension."
         )

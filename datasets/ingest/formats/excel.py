@@ -82,6 +82,7 @@ class ExcelReader:
     def read_layout(self) -> Layout:
         with self._sheet() as sheet:
             self._check_rows(sheet.max_row or 0)  # the sheet's declared size
+            sheet.reset_dimensions()  # read every row, whatever the declaration says
             rows = sheet.iter_rows(values_only=True)
             header = next(rows, None)
             if header is None:
@@ -106,6 +107,7 @@ class ExcelReader:
         names = self.layout.names
         with self._sheet() as sheet:
             total = max(sheet.max_row or 0, 1)
+            sheet.reset_dimensions()  # a wrong declaration must neither hide nor add rows
             rows = sheet.iter_rows(values_only=True)
             next(rows, None)
             seen = 1

@@ -19,6 +19,7 @@ from datasets.ingest.common import IngestLimits, IngestRejected
 COPY_CHUNK = 1 << 20
 GZIP_MAGIC = b"\x1f\x8b"
 ZIP_MAGIC = b"PK\x03\x04"
+EMPTY_ZIP_MAGIC = b"PK\x05\x06"
 
 
 def zip_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
