@@ -20,6 +20,8 @@ import pyreadstat
 import pytest
 from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
 
 from datasets.ingest.formats import file_format, source_name
 from datasets.models import Dataset
@@ -204,3 +206,45 @@ def test_file_format_from_names_and_bytes():
     assert source_name("x.xlsx.zip", b"PK\x03\x04") == "source.xlsx.zip"
     assert source_name("x.csv", b"PK\x03\x04") == "source.csv.zip"
     assert source_name("x.csv", b"a,b\n") == "source.csv"
+
+
+# --- the API -----------------------------------------------------------------------------
+
+
+def api_for(user) -> APIClient:
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    return api
+
+
+def test_api_uploads_a_chosen_sheet_and_returns_value_labels(project, owner, tmp_path):
+    df = frame()
+    api = api_for(owner)
+    write_xlsx(tmp_path / "book.xlsx", df, first_sheet="notes")
+    with open(tmp_path / "book.xlsx", "rb") as f:
+        response = api.post(
+            f"/api/v1/projects/{project.slug}/datasets/upload/",
+            {"file": f, "sheet": "数据"},
+            format="multipart",
+        )
+    assert response.status_code == 201, response.content
+    dataset_ingest(dataset_id=response.json()["id"])
+    assert_same(Dataset.objects.get(pk=response.json()["id"]), df)
+
+    pyreadstat.write_dta(df, tmp_path / "s.dta", variable_value_labels={"sex": {1: "男", 2: "女"}})
+    with open(tmp_path / "s.dta", "rb") as f:
+        response = api.post(f"/api/v1/projects/{project.slug}/datasets/upload/", {"file": f})
+    dataset_ingest(dataset_id=response.json()["id"])
+    body = api.get(f"/api/v1/datasets/{response.json()['id']}/profile/").json()
+    labels = {c["name"]: c["profile"]["value_labels"] for c in body["columns"]}
+    assert labels == {"地区": [], "age": [], "收入": [], "sex": [["1", "男"], ["2", "女"]]}
+
+
+def test_api_refuses_a_file_whose_bytes_are_not_its_extension(project, owner):
+    upload = SimpleUploadedFile("survey.parquet", b"a,b\n1,2\n")
+    response = api_for(owner).post(
+        f"/api/v1/projects/{project.slug}/datasets/upload/", {"file": upload}
+    )
+    assert response.status_code == 400
+    assert "named .parquet but its contents are not" in response.content.decode()
+    assert not Dataset.objects.exists()

@@ -61,11 +61,18 @@ class DatasetUploadApi(ApiView):
     @extend_schema_serializer(component_name="DatasetUploadInput")
     class InputSerializer(serializers.Serializer):
         file = serializers.FileField(
-            allow_empty_file=True, help_text="CSV with a header line, UTF-8, plain or gzip."
+            allow_empty_file=True,
+            help_text="A table with a header: CSV or TSV (UTF-8), Excel .xlsx, Parquet, Stata "
+            ".dta, SPSS .sav/.zsav, SAS .sas7bdat/.xpt; each plain, gzip (.gz) or alone in a "
+            ".zip. The type is told by the file's extension and checked against its bytes.",
         )
         name = serializers.CharField(
             max_length=200, required=False, allow_blank=True, default="",
             help_text="Defaults to the file's name.",
+        )  # fmt: skip
+        sheet = serializers.CharField(
+            max_length=200, required=False, allow_blank=True, default="",
+            help_text="Excel only: the sheet to read (the first one if blank).",
         )  # fmt: skip
 
     def initialize_request(self, request: HttpRequest, *args, **kwargs) -> Request:
@@ -75,7 +82,7 @@ class DatasetUploadApi(ApiView):
 
     @extend_schema(
         operation_id="datasets_upload",
-        summary="Upload a CSV (multipart); it is ingested by a worker (owners)",
+        summary="Upload a data file (multipart); it is ingested by a worker (owners)",
         description="Poll the dataset's status until it is 'ready' (or 'failed' with a reason).",
         request={"multipart/form-data": InputSerializer},
         responses={201: DatasetDetailOutputSerializer, **error_responses(*MEMBER_ERRORS, 413)},
@@ -93,6 +100,7 @@ class DatasetUploadApi(ApiView):
             name=data["name"],
             uploaded_file=data["file"],
             uploaded_by=request.user,
+            sheet=data["sheet"],
         )
         return Response(detail(dataset), status=status.HTTP_201_CREATED)
 

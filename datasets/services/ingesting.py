@@ -76,6 +76,7 @@ def ingest_limits() -> IngestLimits:
         max_columns=settings.DPPORTAL_MAX_COLUMNS,
         max_decompression_ratio=settings.DPPORTAL_MAX_DECOMPRESSION_RATIO,
         max_row_bytes=settings.DPPORTAL_MAX_ROW_BYTES,
+        max_sheet_rows=settings.DPPORTAL_MAX_SHEET_ROWS,
     )
 
 
