@@ -16,10 +16,12 @@ from django.shortcuts import redirect, render
 from django.views import View
 
 from budgets.models import Membership
+from datasets.domains import DATE_BINS, DATE_FORMATS
 from datasets.models import Column
 from datasets.selectors import dataset_get_for_member, dataset_is_frozen
 from datasets.services import dataset_declare
 from datasets.services.declaration import DERIVED_CONFIRMATION
+from datasets.services.declaration_columns import DATE, column_kind
 from dpportal.errors import ApplicationError
 
 OWNER = {Membership.Role.OWNER.value}
@@ -38,18 +40,29 @@ def _column_rows(columns: list[Column], data=None, errors=None) -> list[dict]:
                 "upper": data.get(f"upper-{key}", ""),
                 "bin_edges": data.get(f"bins-{key}", ""),
                 "missing": data.get(f"missing-{key}", Column.Missing.DROP),
+                "missing_codes": data.get(f"codes-{key}", ""),
+                "date_lower": data.get(f"date-lower-{key}", ""),
+                "date_upper": data.get(f"date-upper-{key}", ""),
+                "date_bin": data.get(f"date-bin-{key}", ""),
+                "date_format": data.get(f"date-format-{key}", ""),
                 "derived": data.get(f"derived-{key}", "").split(),
                 "confirm_derived": bool(data.get(f"confirm-derived-{key}")),
             }
         else:
             declared = column.kind != Column.Kind.UNDECLARED
+            date = column.date or {}
             values = {
-                "kind": column.kind if declared else "",
-                "categories": "\n".join(column.categories),
+                "kind": column_kind(column) if declared else "",
+                "categories": "" if date else "\n".join(column.categories),
                 "lower": _plain(column.lower),
                 "upper": _plain(column.upper),
                 "bin_edges": ", ".join(str(edge) for edge in column.bin_edges),
                 "missing": column.missing,
+                "missing_codes": ", ".join(column.missing_codes or []),
+                "date_lower": date.get("lower", ""),
+                "date_upper": date.get("upper", ""),
+                "date_bin": date.get("bin", ""),
+                "date_format": date.get("format", ""),
                 "derived": list(column.derived_from_data or []),
                 "confirm_derived": bool(column.derived_from_data),
             }
@@ -67,10 +80,24 @@ def _column_rows(columns: list[Column], data=None, errors=None) -> list[dict]:
                 "fill": {
                     "categories": "\n".join(profile.get("values") or []),
                     "range": profile.get("range") or ["", ""],
+                    "kind": _suggested_kind(column),
                 },
             }
         )
     return rows
+
+
+def _suggested_kind(column: Column) -> str:
+    """The kind "Fill in from profile" sets: numeric for numbers (and mostly-number text)."""
+    profile = column.profile or {}
+    if column.suggested_type == Column.Type.INTEGER and profile.get("values"):
+        if not profile.get("more_values"):
+            return Column.Kind.CATEGORICAL  # a few codes, each held by many rows
+    if column.suggested_type in (Column.Type.INTEGER, Column.Type.FLOAT):
+        return Column.Kind.NUMERIC if profile.get("range") else ""
+    if profile.get("unreadable_share"):
+        return Column.Kind.NUMERIC
+    return Column.Kind.CATEGORICAL if profile.get("values") else ""
 
 
 def _plain(value) -> str:
@@ -89,6 +116,11 @@ def _spec(columns: list[Column], data) -> dict[str, dict]:
             "upper": data.get(f"upper-{c.position}", ""),
             "bin_edges": data.get(f"bins-{c.position}", ""),
             "missing": data.get(f"missing-{c.position}", ""),
+            "missing_codes": data.get(f"codes-{c.position}", ""),
+            "date_lower": data.get(f"date-lower-{c.position}", ""),
+            "date_upper": data.get(f"date-upper-{c.position}", ""),
+            "date_bin": data.get(f"date-bin-{c.position}", ""),
+            "date_format": data.get(f"date-format-{c.position}", ""),
             "derived_from_data": data.get(f"derived-{c.position}", ""),
             "confirm_derived": bool(data.get(f"confirm-derived-{c.position}")),
         }
@@ -163,8 +195,11 @@ class DatasetDeclareView(View):
             "kinds": [
                 (Column.Kind.CATEGORICAL, "Categorical"),
                 (Column.Kind.NUMERIC, "Numeric"),
+                (DATE, "Date"),
                 (Column.Kind.EXCLUDED, "Excluded"),
             ],
+            "date_bins": DATE_BINS,
+            "date_formats": list(DATE_FORMATS),
             "missing_choices": Column.Missing.choices,
             "derived_confirmation": DERIVED_CONFIRMATION,
             "fills": {row["key"]: row["fill"] for row in rows},

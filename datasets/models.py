@@ -21,6 +21,7 @@ from budgets.models import Project
 
 class Dataset(models.Model):
     class Status(models.TextChoices):
+        AWAITING = "awaiting", "Waiting for you to confirm how to read it"
         UPLOADED = "uploaded", "Uploaded"
         INGESTING = "ingesting", "Ingesting"
         READY = "ready", "Ready"
@@ -38,6 +39,9 @@ class Dataset(models.Model):
         max_length=200, blank=True, help_text="The sheet of a workbook to read (first if blank)."
     )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.UPLOADED)
+    # How the CSV is read (datasets.ingest.CsvDialect.to_dict): detected at upload,
+    # confirmed or overridden by an owner before the ingest runs.
+    read_options = models.JSONField(default=dict, blank=True)
     progress = models.FloatField(default=0.0, help_text="Fraction of the upload's bytes ingested.")
     failure_reason = models.TextField(blank=True)
     # Delivery and liveness of the ingest (see datasets.services.ingesting).
@@ -115,6 +119,12 @@ class Column(models.Model):
     upper = models.DecimalField(max_digits=30, decimal_places=10, null=True, blank=True)
     bin_edges = models.JSONField(default=list, blank=True)
     missing = models.CharField(max_length=16, choices=Missing.choices, default=Missing.DROP)
+    # Public values that mean "missing" in this column (e.g. "-9", "999"), as text: every
+    # release computation treats a cell equal to one of them as missing.
+    missing_codes = models.JSONField(default=list, blank=True)
+    # A date column: {"bin": year|quarter|month|day, "lower", "upper": ISO dates, "format"}.
+    # Declared with kind "categorical": its categories are the bins of the public range.
+    date = models.JSONField(default=dict, blank=True)
     # Which parts of the declared domain were filled in from the private profile
     # ("categories", "bounds"), each confirmed by the owner at declaration.
     derived_from_data = models.JSONField(default=list, blank=True)

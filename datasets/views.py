@@ -47,7 +47,8 @@ OWNER = {Membership.Role.OWNER.value}
 class DatasetUploadForm(forms.Form):
     name = forms.CharField(max_length=200, required=False, help_text="Defaults to the file's name.")
     file = forms.FileField(
-        allow_empty_file=True, help_text="CSV with a header line, UTF-8, plain or gzip."
+        allow_empty_file=True,
+        help_text="CSV or TSV with a header line, plain or gzip; any common encoding.",
     )
 
 
@@ -86,6 +87,9 @@ class DatasetUploadView(View):
             )
         except ApplicationError as exc:
             return self._render(request, project, form, status=exc.status_code, error=exc.message)
+        if dataset.status == Dataset.Status.AWAITING:
+            messages.success(request, "Uploaded. Check how the file is read, then confirm.")
+            return redirect("datasets:reading", pk=dataset.pk)
         messages.success(request, "Uploaded. The file is being checked and converted.")
         return redirect("datasets:detail", pk=dataset.pk)
 

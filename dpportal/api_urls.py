@@ -58,6 +58,11 @@ v1 = [
         name="datasets-status",
     ),
     path(
+        "datasets/<int:dataset_id>/reading/",
+        datasets_api.DatasetReadingApi.as_view(),
+        name="datasets-reading",
+    ),
+    path(
         "datasets/<int:dataset_id>/profile/",
         datasets_api.DatasetProfileApi.as_view(),
         name="datasets-profile",
@@ -66,6 +71,11 @@ v1 = [
         "datasets/<int:dataset_id>/declare/",
         datasets_api.DatasetDeclareApi.as_view(),
         name="datasets-declare",
+    ),
+    path(
+        "datasets/<int:dataset_id>/codebook/",
+        datasets_api.DatasetCodebookApi.as_view(),
+        name="datasets-codebook",
     ),
     path(
         "datasets/<int:dataset_id>/confirm-unit/",

@@ -227,7 +227,8 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
 
 STATIC_URL = "/static/"
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", VAR_DIR / "static"))
-# plotly.js is ours too: its cartesian partial bundle, vendored under static/vendor/plotly.
+# plotly.js is ours too: a partial bundle of the traces the pages draw, vendored under
+# static/vendor/plotly (README.md there; scripts/build-plotly-bundle.sh rebuilds it).
 STATICFILES_DIRS = [BASE_DIR / "static"]
 # Static files are served by whitenoise from STATIC_ROOT, collected by `collectstatic`:
 # compressed (gzip) and with content-hashed names cached for a year. That is every

@@ -76,6 +76,8 @@ def _column(domain: dict[str, Any], derived: dict[str, list[str]]) -> Column:
         lower=_decimal(domain.get("lower")),
         upper=_decimal(domain.get("upper")),
         missing=str(domain.get("missing") or Column.Missing.DROP),
+        missing_codes=[str(c) for c in domain.get("missing_codes") or []],
+        date={str(k): str(v) for k, v in (domain.get("date") or {}).items()},
     )
 
 

@@ -90,7 +90,14 @@ def estimates_text(stat: StatisticPlan, *, bound: int) -> str:
 
 def domain_text(column: Column) -> str:
     """A column's declared public domain in words, saying what was filled in from the data."""
-    return _domain(column) + _derived(column)
+    return _domain(column) + _codes(column) + _derived(column)
+
+
+def _codes(column: Column) -> str:
+    codes = column.missing_codes or []
+    if not codes:
+        return ""
+    return "; missing-value codes (counted as missing): " + ", ".join(codes)
 
 
 def _derived(column: Column) -> str:
@@ -106,6 +113,14 @@ def _derived(column: Column) -> str:
 
 
 def _domain(column: Column) -> str:
+    date = column.date or {}
+    if date:
+        n = len(column.categories)
+        return (
+            f"dates from {date.get('lower')} to {date.get('upper')} (written "
+            f"{date.get('format')}) in {n} bin{'' if n == 1 else 's'} by {date.get('bin')}: "
+            + ", ".join(column.categories)
+        )
     if column.kind == Column.Kind.CATEGORICAL:
         n = len(column.categories)
         return f"{n} declared categor{'y' if n == 1 else 'ies'}: " + ", ".join(column.categories)

@@ -10,7 +10,7 @@ credentials one time out of three, so the operations reach their services rather
 than stopping at 404 or 401: the test then requires a success from every
 operation that fuzzed input can bring to one (SUCCEEDS below).
 
-Runtime: 37 operations x 2 modes x EXAMPLES_PER_MODE requests, about 2 minutes of
+Runtime: 39 operations x 2 modes x EXAMPLES_PER_MODE requests, about 2 minutes of
 CPU (6 minutes of wall time on a 2-core machine shared by 8 busy processes).
 Passwords use a fast hasher here (only this test's users), and operations without
 any input skip the negative mode, which could only end in Unsatisfiable.
@@ -49,6 +49,7 @@ SUCCEEDS = {
     "GET /api/v1/budget-requests/",
     "GET /api/v1/budget-requests/{budget_request_id}/",
     "GET /api/v1/datasets/{dataset_id}/",
+    "GET /api/v1/datasets/{dataset_id}/codebook/",
     "GET /api/v1/datasets/{dataset_id}/profile/",
     "GET /api/v1/datasets/{dataset_id}/status/",
     "GET /api/v1/projects/",

@@ -93,7 +93,7 @@ def test_one_bad_column_saves_nothing(dataset, owner):
 @pytest.mark.parametrize(
     ("column", "spec", "message"),
     [
-        ("age", {}, "choose categorical, numeric or excluded."),
+        ("age", {}, "choose categorical, numeric, date or excluded."),
         ("age", {"kind": "numeric", "upper": "9"}, "the lower bound is required."),
         (
             "age",
@@ -128,7 +128,8 @@ def test_one_bad_column_saves_nothing(dataset, owner):
         (
             "sex",
             {"kind": "numeric", "lower": "0", "upper": "1"},
-            "this column holds text: declare it categorical or excluded.",
+            "this column holds text (most of its cells are not numbers): declare it "
+            "categorical, date or excluded.",
         ),
         (
             "income",

@@ -248,3 +248,25 @@ def test_api_refuses_a_file_whose_bytes_are_not_its_extension(project, owner):
     assert response.status_code == 400
     assert "named .parquet but its contents are not" in response.content.decode()
     assert not Dataset.objects.exists()
+
+
+def test_only_a_csv_is_detected_and_read_options_for_another_format_are_refused(
+    project, owner, tmp_path
+):
+    pyreadstat.write_dta(frame(), tmp_path / "s.dta")
+    api, url = api_for(owner), f"/api/v1/projects/{project.slug}/datasets/upload/"
+    with open(tmp_path / "s.dta", "rb") as f:
+        response = api.post(url, {"file": f, "delimiter": ";"}, format="multipart")
+    assert response.status_code == 400
+    assert "CSV files only" in response.content.decode()
+    assert not Dataset.objects.exists()
+    with open(tmp_path / "s.dta", "rb") as f:
+        response = api.post(url, {"file": f, "review": "true"}, format="multipart")
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert body["status"] == "uploaded" and body["reading"] is None
+    assert Dataset.objects.get(pk=body["id"]).read_options == {}
+    # A semicolon CSV still waits for its reading to be confirmed (the enc step).
+    semicolon = SimpleUploadedFile("x.csv", b"a;b\n" + b"1;2\n" * 20)
+    response = api.post(url, {"file": semicolon}, format="multipart")
+    assert response.status_code == 201 and response.json()["status"] == "awaiting"

@@ -191,7 +191,9 @@ def test_the_profile_api_shows_only_the_suggestions(project, owner):
     api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=owner).key}")
     body = api.get(f"/api/v1/datasets/{dataset.pk}/profile/").json()
     for column in body["columns"]:
-        assert set(column["profile"]) == {
+        profile = column["profile"]
+        # unreadable_share: a text column of mostly numbers, as a whole-percent share (issue 15)
+        assert set(profile) - {"unreadable_share"} == {
             "type",
             "values",
             "more_values",
@@ -199,6 +201,8 @@ def test_the_profile_api_shows_only_the_suggestions(project, owner):
             "unreadable",
             "value_labels",
         }
+        share = profile.get("unreadable_share")
+        assert share is None or len(share.split(".")[-1]) <= 2
     assert "12345" not in str(body)
 
 

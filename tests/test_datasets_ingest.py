@@ -18,7 +18,12 @@ from datasets import ingest
 from datasets.ingest import reader, round_outward, writer
 from datasets.ingest.profile import PROFILE_KEYS
 from datasets.models import Dataset
-from datasets.services import csv_safe_cell, dataset_create, dataset_ingest
+from datasets.services import (
+    csv_safe_cell,
+    dataset_confirm_reading,
+    dataset_create,
+    dataset_ingest,
+)
 from dpportal.errors import PermissionDenied, UploadTooLarge, ValidationFailed
 
 pytestmark = pytest.mark.django_db
@@ -88,7 +93,15 @@ def test_clean_csv_becomes_ready_typed_parquet_with_private_profile(project, own
 
 def test_profile_holds_only_the_allowed_private_suggestions(project, owner):
     dataset = ingest_bytes(project, owner, GOOD)
-    allowed = {"type", "values", "more_values", "range", "unreadable", "value_labels"}
+    allowed = {
+        "type",
+        "values",
+        "more_values",
+        "range",
+        "unreadable",
+        "unreadable_share",
+        "value_labels",
+    }
     assert allowed == PROFILE_KEYS
     for column in dataset.columns.all():
         assert set(column.profile) <= allowed
@@ -151,8 +164,19 @@ def test_blank_lines_only(project, owner):
     assert_rejected(ingest_bytes(project, owner, b"\n  \n\n"), "The file is empty")
 
 
+def confirm_and_ingest(dataset: Dataset, owner, **options) -> Dataset:
+    dataset_confirm_reading(dataset=dataset, actor=owner, options=options)
+    dataset_ingest(dataset_id=dataset.pk)
+    dataset.refresh_from_db()
+    return dataset
+
+
 def test_no_header(project, owner):
+    # detection proposes "no header line" and waits for the owner (see test_datasets_encodings)
     dataset = ingest_bytes(project, owner, b"1,34,52000\n2,51,61000\n")
+    assert (dataset.status, dataset.read_options["header"]) == (Dataset.Status.AWAITING, False)
+    # an owner who insists the first line is a header is refused
+    dataset = confirm_and_ingest(dataset, owner, header="true")
     assert_rejected(dataset, "looks like data, not a header")
 
 
@@ -183,13 +207,19 @@ def test_ragged_row_far_beyond_the_sample(project, owner):
 
 
 def test_bytes_that_are_not_utf8(project, owner):
+    # detected as a Western encoding and held for the owner; read as UTF-8 it is refused
     dataset = ingest_bytes(project, owner, "name,city\nJosé,Zürich\n".encode("latin-1"))
-    assert_rejected(dataset, "not valid UTF-8")
+    assert dataset.status == Dataset.Status.AWAITING
+    assert dataset.read_options["encoding"] != "utf-8"  # two words: some 8-bit code page
+    dataset = confirm_and_ingest(dataset, owner, encoding="utf-8")
+    assert_rejected(dataset, "Line 2 of the file is not valid UTF-8")
 
 
 def test_non_utf8_beyond_the_sample(project, owner):
     body = b"a,b\n" + b"1,x\n" * 400_000 + "2,Zürich\n".encode("latin-1")
-    assert_rejected(ingest_bytes(project, owner, body), "not valid UTF-8")
+    assert_rejected(
+        ingest_bytes(project, owner, body), "Line 400,002 of the file is not valid UTF-8"
+    )
 
 
 def test_nul_byte(project, owner):

@@ -94,6 +94,19 @@ class Pages:
         self.context.close()
 
 
+def draw_every_chart(page) -> None:
+    """Scroll each chart into view, as a reader does, and wait until it is drawn.
+
+    The release page draws a chart when it comes into view (static/js/public-release.js);
+    what is asserted about a chart after this is what a reader who scrolled to it sees."""
+    for plot in page.locator(".plot[id^=chart-]").all():
+        plot.scroll_into_view_if_needed()
+        page.wait_for_function(
+            "(id) => document.getElementById(id).hasAttribute('data-drawn')",
+            arg=plot.get_attribute("id"),
+        )
+
+
 def chart_error_bars(page, position: int) -> dict:
     return page.evaluate(
         """(position) => {
@@ -110,6 +123,7 @@ def assert_release_page_charts(pages: Pages, release) -> None:
     """The Plotly figures' error bars equal the half-widths of dpportal.privacy."""
     page = pages.page
     page.wait_for_selector("body[data-charts-ready='1']")
+    draw_every_chart(page)
     payload = release.result.payload["statistics"]
     by_kind = {entry["kind"]: entry for entry in payload}
     assert page.evaluate("typeof window.Plotly") == "object", "plotly.js loaded from our static"

@@ -10,9 +10,15 @@ from __future__ import annotations
 
 import pytest
 
+from dpportal.privacy import accuracy
 from releases.models import ReleaseResult
 from tests.public_builders import build_release, replace_heatmap
-from tests.test_e2e_browser import Pages, browser  # noqa: F401 (the chromium fixture)
+from tests.test_e2e_browser import (  # noqa: F401 (browser: the chromium fixture)
+    Pages,
+    browser,
+    chart_error_bars,
+    draw_every_chart,
+)
 
 pytestmark = [pytest.mark.browser]
 
@@ -64,6 +70,7 @@ def test_heatmap_axes_stay_categorical_and_markup_stays_text(
         pages.goto(f"/p/{project.slug}/releases/{release.pk}/")
         page = pages.page
         page.wait_for_selector("body[data-charts-ready='1']")
+        draw_every_chart(page)
         layout = page.evaluate(
             """() => {
                 const node = document.getElementById('chart-2');
@@ -87,5 +94,65 @@ def test_heatmap_axes_stay_categorical_and_markup_stays_text(
         assert page.locator("#table-body-1 th", has_text="Click here").first.text_content() == EVIL
         assert pages.errors == [], pages.errors
         assert pages.outside == [], pages.outside
+    finally:
+        pages.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_charts_are_drawn_as_they_scroll_into_view(
+    browser,  # noqa: F811
+    live_server,
+    project,
+    owner,
+    reviewer,
+):
+    """A first visit draws only the charts in the window (issue 11, point 7: interactive
+    in 1 s); one further down is drawn when the reader scrolls to it, with the controls
+    as they are then. Its numbers are in its table from the start, without Plotly."""
+    release = build_release(project=project, owner=owner, reviewer=reviewer)
+    payload = release.result.payload["statistics"]
+    hist = next(e for e in payload if e["kind"] == "histogram" and not e.get("shape"))
+    position = hist["position"]
+    pages = Pages(browser, live_server, "public-lazy-charts")
+    try:
+        pages.goto(f"/p/{project.slug}/releases/{release.pk}/")
+        page = pages.page
+        page.wait_for_selector("body[data-charts-ready='1']")
+        page.wait_for_timeout(500)  # nothing more is drawn while the reader does not scroll
+        charts = page.evaluate(
+            """() => Array.from(document.querySelectorAll('.plot[id^=chart-]')).map((node) => ({
+                id: node.id, top: node.getBoundingClientRect().top,
+                height: node.getBoundingClientRect().height,
+                drawn: node.hasAttribute('data-drawn'),
+                svg: node.querySelectorAll('.main-svg').length}))"""
+        )
+        window = page.evaluate("window.innerHeight")
+        in_view = [c for c in charts if c["top"] < window]
+        far = [c for c in charts if c["top"] > window + 400]
+        assert in_view and far, charts  # the page has charts on both sides of the fold
+        assert all(c["drawn"] and c["svg"] for c in in_view), charts
+        assert not any(c["drawn"] or c["svg"] for c in far), charts
+        assert f"chart-{position}" in [c["id"] for c in far], charts
+        # its numbers are already there as text
+        assert page.locator(f"#table-body-{position} tr").count() == len(hist["values"])
+        # the reader picks 99 %, all bars at once, then scrolls to the histogram
+        page.get_by_label("99 %").check()
+        page.get_by_label("for all bars of a chart at once").check()
+        big_h = accuracy.result_halfwidth(hist["explanation"], confidence="0.99", simultaneous=True)
+        assert page.locator(f"#chart-{position} .main-svg").count() == 0
+        page.locator(f"#chart-{position}").scroll_into_view_if_needed()
+        page.wait_for_selector(f"#chart-{position}[data-drawn] .main-svg")
+        bars = chart_error_bars(page, position)
+        assert bars["error_y"]["array"] == [big_h] * len(hist["values"])
+        assert bars["y"] == [float(v) for v in hist["values"]]
+        # every chart drawn: each kept the box it had before (no jump under the reader)
+        draw_every_chart(page)
+        heights = page.evaluate(
+            """() => Array.from(document.querySelectorAll('.plot[id^=chart-]'))
+                .map((node) => node.getBoundingClientRect().height)"""
+        )
+        assert heights == [c["height"] for c in charts]
+        assert pages.errors == [], pages.errors
+        pages.shot("all-charts-drawn")
     finally:
         pages.close()

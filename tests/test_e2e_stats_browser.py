@@ -17,7 +17,12 @@ from releases import stats_results
 from releases.models import Release
 from tests.conftest import wait_for
 from tests.releases_support import make_dataset
-from tests.test_e2e_browser import Pages, browser, login  # noqa: F401 (the chromium fixture)
+from tests.test_e2e_browser import (  # noqa: F401 (the chromium fixture)
+    Pages,
+    browser,
+    draw_every_chart,
+    login,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker]
 
@@ -68,6 +73,7 @@ def _build(pages: Pages, project) -> None:
 def _public_checks(pages: Pages, release: Release) -> None:
     page = pages.page
     page.wait_for_selector("body[data-charts-ready='1']")
+    draw_every_chart(page)  # charts are drawn as they scroll into view, as a reader sees them
     entries = {e["kind"]: e for e in release.result.payload["statistics"]}
     mean, quartiles, sd = entries["grouped_mean"], entries["quantiles"], entries["stddev"]
 
@@ -213,6 +219,7 @@ def test_seeded_demo_draws_every_new_kind(browser, live_server):  # noqa: F811
     try:
         pages.goto(f"/p/{release.project.slug}/releases/{release.pk}/")
         pages.page.wait_for_selector("body[data-charts-ready='1']")
+        draw_every_chart(pages.page)
         for entry in release.result.payload["statistics"]:
             if entry["kind"] not in stats_results.NEW_KINDS:
                 continue

@@ -162,8 +162,9 @@ def test_release_page_explains_each_statistic_in_plain_language(client, publishe
 
 def test_release_page_uses_local_plotly_and_no_cdn(client, published):
     html = client.get(release_url(published)).content.decode()
-    assert '<script src="/static/vendor/plotly/plotly-cartesian.min.js"></script>' in html
-    assert '<script src="/static/js/public-release.js"></script>' in html
+    # deferred: the page's text is shown and usable before plotly.js is evaluated
+    assert '<script src="/static/vendor/plotly/plotly-dpportal.min.js" defer></script>' in html
+    assert '<script src="/static/js/public-release.js" defer></script>' in html
     assert not re.search(r'(src|href)="(https?:)?//', html)
 
 

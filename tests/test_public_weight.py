@@ -2,7 +2,7 @@
 
 Static files are served compressed with content-hashed names in every mode that
 serves people, the embedded default of scripts/run.sh included; the Plotly
-bundle is the cartesian partial one; HTML and JSON responses are compressed.
+bundle holds only the traces the pages draw; HTML and JSON responses are compressed.
 bench/page_weight.py measures the transferred bytes and time to interactive.
 """
 
@@ -28,7 +28,7 @@ from django.urls import reverse
 from tests.public_builders import build_release
 
 ROOT = Path(__file__).resolve().parent.parent
-BUNDLE = "vendor/plotly/plotly-cartesian.min.js"
+BUNDLE = "vendor/plotly/plotly-dpportal.min.js"
 
 
 @pytest.fixture
@@ -36,15 +36,20 @@ def published(project, owner, reviewer):
     return build_release(project=project, owner=owner, reviewer=reviewer)
 
 
-def test_the_plotly_bundle_is_the_cartesian_partial_one():
+def test_the_plotly_bundle_is_a_partial_one_of_the_traces_we_draw():
     path = finders.find(BUNDLE)
     assert path, "the vendored partial bundle is among the static files"
-    head = Path(path).read_bytes()[:300]
-    assert b"plotly.js (cartesian - minified)" in head
-    assert Path(path).stat().st_size < 1_500_000  # the full bundle is 4.8 MB
+    text = Path(path).read_text()
+    assert "plotly.js (dpportal - minified) v3.1.0" in text[:300]
+    # scripts/build-plotly-bundle.sh: bar, heatmap, scatter, and no world calendars
+    traces = set(re.findall(r'name:"([a-z0-9]+)",basePlotModule', text))
+    assert traces == {"bar", "heatmap", "scatter"}
+    assert "Nanakshahi" not in text  # a calendar of world-calendars
+    assert Path(path).stat().st_size < 1_000_000  # cartesian 1.3 MB, full bundle 4.8 MB
     assert (Path(path).parent / "LICENSE").read_text().startswith("MIT License")
     # the full bundle of the plotly wheel is no longer among our static files
     assert finders.find("vendor/plotly/plotly.min.js") is None
+    assert finders.find("vendor/plotly/plotly-cartesian.min.js") is None
 
 
 @pytest.mark.django_db
@@ -52,7 +57,11 @@ def test_release_page_loads_the_partial_bundle(client, published):
     url = reverse("public:release", args=[published.project.slug, published.pk])
     html = client.get(url).content.decode()
     scripts = re.findall(r'<script src="([^"]+)"', html)
-    assert scripts == ["/static/" + BUNDLE, "/static/js/public-release.js"]
+    assert scripts == [
+        "/static/" + BUNDLE,
+        "/static/js/public-charts-stats.js",
+        "/static/js/public-release.js",
+    ]
 
 
 @pytest.mark.django_db
@@ -83,6 +92,20 @@ def test_favicon_is_linked_and_served(client):
     assert icon[:4] == b"\x00\x00\x01\x00" and len(icon) < 2000  # an ICO, small
     svg = Path(finders.find("favicon.svg")).read_text()
     assert svg.startswith("<svg") and len(svg) < 2000
+
+
+def test_a_gunicorn_worker_loads_the_views_while_it_boots(tmp_path):
+    """Not in its first request: a first visit on a fresh worker waited seconds for
+    the imports behind the URLconf (dp_accounting, scipy). Importing the WSGI module,
+    as a worker does when it boots, must have loaded them."""
+    probe = (
+        "import sys; import dpportal.wsgi; "
+        "print(all(m in sys.modules for m in ('releases.public_views', 'accounts.views')))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "DPPORTAL_VAR_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=300, check=True)  # fmt: skip
+    assert out.stdout.strip().splitlines()[-1] == "True"
 
 
 def _free_port() -> int:
@@ -127,7 +150,7 @@ def test_run_sh_serves_static_files_hashed_and_compressed(tmp_path):
                    capture_output=True)  # fmt: skip
     manifest = json.loads((tmp_path / "static" / "staticfiles.json").read_text())["paths"]
     hashed = manifest[BUNDLE]
-    assert re.fullmatch(r"vendor/plotly/plotly-cartesian\.min\.[0-9a-f]{12}\.js", hashed)
+    assert re.fullmatch(r"vendor/plotly/plotly-dpportal\.min\.[0-9a-f]{12}\.js", hashed)
     port = _free_port()
     server = subprocess.Popen(
         [*manage, "runserver", f"127.0.0.1:{port}", "--noreload", "--nostatic"],

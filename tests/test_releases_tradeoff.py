@@ -245,5 +245,5 @@ def test_a_release_only_tight_accounting_admits_can_be_saved_and_submitted(
     # one more epsilon 3 release is beyond the cap both ways: refused with the reason
     data["epsilon"] = "3"
     assert services.release_preview(project=project, data=data)["fits"] is False
-    with pytest.raises(BudgetExceeded, match="by tight accounting too"):
+    with pytest.raises(BudgetExceeded, match="Counted tightly"):
         services.release_save_draft(project=project, actor=owner, data=data)

@@ -19,7 +19,7 @@ import io
 import pytest
 
 from tests import test_e2e_browser
-from tests.test_e2e_browser import Pages, login
+from tests.test_e2e_browser import Pages, draw_every_chart, login
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker]
 
@@ -109,6 +109,7 @@ class Watch:
         self.pages.page.wait_for_load_state("networkidle")
         if ready:
             self.pages.page.wait_for_selector(ready)
+        draw_every_chart(self.pages.page)  # charts are drawn as they scroll into view
         self.pages.page.wait_for_timeout(300)  # late scripts, Plotly's hover layers
         for element in self.pages.page.evaluate(INJECTED):
             self.problems.append(f"{path}: injected element {element}")

@@ -4,8 +4,13 @@ Reviewers see declared (public) domains only; the profile computed from the data
 is for the project's owners. Errors are mapped in dpportal.api.
 """
 
-from datasets.api.declarations import DatasetConfirmUnitApi, DatasetDeclareApi
+from datasets.api.declarations import (
+    DatasetCodebookApi,
+    DatasetConfirmUnitApi,
+    DatasetDeclareApi,
+)
 from datasets.api.profile import DatasetProfileApi
+from datasets.api.reading import DatasetReadingApi
 from datasets.api.uploads import (
     DatasetDeleteApi,
     DatasetDetailApi,
@@ -15,12 +20,14 @@ from datasets.api.uploads import (
 )
 
 __all__ = [
+    "DatasetCodebookApi",
     "DatasetConfirmUnitApi",
     "DatasetDeclareApi",
     "DatasetDeleteApi",
     "DatasetDetailApi",
     "DatasetListApi",
     "DatasetProfileApi",
+    "DatasetReadingApi",
     "DatasetStatusApi",
     "DatasetUploadApi",
 ]

@@ -32,6 +32,14 @@ class ColumnOutputSerializer(serializers.Serializer):
     upper = AmountField(allow_null=True)
     bin_edges = serializers.ListField(child=serializers.CharField())
     missing = serializers.ChoiceField(choices=Column.Missing.choices)
+    missing_codes = serializers.ListField(
+        child=serializers.CharField(), help_text="Public values that count as missing."
+    )
+    date = serializers.DictField(
+        child=serializers.CharField(),
+        help_text="A date column (its kind is categorical over the bins): bin, format, lower, "
+        "upper. Empty for other columns.",
+    )
     derived_from_data = serializers.ListField(
         child=serializers.ChoiceField(choices=Column.Derived.choices),
         help_text="Parts of the declared domain filled in from the data's private profile "
@@ -59,6 +67,10 @@ class DatasetOutputSerializer(serializers.Serializer):
         child=serializers.CharField(),
         help_text="Things to check about the upload that did not refuse it "
         "(e.g. a first line that looks like data rather than a header).",
+    )
+    read_options = serializers.DictField(
+        help_text="How the CSV is (to be) read: encoding, delimiter, quote_char, "
+        "decimal_comma, header."
     )
     failed_at = serializers.DateTimeField(
         allow_null=True,

@@ -8,13 +8,22 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from datasets import services
-from datasets.api.common import DatasetDetailOutputSerializer, owner_dataset_change
+from datasets.api.common import (
+    DatasetDetailOutputSerializer,
+    owner_dataset,
+    owner_dataset_change,
+)
+from datasets.domains import DATE_BINS, DATE_FORMATS
 from datasets.models import Column
 from dpportal.api import MEMBER_ERRORS, ApiView, error_responses
 
 
 class ColumnDeclarationInputSerializer(serializers.Serializer):
-    kind = serializers.ChoiceField(choices=["categorical", "numeric", "excluded"])
+    kind = serializers.ChoiceField(
+        choices=["categorical", "numeric", "date", "excluded"],
+        help_text="Any kind whatever the stored type (the type override): a text column "
+        "declared numeric counts cells that are not finite numbers as missing.",
+    )
     categories = serializers.ListField(
         child=serializers.CharField(max_length=200), required=False, default=list,
         max_length=1000, help_text="Categorical: the declared categories.",
@@ -32,6 +41,27 @@ class ColumnDeclarationInputSerializer(serializers.Serializer):
         max_length=1000, help_text="Numeric: public histogram bin edges, increasing.",
     )  # fmt: skip
     missing = serializers.ChoiceField(choices=Column.Missing.values, default="drop")
+    missing_codes = serializers.ListField(
+        child=serializers.CharField(max_length=50), required=False, default=list,
+        max_length=20, help_text="Public values meaning 'missing' (e.g. '-9', '999'): every "
+        "release computation treats them as missing.",
+    )  # fmt: skip
+    date_lower = serializers.CharField(
+        max_length=10, required=False, allow_blank=True, default="",
+        help_text="Date: the public first date, YYYY-MM-DD.",
+    )  # fmt: skip
+    date_upper = serializers.CharField(
+        max_length=10, required=False, allow_blank=True, default="",
+        help_text="Date: the public last date, YYYY-MM-DD.",
+    )  # fmt: skip
+    date_bin = serializers.ChoiceField(
+        choices=list(DATE_BINS), required=False, allow_blank=True, default="",
+        help_text="Date: the bins (the column's categories are the bins of the range).",
+    )  # fmt: skip
+    date_format = serializers.ChoiceField(
+        choices=list(DATE_FORMATS), default="YYYY-MM-DD",
+        help_text="Date: how the cells write a date (a time after it is ignored).",
+    )  # fmt: skip
     derived_from_data = serializers.ListField(
         child=serializers.ChoiceField(choices=Column.Derived.values), required=False,
         default=list, help_text="The parts you filled in from the private profile: "
@@ -131,3 +161,42 @@ class DatasetConfirmUnitApi(ApiView):
                 contribution_bound=data["contribution_bound"],
             ),
         )
+
+
+class DatasetCodebookApi(ApiView):
+    @extend_schema_serializer(component_name="DatasetCodebook")
+    class CodebookSerializer(serializers.Serializer):
+        codebook = serializers.CharField(
+            max_length=2 << 20,
+            trim_whitespace=False,
+            help_text="The codebook CSV (header: column,kind,categories,lower,upper,bin_edges,"
+            "missing_codes,missing,date_lower,date_upper,date_bin,date_format; only column "
+            "and kind required; lists separated by '|').",
+        )
+
+    @extend_schema(
+        operation_id="datasets_codebook_export",
+        summary="The current declaration as a codebook CSV (owners)",
+        responses={200: CodebookSerializer, **error_responses(*MEMBER_ERRORS)},
+    )
+    def get(self, request: Request, dataset_id: int) -> Response:
+        dataset = owner_dataset(request, dataset_id)
+        return Response({"codebook": services.export_codebook(dataset=dataset)})
+
+    @extend_schema(
+        operation_id="datasets_codebook_import",
+        summary="Declare the columns a codebook lists (owners; all or nothing)",
+        description="On any problem nothing is saved and error.details.errors['__all__'] "
+        "names each problem with its line. Columns left out keep their declaration; the "
+        "privacy unit is unchanged.",
+        request=CodebookSerializer,
+        responses={200: DatasetDetailOutputSerializer, **error_responses(*MEMBER_ERRORS, 409)},
+    )
+    def post(self, request: Request, dataset_id: int) -> Response:
+        def change(dataset, data):
+            content = data["codebook"].encode("utf-8")
+            services.dataset_import_codebook(dataset=dataset, actor=request.user, content=content)
+            dataset.refresh_from_db()
+            return dataset
+
+        return owner_dataset_change(request, dataset_id, self.CodebookSerializer, change)

@@ -34,6 +34,12 @@ class ProfileSerializer(serializers.Serializer):
         help_text="Stata/SPSS: [code, label] pairs the file declares for this column, a "
         "suggested set of categories (the owner confirms); empty for other files.",
     )
+    unreadable_share = serializers.CharField(
+        allow_null=True,
+        help_text="Numeric, or text holding mostly numbers (it may be declared numeric): the "
+        "share of non-empty cells that are not finite numbers, rounded to a percent "
+        "(exact decimal text, e.g. '0.14'); null when not applicable.",
+    )
 
 
 def _profile(column: Column) -> dict:
@@ -45,6 +51,7 @@ def _profile(column: Column) -> dict:
         "range": stored.get("range") or None,
         "unreadable": stored.get("unreadable"),
         "value_labels": [[str(c), str(t)] for c, t in stored.get("value_labels") or []],
+        "unreadable_share": stored.get("unreadable_share"),
     }
 
 

@@ -18,6 +18,12 @@ from datasets.api.common import (
     detail,
     owner_dataset,
 )
+from datasets.api.reading import (
+    ReadingOutputSerializer,
+    ReadOptionsInputSerializer,
+    read_options,
+    reading,
+)
 from datasets.models import Dataset
 from datasets.upload_limits import (
     declared_length_over_limit,
@@ -59,12 +65,13 @@ class DatasetUploadApi(ApiView):
     parser_classes = [MultiPartParser]
 
     @extend_schema_serializer(component_name="DatasetUploadInput")
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(ReadOptionsInputSerializer):
         file = serializers.FileField(
             allow_empty_file=True,
-            help_text="A table with a header: CSV or TSV (UTF-8), Excel .xlsx, Parquet, Stata "
-            ".dta, SPSS .sav/.zsav, SAS .sas7bdat/.xpt; each plain, gzip (.gz) or alone in a "
-            ".zip. The type is told by the file's extension and checked against its bytes.",
+            help_text="A table with a header: CSV (any offered encoding and dialect), TSV "
+            "(UTF-8), Excel .xlsx, Parquet, Stata .dta, SPSS .sav/.zsav, SAS .sas7bdat/.xpt; "
+            "each plain, gzip (.gz) or alone in a .zip. The type is told by the file's "
+            "extension and checked against its bytes.",
         )
         name = serializers.CharField(
             max_length=200, required=False, allow_blank=True, default="",
@@ -74,6 +81,20 @@ class DatasetUploadApi(ApiView):
             max_length=200, required=False, allow_blank=True, default="",
             help_text="Excel only: the sheet to read (the first one if blank).",
         )  # fmt: skip
+        review = serializers.BooleanField(
+            required=False, default=False,
+            help_text="CSV only: wait for a confirmation (datasets_reading_confirm) even "
+            "when the detection is plain or options are given.",
+        )  # fmt: skip
+
+    @extend_schema_serializer(component_name="DatasetUploadOutput")
+    class OutputSerializer(DatasetDetailOutputSerializer):
+        reading = ReadingOutputSerializer(
+            allow_null=True,
+            help_text="What was detected and the first rows read that way (null for other "
+            "formats than CSV, or when the file's start is unreadable: the ingest then "
+            "refuses it with the reason).",
+        )
 
     def initialize_request(self, request: HttpRequest, *args, **kwargs) -> Request:
         # Before anything (the session's CSRF check included) reads the body.
@@ -83,9 +104,14 @@ class DatasetUploadApi(ApiView):
     @extend_schema(
         operation_id="datasets_upload",
         summary="Upload a data file (multipart); it is ingested by a worker (owners)",
-        description="Poll the dataset's status until it is 'ready' (or 'failed' with a reason).",
+        description="Other formats than CSV are queued at once. For a CSV (plain or gzip) "
+        "the encoding, delimiter, quote, decimal mark and header are detected; "
+        "given options override the detection. A plain upload (UTF-8, comma, header) or one "
+        "with options given is queued at once: poll the dataset's status until it is 'ready' "
+        "(or 'failed' with a reason). Otherwise (or with review=true) its status is "
+        "'awaiting': check `reading` and confirm with datasets_reading_confirm.",
         request={"multipart/form-data": InputSerializer},
-        responses={201: DatasetDetailOutputSerializer, **error_responses(*MEMBER_ERRORS, 413)},
+        responses={201: OutputSerializer, **error_responses(*MEMBER_ERRORS, 413)},
     )
     def post(self, request: Request, slug: str) -> Response:
         project = project_get_for_member(slug=slug, user=request.user, roles=OWNER)
@@ -101,8 +127,15 @@ class DatasetUploadApi(ApiView):
             uploaded_file=data["file"],
             uploaded_by=request.user,
             sheet=data["sheet"],
+            read_options=read_options(data),
+            review=data["review"],
         )
-        return Response(detail(dataset), status=status.HTTP_201_CREATED)
+        body = detail(dataset)
+        body["reading"] = None
+        if dataset.source_file and dataset.read_options:
+            preview = services.dataset_read_preview(dataset=dataset, actor=request.user)
+            body["reading"] = reading(preview)
+        return Response(body, status=status.HTTP_201_CREATED)
 
 
 class DatasetDetailApi(ApiView):

@@ -17,16 +17,23 @@ text and the unparseable cells become nulls (flagged in the profile).
 
 The modules: `common` (limits, the rejection, type names), `reader` (the guarded
 byte stream, header checks, type inference, CSV options), `profile` (the private
-per-column suggestions), `writer` (the conversion to Parquet: `ingest_csv`).
+per-column suggestions), `writer` (the conversion to Parquet: `ingest_csv`),
+`decoding` (encodings and the streaming check-and-transcode), `dialect` (detection
+and the preview before ingest).
 """
 
-from datasets.ingest.common import IngestLimits, IngestRejected, human_size
+from datasets.ingest.common import CsvDialect, IngestLimits, IngestRejected, human_size
+from datasets.ingest.dialect import Preview, detect, preview
 from datasets.ingest.profile import ColumnProfile, round_outward
 from datasets.ingest.reader import GuardedStream
 from datasets.ingest.writer import IngestResult, ingest_csv, temporary_parquet_paths
 
 __all__ = [
     "ColumnProfile",
+    "CsvDialect",
+    "Preview",
+    "detect",
+    "preview",
     "GuardedStream",
     "IngestLimits",
     "IngestRejected",

@@ -57,3 +57,44 @@ def human_size(n: float) -> str:
             return f"{n:g} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n} bytes"
+
+
+DELIMITERS = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}
+QUOTE_CHARS = {'"': "double quote", "'": "single quote"}
+
+
+@dataclass(frozen=True)
+class CsvDialect:
+    """How to read a CSV upload: its encoding, separator, quote, decimal mark, header."""
+
+    encoding: str = "utf-8"
+    delimiter: str = ","
+    quote_char: str = '"'
+    decimal_comma: bool = False
+    header: bool = True
+
+    def to_dict(self) -> dict:
+        return {
+            "encoding": self.encoding,
+            "delimiter": self.delimiter,
+            "quote_char": self.quote_char,
+            "decimal_comma": self.decimal_comma,
+            "header": self.header,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> CsvDialect:
+        data = data or {}
+        default = cls()
+        return cls(
+            encoding=data.get("encoding", default.encoding),
+            delimiter=data.get("delimiter", default.delimiter),
+            quote_char=data.get("quote_char", default.quote_char),
+            decimal_comma=bool(data.get("decimal_comma", default.decimal_comma)),
+            header=bool(data.get("header", default.header)),
+        )
+
+    @property
+    def plain(self) -> bool:
+        """UTF-8, comma-separated, double quotes, decimal point, a header: no question to ask."""
+        return self == CsvDialect()

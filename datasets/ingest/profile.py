@@ -19,18 +19,23 @@ that is an exact aggregate of the data:
   file itself declares for the column's codes: metadata written by whoever made the
   file, not counted from the rows, so every declared code is listed. A suggested
   declaration of categories; nothing is public until the owner confirms it.
+- `unreadable_share`: for a numeric column, and for a text column whose cells are
+  mostly numbers (which the owner may declare numeric, the rest counting as
+  missing), the share of its non-empty cells that do not read as finite numbers,
+  rounded to a whole percent (never 0 or 1 when some are and some are not), as
+  text ("0.14"); never a count.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import ROUND_HALF_EVEN, Decimal
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datasets.ingest.common import FLOAT, INTEGER
+from datasets.ingest.common import FLOAT, FLOAT_PATTERN, INTEGER, STRING
 
 #: a value is suggested only if at least this many rows hold it (never shown to anyone)
 SUGGEST_MIN_ROWS = 50
@@ -39,7 +44,12 @@ SUGGEST_MAX_VALUES = 50
 #: values are counted only while a column has at most this many distinct ones
 TRACK_LIMIT = 1000
 
-PROFILE_KEYS = frozenset({"type", "values", "more_values", "range", "unreadable", "value_labels"})
+#: a text column's unreadable share is kept when at least this share of its cells are numbers
+MOSTLY_NUMERIC = 0.5
+
+PROFILE_KEYS = frozenset(
+    {"type", "values", "more_values", "range", "unreadable", "unreadable_share", "value_labels"}
+)
 
 
 @dataclass
@@ -56,6 +66,8 @@ class ColumnProfile:
     lows: list[float] = field(default_factory=list)  # the smallest values seen (sorted)
     highs: list[float] = field(default_factory=list)  # the largest values seen (sorted)
     unparseable: int = 0
+    cells: int = 0  # non-empty cells (numeric columns: the readable ones)
+    readable: int | None = 0  # text columns: cells that read as finite numbers; None: few
     value_labels: list[list[str]] | None = None  # from the file's metadata, not the rows
 
     def __post_init__(self) -> None:
@@ -75,6 +87,12 @@ class ColumnProfile:
                 lo, hi = self.lows[SUGGEST_MIN_ROWS - 1], self.highs[-SUGGEST_MIN_ROWS]
                 profile["range"] = round_outward(min(lo, hi), max(lo, hi))
             profile["unreadable"] = self.unparseable > 0
+            profile["unreadable_share"] = rounded_share(
+                self.unparseable, self.cells + self.unparseable
+            )
+        elif self.readable is not None and self.cells:
+            if self.readable >= MOSTLY_NUMERIC * self.cells:
+                profile["unreadable_share"] = rounded_share(self.cells - self.readable, self.cells)
         if self.value_labels:
             profile["value_labels"] = self.value_labels
         return profile
@@ -85,6 +103,16 @@ class ColumnProfile:
         frequent = [(n, v) for v, n in self.counts.items() if n >= SUGGEST_MIN_ROWS]
         frequent.sort(key=lambda item: (-item[0], item[1]))
         return _sorted_values([v for _, v in frequent[:SUGGEST_MAX_VALUES]], self.suggested_type)
+
+
+def rounded_share(part: int, whole: int) -> str:
+    """part / whole to a whole percent, as text; 0 or 1 only when exactly so."""
+    if whole <= 0 or part <= 0:
+        return "0"
+    if part >= whole:
+        return "1"
+    share = (Decimal(part) / Decimal(whole)).quantize(Decimal("0.01"), ROUND_HALF_EVEN)
+    return str(min(max(share, Decimal("0.01")), Decimal("0.99")))
 
 
 def _sorted_values(values: list[str], kind: str) -> list[str]:
@@ -116,6 +144,9 @@ def _plain(number: Decimal) -> str:
 
 def profile_update(profile: ColumnProfile, array: pa.Array) -> None:
     present = array.drop_null()
+    profile.cells += len(present)
+    if profile.suggested_type == STRING and profile.readable is not None and len(present):
+        _count_readable(profile, present)
     if profile.counts is not None and len(present):
         counted = pc.value_counts(present)
         values = counted.field("values").to_pylist()
@@ -133,6 +164,17 @@ def profile_update(profile: ColumnProfile, array: pa.Array) -> None:
         high = present.take(pc.select_k_unstable(present, k=k, sort_keys=[("", "descending")]))
         profile.lows = sorted(profile.lows + low.to_pylist())[:k]
         profile.highs = sorted(profile.highs + high.to_pylist())[-k:]
+
+
+def _count_readable(profile: ColumnProfile, present: pa.Array) -> None:
+    """Count a text column's cells that read as finite numbers, while most of them do."""
+    text = present if pa.types.is_string(present.type) else pc.cast(present, pa.string())
+    ok = pc.match_substring_regex(text, FLOAT_PATTERN)
+    cleaned = pc.replace_substring_regex(pc.utf8_trim_whitespace(text), r"^\+", "")
+    numbers = pc.cast(pc.if_else(ok, cleaned, None), pa.float64())
+    profile.readable += pc.sum(pc.is_finite(numbers)).as_py() or 0
+    if profile.readable < MOSTLY_NUMERIC * profile.cells:
+        profile.readable = None  # a text column: stop counting (and spend no more time)
 
 
 def _as_text(value: object) -> str:

@@ -7,7 +7,6 @@ the column count, ragged rows.
 
 from __future__ import annotations
 
-import codecs
 import csv
 import gzip
 import io
@@ -29,28 +28,33 @@ from datasets.ingest.common import (
     INTEGER,
     LEADING_ZERO_PATTERN,
     STRING,
+    CsvDialect,
     IngestLimits,
     IngestRejected,
 )
+from datasets.ingest.decoding import Transcoder
 
 MAX_NAME_LENGTH = 200
 SAMPLE_BYTES = 1 << 20  # type inference and header checks read this much first
 READ_CHUNK = 1 << 20
 BLOCK_SIZE = 1 << 20
+PLAIN = CsvDialect()
 NUMERIC_SHARE = 0.9  # a column is numeric when this share of its sample cells parse
 
 
 class GuardedStream(io.RawIOBase):
     """The decompressed bytes of the upload, checked as they stream through.
 
-    Refuses NUL bytes, bytes that are not UTF-8, a line longer than
-    `limits.max_row_bytes`, and more decompressed bytes than
+    Decodes every byte in `encoding` (refusing an undecodable one with its line
+    number) and yields UTF-8; with `encoding=None` the raw bytes pass unchecked
+    (detection reads its sample this way). Refuses NUL characters, a line longer
+    than `limits.max_row_bytes`, and more decompressed bytes than
     `limits.decompressed_limit(size on disk)` (the gzip-bomb guard). `fraction` is
     the share of the file on disk consumed so far (pyarrow may call read() from its
     own threads, so progress is reported by the caller's thread, not from here).
     """
 
-    def __init__(self, path: Path, *, limits: IngestLimits) -> None:
+    def __init__(self, path: Path, *, limits: IngestLimits, encoding: str | None = "utf-8") -> None:
         super().__init__()
         self._raw: BinaryIO = open(path, "rb")  # noqa: SIM115 - closed in close()
         size = os.fstat(self._raw.fileno()).st_size
@@ -58,10 +62,12 @@ class GuardedStream(io.RawIOBase):
         self.gzipped = self._raw.read(2) == b"\x1f\x8b"
         self._raw.seek(0)
         self._stream: BinaryIO = gzip.GzipFile(fileobj=self._raw) if self.gzipped else self._raw
-        self._decoder = codecs.getincrementaldecoder("utf-8")()
+        self._transcoder = Transcoder(encoding) if encoding else None
         self._limits = limits
         self._max = limits.decompressed_limit(size) if self.gzipped else size
         self._line = 0  # bytes since the last newline
+        self._out = bytearray()  # transcoded bytes not yet returned
+        self._eof = False
         self.fraction = 0.0
         self.consumed = 0
         self.error: IngestRejected | None = None
@@ -70,25 +76,38 @@ class GuardedStream(io.RawIOBase):
         return True
 
     def read(self, size: int = -1) -> bytes:
+        size = size if size and size > 0 else READ_CHUNK
         try:
-            data = self._stream.read(size if size and size > 0 else READ_CHUNK)
+            while len(self._out) < size and not self._eof:
+                out = self._next(size)
+                if not self._out and len(out) <= size:
+                    return out  # the common case: no copy
+                self._out += out
+        except IngestRejected as exc:
+            self.error = exc
+            raise
+        data = bytes(self._out[:size])
+        del self._out[:size]
+        return data
+
+    def _next(self, size: int) -> bytes:
+        try:
+            data = self._stream.read(size)
         except (OSError, EOFError, zlib.error):
             self._fail("The file looks compressed (gzip) but could not be decompressed.")
         self.consumed += len(data)
         if self.consumed > self._max:
             self._fail(self._limits.decompressed_message())
-        if b"\x00" in data:
-            self._fail("The file contains a NUL byte: it is not a text CSV file.")
-        self._check_lines(data)
-        try:
-            if data and not data.isascii():
-                self._decoder.decode(data)
-            elif not data:
-                self._decoder.decode(b"", final=True)
-        except UnicodeDecodeError:
-            self._fail("The file is not valid UTF-8 text. Save it as CSV with UTF-8 encoding.")
+        if not data:
+            self._eof = True
+        out = data
+        if self._transcoder is not None:
+            out = self._transcoder.feed(data, final=not data)
+            if b"\x00" in out:
+                self._fail("The file contains a NUL byte: it is not a text CSV file.")
+            self._check_lines(out)
         self.fraction = min(self._raw.tell() / self._total, 1.0)
-        return data
+        return out
 
     def _check_lines(self, data: bytes) -> None:
         """Refuse a line longer than the limit, wherever it falls across reads."""
@@ -131,7 +150,7 @@ def check_decompressed(path: Path, limits: IngestLimits) -> None:
     """Decompress a gzip upload once, keeping nothing, and refuse it if it is over the
     limits: a gzip bomb is refused in the time it takes zlib to expand the limit's
     worth of bytes, before any CSV parsing or Parquet writing. Plain files pass."""
-    stream = GuardedStream(path, limits=limits)
+    stream = GuardedStream(path, limits=limits, encoding=None)
     try:
         if stream.gzipped:
             stream.drain()
@@ -139,11 +158,14 @@ def check_decompressed(path: Path, limits: IngestLimits) -> None:
         stream.close()
 
 
-def read_header_and_sample(path: Path, limits: IngestLimits) -> tuple[list[str], bytes]:
-    """The cleaned header names and the first complete lines (up to SAMPLE_BYTES)."""
+def read_header_and_sample(
+    path: Path, limits: IngestLimits, dialect: CsvDialect = PLAIN
+) -> tuple[list[str], bytes]:
+    """The cleaned header names (or column_1, ... without a header) and the first
+    complete lines (up to SAMPLE_BYTES), as UTF-8."""
     # room for the header and at least one row, each up to the row limit
     sample_bytes = max(SAMPLE_BYTES, 2 * limits.max_row_bytes + 2)
-    stream = GuardedStream(path, limits=limits)
+    stream = GuardedStream(path, limits=limits, encoding=dialect.encoding)
     try:
         head = b""
         while len(head) < sample_bytes:
@@ -162,14 +184,27 @@ def read_header_and_sample(path: Path, limits: IngestLimits) -> tuple[list[str],
             raise IngestRejected(limits.row_message())
     text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
     try:
-        header = next(csv.reader(io.StringIO(text)))
+        header = next(_rows(text, dialect))
     except (StopIteration, csv.Error):
         raise IngestRejected("The file has no header line.")
     if not complete and not text.split("\n", 1)[1].strip():
         raise IngestRejected(limits.row_message())  # the first row did not end in the sample
+    if not dialect.header:
+        return [f"column_{i}" for i in range(1, len(header) + 1)], head
     names = [name.strip() for name in header]
     _check_header(names, limits)
     return names, head
+
+
+def _rows(text: str, dialect: CsvDialect):
+    return csv.reader(io.StringIO(text), delimiter=dialect.delimiter, quotechar=dialect.quote_char)
+
+
+def header_problem(names: list[str], limits: IngestLimits) -> str | None:
+    """'data' when every name is a number (the first line is data), else None."""
+    if names and all(re.fullmatch(r"[+-]?[0-9.,]+(e[+-]?[0-9]+)?", n, re.I) for n in names if n):
+        return "data" if any(names) else None
+    return None
 
 
 def _check_header(names: list[str], limits: IngestLimits) -> None:
@@ -179,9 +214,10 @@ def _check_header(names: list[str], limits: IngestLimits) -> None:
         raise IngestRejected(
             f"The file has {len(names)} columns; at most {limits.max_columns} are allowed."
         )
-    if all(re.fullmatch(r"[+-]?[0-9.]+(e[+-]?[0-9]+)?", n, re.I) for n in names if n):
+    if header_problem(names, limits) == "data":
         raise IngestRejected(
-            "The first line looks like data, not a header: it must name every column."
+            "The first line looks like data, not a header: it must name every column "
+            "(or choose 'the file has no header line')."
         )
     problems = []
     for position, name in enumerate(names, start=1):
@@ -199,21 +235,29 @@ def _check_header(names: list[str], limits: IngestLimits) -> None:
 
 
 def inspect_sample(
-    names: list[str], sample: bytes, *, max_row_bytes: int = BLOCK_SIZE
+    names: list[str],
+    sample: bytes,
+    *,
+    dialect: CsvDialect = PLAIN,
+    max_row_bytes: int = BLOCK_SIZE,
 ) -> tuple[dict[str, str], list[str]]:
     """Each column's type from the sample (integer, float or string), and warnings."""
     text_types = {name: STRING for name in names}
-    table = _read_all(io.BytesIO(sample), names, text_types, max_row_bytes=max_row_bytes)
+    table = _read_all(
+        io.BytesIO(sample), names, text_types, dialect=dialect, max_row_bytes=max_row_bytes
+    )
     if table.num_rows == 0:
         raise IngestRejected("The file has a header but no data rows.")
-    types = _infer_types(names, table)
+    types = _infer_types(names, table, decimal_comma=dialect.decimal_comma)
     return types, _header_warnings(names, table, types)
 
 
-def _infer_types(names: list[str], table: pa.Table) -> dict[str, str]:
+def _infer_types(names: list[str], table: pa.Table, *, decimal_comma: bool) -> dict[str, str]:
     types = {}
     for name in names:
         values = table.column(name).drop_null()
+        if decimal_comma:
+            values = pc.replace_substring(values, ",", ".")
         n = len(values)
         if n == 0:
             types[name] = STRING
@@ -282,7 +326,7 @@ class RaggedRows:
         actual, expected = self.found or (0, 0)
         return (
             f"A row has {actual} fields but the header has {expected}: every row must have "
-            "as many fields as the header (a cell containing a comma must be quoted)."
+            "as many fields as the header (a cell containing the separator must be quoted)."
         )
 
 
@@ -291,13 +335,19 @@ def csv_options(
     types: dict[str, str],
     ragged: RaggedRows | None = None,
     *,
+    dialect: CsvDialect = PLAIN,
     max_row_bytes: int = BLOCK_SIZE,
 ):
     # pyarrow needs every row to fit in one block
     block_size = max(BLOCK_SIZE, max_row_bytes + 1)
-    read = pa_csv.ReadOptions(column_names=names, skip_rows=1, block_size=block_size)
-    parse = pa_csv.ParseOptions(invalid_row_handler=ragged)
+    read = pa_csv.ReadOptions(
+        column_names=names, skip_rows=int(dialect.header), block_size=block_size
+    )
+    parse = pa_csv.ParseOptions(
+        delimiter=dialect.delimiter, quote_char=dialect.quote_char, invalid_row_handler=ragged
+    )
     convert = pa_csv.ConvertOptions(
+        decimal_point="," if dialect.decimal_comma else ".",
         column_types={name: ARROW_TYPES[types[name]] for name in names},
         null_values=[""],
         strings_can_be_null=True,
@@ -308,10 +358,17 @@ def csv_options(
 
 
 def _read_all(
-    source, names: list[str], types: dict[str, str], *, max_row_bytes: int = BLOCK_SIZE
+    source,
+    names: list[str],
+    types: dict[str, str],
+    *,
+    dialect: CsvDialect = PLAIN,
+    max_row_bytes: int = BLOCK_SIZE,
 ) -> pa.Table:
     ragged = RaggedRows()
-    read, parse, convert = csv_options(names, types, ragged, max_row_bytes=max_row_bytes)
+    read, parse, convert = csv_options(
+        names, types, ragged, dialect=dialect, max_row_bytes=max_row_bytes
+    )
     try:
         return pa_csv.read_csv(source, read, parse, convert)
     except pa.ArrowInvalid:

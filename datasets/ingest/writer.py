@@ -21,12 +21,14 @@ from datasets.ingest.common import (
     INT_PATTERN,
     INTEGER,
     STRING,
+    CsvDialect,
     IngestLimits,
     IngestRejected,
     human_size,
 )
 from datasets.ingest.profile import ColumnProfile, profile_update
 from datasets.ingest.reader import (
+    PLAIN,
     GuardedStream,
     RaggedRows,
     check_decompressed,
@@ -56,6 +58,7 @@ def ingest_csv(
     destination: Path,
     limits: IngestLimits,
     on_progress: Callable[[float], None] | None = None,
+    dialect: CsvDialect = PLAIN,
 ) -> IngestResult:
     """Validate `source` (CSV, plain or gzip) and write it to `destination` as Parquet.
 
@@ -65,6 +68,8 @@ def ingest_csv(
     midway leaves its temporary file behind: the caller removes it before a restart.
     A gzip upload is first decompressed once without parsing (check_decompressed), so
     a bomb is refused in seconds, before any CSV is parsed or Parquet written.
+    `dialect` says how to read the text (encoding, delimiter, quote, decimal mark,
+    header): every byte is decoded in its encoding on the way through.
     """
     size = source.stat().st_size
     if size == 0:
@@ -72,14 +77,18 @@ def ingest_csv(
     if size > limits.max_upload_bytes:
         raise IngestRejected(f"The file is larger than {human_size(limits.max_upload_bytes)}.")
     check_decompressed(source, limits)
-    names, sample = read_header_and_sample(source, limits)
-    types, warnings = inspect_sample(names, sample, max_row_bytes=limits.max_row_bytes)
+    names, sample = read_header_and_sample(source, limits, dialect)
+    types, warnings = inspect_sample(
+        names, sample, dialect=dialect, max_row_bytes=limits.max_row_bytes
+    )
     temporary = destination.with_name(f".{destination.name}.{os.getpid()}-{uuid.uuid4().hex}.tmp")
     try:
         try:
-            profiles = _convert(source, temporary, names, types, limits, on_progress, False)
+            profiles = _convert(source, temporary, names, types, limits, on_progress, dialect)
         except _ConversionFailed:
-            profiles = _convert(source, temporary, names, types, limits, on_progress, True)
+            profiles = _convert(
+                source, temporary, names, types, limits, on_progress, dialect, tolerant=True
+            )
         os.replace(temporary, destination)
     finally:
         temporary.unlink(missing_ok=True)
@@ -98,16 +107,18 @@ def _convert(
     types: dict[str, str],
     limits: IngestLimits,
     on_progress: Callable[[float], None] | None,
-    tolerant: bool,
+    dialect: CsvDialect,
+    *,
+    tolerant: bool = False,
 ) -> list[ColumnProfile]:
     profiles = [ColumnProfile(n, i, types[n]) for i, n in enumerate(names)]
     read_types = {n: STRING for n in names} if tolerant else types
     ragged = RaggedRows()
     read, parse, convert = csv_options(
-        names, read_types, ragged, max_row_bytes=limits.max_row_bytes
+        names, read_types, ragged, dialect=dialect, max_row_bytes=limits.max_row_bytes
     )
     schema = pa.schema([(n, ARROW_TYPES[types[n]]) for n in names])
-    stream = GuardedStream(source, limits=limits)
+    stream = GuardedStream(source, limits=limits, encoding=dialect.encoding)
     pending: list[pa.RecordBatch] = []
     pending_rows = 0
     # Encoding a row group releases the GIL: one writer thread overlaps it with
@@ -125,7 +136,7 @@ def _convert(
                     batch = reader.read_next_batch()
                 except StopIteration:
                     break
-                batch = _clean_batch(batch, profiles, schema, tolerant)
+                batch = _clean_batch(batch, profiles, schema, tolerant, dialect.decimal_comma)
                 if on_progress is not None:
                     on_progress(stream.fraction)
                 pending.append(batch)
@@ -160,11 +171,17 @@ def _convert(
 
 
 def _clean_batch(
-    batch: pa.RecordBatch, profiles: list[ColumnProfile], schema: pa.Schema, tolerant: bool
+    batch: pa.RecordBatch,
+    profiles: list[ColumnProfile],
+    schema: pa.Schema,
+    tolerant: bool,
+    decimal_comma: bool,
 ) -> pa.RecordBatch:
     arrays = []
     for profile, array in zip(profiles, batch.columns, strict=True):
         if profile.suggested_type in (INTEGER, FLOAT):
+            if tolerant and decimal_comma:
+                array = pc.replace_substring(array, ",", ".")
             array = _numeric(array, profile, tolerant)
         profile_update(profile, array)
         arrays.append(array)

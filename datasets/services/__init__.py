@@ -1,24 +1,36 @@
 """Writes for datasets: upload, ingest (restartable), declaration of public domains, deletion.
 
 The modules: `uploads` (dataset_create, dataset_delete, dataset_cleanup_failed),
-`ingesting` (dataset_ingest, its dispatch and the periodic re-dispatch), `declaration`
-(dataset_declare, dataset_confirm_unit),
+`ingesting` (dataset_ingest, its dispatch and the periodic re-dispatch), `reading`
+(how the CSV is read: the preview and its confirmation before the ingest), `declaration`
+(dataset_declare, dataset_confirm_unit, dataset_import_codebook; one column's
+validation in `declaration_columns`), `codebook` (the codebook CSV format),
 `common` (owner checks, file locations). datasets/ingest/ holds the streaming
 conversion itself and says what the private profile holds. No aggregate of the
 data (not even the row count) is stored or logged here.
 """
 
+from datasets.services.codebook import export_codebook
 from datasets.services.common import (
     csv_safe_cell,
     dataset_folder,
     dataset_parquet_path,
 )
-from datasets.services.declaration import dataset_confirm_unit, dataset_declare
+from datasets.services.declaration import (
+    dataset_confirm_unit,
+    dataset_declare,
+    dataset_import_codebook,
+)
 from datasets.services.ingesting import (
     dataset_dispatch_ingest,
     dataset_ingest,
     dataset_redispatch_stale,
     ingest_limits,
+)
+from datasets.services.reading import (
+    dataset_confirm_reading,
+    dataset_read_preview,
+    parse_read_options,
 )
 from datasets.services.uploads import (
     dataset_cleanup_failed,
@@ -30,15 +42,20 @@ from datasets.services.uploads import (
 __all__ = [
     "csv_safe_cell",
     "dataset_cleanup_failed",
+    "dataset_confirm_reading",
     "dataset_confirm_unit",
     "dataset_create",
     "dataset_declare",
     "dataset_delete",
     "dataset_dispatch_ingest",
     "dataset_folder",
+    "dataset_import_codebook",
     "dataset_ingest",
     "dataset_parquet_path",
+    "dataset_read_preview",
     "dataset_redispatch_stale",
+    "export_codebook",
     "failed_upload_retention",
     "ingest_limits",
+    "parse_read_options",
 ]

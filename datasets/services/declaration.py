@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from decimal import Decimal, InvalidOperation
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
@@ -26,13 +25,14 @@ from django.utils import timezone
 
 from datasets.models import Column, Dataset
 from datasets.selectors import dataset_is_frozen
+from datasets.services.codebook import parse_codebook
 from datasets.services.common import require_owner
+from datasets.services.declaration_columns import DECLARED_FIELDS
+from datasets.services.declaration_columns import declare_column as _declare_column
 from dpportal.errors import InvalidTransition, ValidationFailed
 
 logger = logging.getLogger(__name__)
 
-MAX_CATEGORIES = 1000
-MAX_CATEGORY_LENGTH = 200
 MAX_CONTRIBUTION_BOUND = 10_000
 UNITS = ("row", "person")
 DERIVED_PARTS = tuple(Column.Derived.values)
@@ -40,90 +40,6 @@ DERIVED_CONFIRMATION = (
     "publishing a value reveals that the data holds it: a category that few rows have "
     "reveals that someone has it"
 )
-
-
-def _number(value: object, *, label: str, errors: list[str]) -> Decimal | None:
-    text = str(value if value is not None else "").strip()
-    if not text:
-        errors.append(f"{label} is required.")
-        return None
-    try:
-        number = Decimal(text)
-    except (InvalidOperation, ValueError):
-        errors.append(f"{label} must be a number.")
-        return None
-    if not number.is_finite():
-        errors.append(f"{label} must be a finite number.")
-        return None
-    if abs(number) >= Decimal("1e20") or number.as_tuple().exponent < -10:  # type: ignore[operator]
-        errors.append(f"{label} must be below 10^20 with at most 10 decimal places.")
-        return None
-    return number
-
-
-def _lines(value: object, *, separator: str) -> list[str]:
-    if isinstance(value, list | tuple):
-        items = [str(v) for v in value]
-    else:
-        items = str(value or "").replace("\r", "").split(separator)
-    return [item.strip() for item in items if item.strip()]
-
-
-def _declare_column(column: Column, spec: Mapping[str, object]) -> list[str]:
-    """Validate `spec` and set the column's public domain; returns the problems found."""
-    errors: list[str] = []
-    kind = str(spec.get("kind") or "").strip()
-    missing = str(spec.get("missing") or Column.Missing.DROP).strip()
-    if kind not in (Column.Kind.CATEGORICAL, Column.Kind.NUMERIC, Column.Kind.EXCLUDED):
-        return ["choose categorical, numeric or excluded."]
-    if missing not in Column.Missing.values:
-        errors.append("choose what happens to missing values.")
-    column.kind, column.missing = kind, missing
-    column.categories, column.lower, column.upper, column.bin_edges = [], None, None, []
-    if kind == Column.Kind.CATEGORICAL:
-        if column.suggested_type == Column.Type.FLOAT:
-            errors.append(
-                "this column holds decimal numbers: declare it numeric (with bin edges) instead."
-            )
-        categories = _lines(spec.get("categories"), separator="\n")
-        if not categories:
-            errors.append("list at least one category, one per line.")
-        if len(categories) > MAX_CATEGORIES:
-            errors.append(f"at most {MAX_CATEGORIES} categories are allowed.")
-        if column.suggested_type == Column.Type.INTEGER:
-            normalized = []
-            for category in categories:
-                try:
-                    normalized.append(str(int(category)))
-                except ValueError:
-                    errors.append(f"category '{category}' is not a whole number.")
-            categories = normalized
-        long = [c for c in categories if len(c) > MAX_CATEGORY_LENGTH]
-        if long:
-            errors.append(f"categories must be at most {MAX_CATEGORY_LENGTH} characters.")
-        duplicates = sorted({c for c in categories if categories.count(c) > 1})
-        if duplicates:
-            errors.append("categories are listed twice: " + ", ".join(duplicates) + ".")
-        column.categories = categories
-    elif kind == Column.Kind.NUMERIC:
-        if column.suggested_type == Column.Type.STRING:
-            errors.append("this column holds text: declare it categorical or excluded.")
-        lower = _number(spec.get("lower"), label="the lower bound", errors=errors)
-        upper = _number(spec.get("upper"), label="the upper bound", errors=errors)
-        if lower is not None and upper is not None and lower >= upper:
-            errors.append("the lower bound must be below the upper bound.")
-        column.lower, column.upper = lower, upper
-        edges_text = _lines(spec.get("bin_edges"), separator=",")
-        edges = [_number(e, label=f"bin edge '{e}'", errors=errors) for e in edges_text]
-        if edges and None not in edges:
-            if len(edges) < 2:
-                errors.append("give at least two bin edges, or none.")
-            if any(b <= a for a, b in zip(edges, edges[1:], strict=False)):
-                errors.append("bin edges must be strictly increasing.")
-            if lower is not None and upper is not None and (edges[0] < lower or edges[-1] > upper):
-                errors.append("bin edges must lie within [lower, upper].")
-            column.bin_edges = [str(e) for e in edges]
-    return errors
 
 
 def _part_values(column: Column, part: str) -> object:
@@ -146,6 +62,8 @@ def _derived_parts(
         Column.Kind.CATEGORICAL: [Column.Derived.CATEGORIES],
         Column.Kind.NUMERIC: [Column.Derived.BOUNDS],
     }.get(column.kind, [])
+    if column.date:
+        declared = []  # a date column's bins come from its public range, never from the data
     parts, confirmed_before = [], []
     for part in declared:
         values = _part_values(column, part)
@@ -211,6 +129,63 @@ def _set_unit(*, dataset: Dataset, id_column: str, bound: int, confirm_by) -> No
         dataset.unit_confirmed_at, dataset.unit_confirmed_by = None, None
 
 
+def _lock_declarable(*, dataset: Dataset, actor: AbstractBaseUser) -> Dataset:
+    require_owner(project=dataset.project, user=actor)
+    # Lock the dataset so two owners' declarations cannot interleave.
+    dataset = Dataset.objects.select_for_update().get(pk=dataset.pk)
+    if dataset.status != Dataset.Status.READY:
+        raise InvalidTransition("Only a ready dataset can be declared.")
+    if dataset_is_frozen(dataset=dataset):
+        raise InvalidTransition(
+            "A release using this dataset has been submitted: its declaration is frozen."
+        )
+    return dataset
+
+
+@transaction.atomic
+def dataset_import_codebook(*, dataset: Dataset, actor: AbstractBaseUser, content: bytes) -> int:
+    """Declare the columns a codebook lists (datasets.services.codebook), all or nothing.
+
+    Columns the codebook leaves out, or gives an empty kind, keep their declaration.
+    The privacy unit is not changed (its ID column must stay excluded). Raises
+    ValidationFailed with extra={"errors": {"__all__": ["Line N (column 'x'): ..."]}};
+    nothing is saved then. Returns the number of columns declared.
+    """
+    dataset = _lock_declarable(dataset=dataset, actor=actor)
+    rows = parse_codebook(content)
+    by_name = {c.name: c for c in dataset.columns.order_by("position")}
+    problems: list[str] = []
+    changed: list[Column] = []
+    for line, spec in rows:
+        name = str(spec["column"])
+        column = by_name.get(name)
+        if column is None:
+            problems.append(f"Line {line}: the dataset has no column named '{name[:100]}'.")
+            continue
+        if not str(spec.get("kind") or "").strip():
+            continue
+        before = {p: _part_values(column, p) for p in column.derived_from_data or []}
+        found = _declare_column(column, spec)
+        if not found:
+            _derived_parts(column, {}, before, found)
+        if not found and name == dataset.id_column and column.kind != Column.Kind.EXCLUDED:
+            found.append("it identifies a person (the privacy unit): declare it excluded.")
+        problems += [f"Line {line} (column '{name[:100]}'): {p}" for p in found]
+        changed.append(column)
+    if problems:
+        more = [f"... and {len(problems) - 50} more."] if len(problems) > 50 else []
+        raise ValidationFailed(
+            f"The codebook has {len(problems)} problem{'s' if len(problems) != 1 else ''}; "
+            "nothing was saved.",
+            extra={"errors": {"__all__": problems[:50] + more}},
+        )
+    Column.objects.bulk_update(changed, DECLARED_FIELDS)
+    dataset.declared = not any(c.kind == Column.Kind.UNDECLARED for c in by_name.values())
+    dataset.save(update_fields=["declared"])
+    logger.info("dataset %s: codebook imported by user %s", dataset.pk, actor.pk)
+    return len(changed)
+
+
 @transaction.atomic
 def dataset_declare(
     *,
@@ -236,15 +211,7 @@ def dataset_declare(
     ValidationFailed with extra={"errors": {column name or "__all__": [messages]}};
     nothing is saved then.
     """
-    require_owner(project=dataset.project, user=actor)
-    # Lock the dataset so two owners' declarations cannot interleave.
-    dataset = Dataset.objects.select_for_update().get(pk=dataset.pk)
-    if dataset.status != Dataset.Status.READY:
-        raise InvalidTransition("Only a ready dataset can be declared.")
-    if dataset_is_frozen(dataset=dataset):
-        raise InvalidTransition(
-            "A release using this dataset has been submitted: its declaration is frozen."
-        )
+    dataset = _lock_declarable(dataset=dataset, actor=actor)
     errors: dict[str, list[str]] = {}
     all_columns = list(dataset.columns.order_by("position"))
     for column in all_columns:
@@ -274,7 +241,7 @@ def dataset_declare(
         )
     Column.objects.bulk_update(
         all_columns,
-        ["kind", "categories", "lower", "upper", "bin_edges", "missing", "derived_from_data"],
+        DECLARED_FIELDS,
     )
     _set_unit(dataset=dataset, id_column=id_column, bound=bound, confirm_by=actor if unit else None)
     dataset.declared = True

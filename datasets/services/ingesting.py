@@ -46,7 +46,12 @@ from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
-from datasets.ingest import IngestLimits, IngestRejected, temporary_parquet_paths
+from datasets.ingest import (
+    CsvDialect,
+    IngestLimits,
+    IngestRejected,
+    temporary_parquet_paths,
+)
 from datasets.ingest.formats import ingest_file
 from datasets.models import Column, Dataset
 from datasets.selectors import dataset_ids_to_redispatch
@@ -206,6 +211,7 @@ def _run(*, dataset: Dataset) -> Dataset | None:
             destination=destination,
             limits=ingest_limits(),
             on_progress=_progress_reporter(dataset_id=dataset_id, attempt=attempt),
+            dialect=CsvDialect.from_dict(dataset.read_options),
         )
     except IngestRejected as exc:
         logger.info("dataset %s rejected", dataset_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -14,11 +15,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from budgets.models import Project
-from datasets.ingest import human_size
-from datasets.ingest.formats import source_name
+from datasets.ingest import CsvDialect, human_size
+from datasets.ingest.formats import file_format, source_name
 from datasets.models import Dataset
 from datasets.services.common import dataset_folder, require_owner
 from datasets.services.ingesting import dataset_dispatch_ingest
+from datasets.services.reading import detect_read_options, parse_read_options
 from dpportal.errors import InvalidTransition, UploadTooLarge, ValidationFailed
 
 logger = logging.getLogger(__name__)
@@ -32,13 +34,27 @@ def dataset_create(
     uploaded_by: AbstractBaseUser,
     dispatch: bool = True,
     sheet: str = "",
+    read_options: Mapping | None = None,
+    review: bool = False,
 ) -> Dataset:
-    """Store an uploaded CSV (plain or gzip) as a new dataset and queue its ingest.
+    """Store an uploaded file (any format of datasets.ingest.formats) as a new
+    dataset and queue its ingest, or leave a CSV awaiting the owner's confirmation
+    of how it is read.
 
-    Size checks happen before anything is stored. With `dispatch` the ingest task is
-    sent after the commit (the row must exist when the worker looks); seed_demo
-    passes dispatch=False and ingests in-process.
+    Size checks happen before anything is stored. The encoding, delimiter, quote,
+    decimal mark and header are detected on a sample, with `read_options` (any of
+    datasets.services.reading.OPTION_NAMES) applied over the detection. The ingest
+    is queued at once when the detection is plain or options were given, unless
+    `review` asks to see the preview first; otherwise the dataset is `awaiting`
+    (datasets.services.reading). Only a CSV (plain or gzip) is detected and may
+    await: other formats say their own types and text encoding, so they keep no
+    read options (giving any is refused) and are queued at once. `sheet` names an
+    Excel file's sheet. With `dispatch` the ingest task is sent after the
+    commit (the row must exist when the worker looks); seed_demo passes
+    dispatch=False and ingests in-process.
     """
+    given = {k: v for k, v in (read_options or {}).items() if v not in (None, "", "auto")}
+    parse_read_options(given, base=CsvDialect())  # a bad option refuses before storing
     require_owner(project=project, user=uploaded_by)
     name = (name or "").strip() or Path(uploaded_file.name or "dataset").stem.strip()
     if not name:
@@ -54,6 +70,12 @@ def dataset_create(
     uploaded_file.seek(0)
     stored_name = source_name(uploaded_file.name or "", uploaded_file.read(32))
     uploaded_file.seek(0)
+    is_csv = file_format(stored_name) in {("csv", ""), ("csv", "gz")}
+    if given and not is_csv:
+        raise ValidationFailed(
+            "The encoding, delimiter, quote, decimal mark and header options apply to "
+            "plain or gzip CSV files only."
+        )
     sheet = (sheet or "").strip()
     if len(sheet) > 200:
         raise ValidationFailed("The sheet's name must be at most 200 characters.")
@@ -70,8 +92,14 @@ def dataset_create(
                 for chunk in uploaded_file.chunks():
                     out.write(chunk)
             dataset.source_file = str(target.relative_to(settings.MEDIA_ROOT))
-            dataset.save(update_fields=["source_file"])
-            if dispatch:
+            if is_csv:
+                detected = detect_read_options(path=target)
+                dialect = parse_read_options(given, base=detected or CsvDialect())
+                dataset.read_options = dialect.to_dict()
+                if detected is not None and (review or not (given or dialect.plain)):
+                    dataset.status = Dataset.Status.AWAITING
+            dataset.save(update_fields=["source_file", "read_options", "status"])
+            if dispatch and dataset.status == Dataset.Status.UPLOADED:
                 dataset_id = dataset.pk
                 # After commit: the worker must find the row.
                 transaction.on_commit(lambda: dataset_dispatch_ingest(dataset_id=dataset_id))

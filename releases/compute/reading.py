@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from django.conf import settings
 
+from datasets.domains import read_declared
 from dpportal.privacy.rng import uniform_keys
 from releases.compute.readers import StatisticReader, merge
 
@@ -27,6 +28,24 @@ def needed_columns(readers: Iterable[StatisticReader]) -> list[str]:
             if name not in names:
                 names.append(name)
     return names
+
+
+def declared_domains(readers: Iterable[StatisticReader]) -> dict[str, dict[str, Any]]:
+    """Each read column's frozen domain (the same column has the same domain everywhere)."""
+    domains: dict[str, dict[str, Any]] = {}
+    for reader in readers:
+        for domain in [*reader.spec.get("columns", []), *reader.spec.get("groups", [])]:
+            domains.setdefault(domain["name"], domain)
+    return domains
+
+
+def read_as_declared(table: pa.Table, domains: dict[str, dict[str, Any]]) -> pa.Table:
+    """The columns read as declared: missing-value codes, numbers in text, date bins."""
+    for name, domain in domains.items():
+        if name in table.column_names:
+            index = table.column_names.index(name)
+            table = table.set_column(index, name, read_declared(table.column(index), domain))
+    return table
 
 
 def keep_mask(parquet: pq.ParquetFile, *, id_column: str, bound: int) -> np.ndarray:
@@ -69,6 +88,7 @@ def aggregate_row_groups(
 ) -> list[Any]:
     """The true aggregates of `readers` over `row_groups` (in memory only)."""
     columns = needed_columns(readers)
+    domains = declared_domains(readers)
     offsets = np.cumsum(
         [0] + [parquet.metadata.row_group(i).num_rows for i in range(parquet.num_row_groups)]
     )
@@ -81,6 +101,8 @@ def aggregate_row_groups(
             n_rows = int(np.count_nonzero(chunk_mask))
             if table is not None:
                 table = table.filter(pa.array(chunk_mask))
+        if table is not None:
+            table = read_as_declared(table, domains)
         for i, reader in enumerate(readers):
             totals[i] = merge(totals[i], reader.aggregate(table, n_rows))
         del table

@@ -18,7 +18,7 @@ from releases.services.preview import _check_fits, plan_preview
 
 
 def _domain(column: Column) -> dict[str, Any]:
-    return {
+    domain = {
         "name": column.name,
         "kind": column.kind,
         "type": column.suggested_type,
@@ -28,6 +28,12 @@ def _domain(column: Column) -> dict[str, Any]:
         "bin_edges": [str(e) for e in (column.bin_edges or [])],
         "missing": column.missing,
     }
+    # only when declared, so that specifications without them keep their form
+    if column.missing_codes:
+        domain["missing_codes"] = [str(c) for c in column.missing_codes]
+    if column.date:
+        domain["date"] = {k: str(v) for k, v in sorted(column.date.items())}
+    return domain
 
 
 def release_spec_build(*, release: Release) -> dict[str, Any]:

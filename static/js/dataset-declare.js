@@ -3,6 +3,8 @@
 // Copies the private profile's suggestions into a column's inputs and marks them
 // data-derived: the hidden field derived-<key> lists the parts filled in
 // ("categories", "bounds"), the badge shows it and the confirmation box appears.
+// It also sets the kind the profile suggests (numeric for numbers and for text
+// holding mostly numbers; categorical for a few frequent values).
 // The server records the mark and refuses it unconfirmed. Data comes from
 // json_script only; DOM APIs and .value / .textContent only, never markup.
 (function () {
@@ -38,6 +40,12 @@
       var fill = fills[key];
       if (!fill) {
         return;
+      }
+      if (fill.kind) {
+        var radios = form.querySelectorAll('input[name="kind-' + key + '"]');
+        radios.forEach(function (radio) {
+          radio.checked = radio.value === fill.kind;
+        });
       }
       if (fill.categories) {
         form.elements["categories-" + key].value = fill.categories;

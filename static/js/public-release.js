@@ -179,6 +179,14 @@
     };
   }
 
+  // The height a chart is drawn at; its box is reserved at this height before it is drawn.
+  function chartHeight(stat) {
+    if (stat.layout === "heatmap") {
+      return Math.max(300, 80 + 40 * stat.shape[0]);
+    }
+    return stat.layout === "figure" ? 180 : 340;
+  }
+
   function draw(stat, st) {
     var node = document.getElementById("chart-" + stat.position);
     if (!node || !window.Plotly) {
@@ -187,12 +195,13 @@
     var trace;
     var layout = {
       margin: { t: 20, r: 20, b: 60, l: 70 },
-      height: 340,
+      height: chartHeight(stat),
       paper_bgcolor: "#fff",
       plot_bgcolor: "#fff",
     };
     if (window.DPStatsCharts && window.DPStatsCharts.handles(stat)) {
       window.DPStatsCharts.draw(node, stat, st); // grouped statistics, quantile plots
+      node.setAttribute("data-drawn", "1");
       return;
     }
     if (stat.layout === "bars") {
@@ -204,16 +213,15 @@
       layout.xaxis = categoryAxis(escAll(stat.col_labels), stat.col_title);
       layout.yaxis = categoryAxis(escAll(stat.row_labels), stat.row_title);
       layout.yaxis.autorange = "reversed"; // first row on top, as in the table
-      layout.height = Math.max(300, 80 + 40 * stat.shape[0]);
     } else if (stat.layout === "figure") {
       trace = figureTrace(stat, st);
-      layout.height = 180;
       layout.xaxis = { title: { text: esc(stat.value_title) }, zeroline: false };
       layout.yaxis = { type: "category", automargin: true, showticklabels: false };
     } else {
       return;
     }
     window.Plotly.react(node, [trace], layout, { displaylogo: false, responsive: true });
+    node.setAttribute("data-drawn", "1");
   }
 
   function updateTable(stat, st) {
@@ -264,6 +272,69 @@
     });
   }
 
+  // Charts are drawn lazily: those in (or near) the window first, the others when they
+  // scroll into view, so a first visit evaluates plotly.js and draws one or two charts
+  // instead of all of them before the page settles. The tables and texts above hold every
+  // number without Plotly. A drawn chart follows the controls at once; a chart not drawn
+  // yet is drawn with whatever the controls say when it comes into view.
+  var charts = release.statistics.filter(function (stat) {
+    return document.getElementById("chart-" + stat.position);
+  });
+  var drawn = {};
+
+  function drawNow(stat) {
+    drawn[stat.position] = true;
+    draw(stat, state());
+  }
+
+  // A chart this close to the window (in px) is drawn before it is in view.
+  var MARGIN = 200;
+
+  function nearWindow(node) {
+    var box = node.getBoundingClientRect();
+    return box.bottom > -MARGIN && box.top < window.innerHeight + MARGIN;
+  }
+
+  function watchCharts() {
+    var nodes = charts.map(function (stat) {
+      var node = document.getElementById("chart-" + stat.position);
+      node.style.minHeight = chartHeight(stat) + "px"; // its box before it is drawn
+      return node;
+    });
+    var lazy = "IntersectionObserver" in window;
+    // measure every box first (one layout), then draw the charts in the first window now
+    var near = nodes.map(function (node) {
+      return !lazy || nearWindow(node);
+    });
+    var later = [];
+    charts.forEach(function (stat, i) {
+      if (near[i]) {
+        drawNow(stat);
+      } else {
+        later.push(i);
+      }
+    });
+    // every chart in the first window is drawn (benches and tests wait for this)
+    document.body.setAttribute("data-charts-ready", "1");
+    if (!later.length) {
+      return;
+    }
+    var observer = new IntersectionObserver(
+      function (entries) {
+        entries.forEach(function (entry) {
+          if (entry.isIntersecting) {
+            observer.unobserve(entry.target);
+            drawNow(charts[nodes.indexOf(entry.target)]);
+          }
+        });
+      },
+      { rootMargin: MARGIN + "px 0px" }
+    );
+    later.forEach(function (i) {
+      observer.observe(nodes[i]);
+    });
+  }
+
   function render() {
     var st = state();
     document.querySelectorAll("[data-fill=confidence-global]").forEach(function (el) {
@@ -279,14 +350,15 @@
       a.href = a.getAttribute("data-base") + "?confidence=" + st.confidence;
     });
     release.statistics.forEach(function (stat) {
-      draw(stat, st);
+      if (drawn[stat.position]) {
+        draw(stat, st);
+      }
       updateTable(stat, st);
       updateText(stat, st);
       if (window.DPStatsCharts) {
         window.DPStatsCharts.update(stat, st);
       }
     });
-    document.body.setAttribute("data-charts-ready", "1");
   }
 
   if (form) {
@@ -301,4 +373,5 @@
     }
   }
   render();
+  watchCharts();
 })();

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from datasets.ingest.common import IngestLimits, IngestRejected, human_size
+from datasets.ingest.common import CsvDialect, IngestLimits, IngestRejected, human_size
 from datasets.ingest.formats.batches import Widen, write_batches
 from datasets.ingest.formats.excel import ExcelReader
 from datasets.ingest.formats.parquet import ParquetReader
@@ -28,6 +28,7 @@ from datasets.ingest.formats.unwrap import (
     gunzip,
     unzip_single,
 )
+from datasets.ingest.reader import PLAIN
 from datasets.ingest.writer import IngestResult, ingest_csv
 
 #: the formats, by extension, with what their first bytes must be (None: text)
@@ -94,8 +95,11 @@ def ingest_file(
     limits: IngestLimits,
     on_progress: Callable[[float], None] | None = None,
     sheet: str = "",
+    dialect: CsvDialect = PLAIN,
 ) -> IngestResult:
     """Ingest an upload of any accepted format (see MAGIC) into `destination`.
+
+    `dialect` (the confirmed read options) applies to a CSV only; `sheet` to Excel.
 
     A temporary unpacked copy (gzip or zip) lives next to the destination, named so
     that temporary_parquet_paths finds it after a crash, and is always removed."""
@@ -107,7 +111,7 @@ def ingest_file(
     fmt, wrapper = file_format(source.name)
     if fmt == "csv" and wrapper != "zip":
         return ingest_csv(source=source, destination=destination, limits=limits,
-                          on_progress=on_progress)  # fmt: skip
+                          on_progress=on_progress, dialect=dialect)  # fmt: skip
     unpacked = destination.with_name(
         f".{destination.name}.{os.getpid()}-{uuid.uuid4().hex}-unpacked.tmp"
     )
@@ -125,7 +129,7 @@ def ingest_file(
         )
         if fmt == "csv":
             return ingest_csv(source=path, destination=destination, limits=unpacked_limits,
-                              on_progress=on_progress)  # fmt: skip
+                              on_progress=on_progress, dialect=dialect)  # fmt: skip
         _check_magic(fmt, path)
         return _ingest_typed(fmt, path, destination, unpacked_limits, on_progress, sheet)
     finally:

@@ -99,7 +99,9 @@ class ExcelReader:
         table = _table(sample, names)
         if table.num_rows == 0:
             raise IngestRejected("The sheet has a header but no data rows.")
-        self.layout = Layout(names=names, types=_infer_types(names, table), text_numbers=True)
+        self.layout = Layout(
+            names=names, types=_infer_types(names, table, decimal_comma=False), text_numbers=True
+        )
         return self.layout
 
     def batches(self, types: dict[str, str]) -> Iterator[tuple[pa.RecordBatch, float]]:

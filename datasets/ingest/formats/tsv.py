@@ -60,7 +60,9 @@ class TsvReader:
             raise IngestRejected(ragged.message() if ragged.found else "The file is not TSV.")
         if table.num_rows == 0:
             raise IngestRejected("The file has a header but no data rows.")
-        self.layout = Layout(names=names, types=_infer_types(names, table), text_numbers=True)
+        self.layout = Layout(
+            names=names, types=_infer_types(names, table, decimal_comma=False), text_numbers=True
+        )
         return self.layout
 
     def batches(self, types: dict[str, str]) -> Iterator[tuple[pa.RecordBatch, float]]:

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('datasets', '0003_unit_confirmation_and_safe_profiles'),
+        ('datasets', '0005_column_missing_codes_and_dates'),
     ]
 
     operations = [

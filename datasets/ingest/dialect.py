@@ -1,0 +1,175 @@
+"""What an upload looks like before it is ingested: encoding, delimiter, quote,
+decimal mark and header, detected on a sample, and the first rows read that way.
+
+Detection reads at most DETECT_BYTES of the (decompressed) file. The encoding
+comes from a byte-order mark when there is one, else from charset-normalizer;
+the delimiter is the candidate that splits the first lines into the same number
+of fields (more than one); a decimal comma is suggested when the separator is
+not a comma and a column's cells read like '3,25'. Nothing here is stored: the
+preview's cells go only to the owner who asked (see datasets.services.reading).
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import io
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from charset_normalizer import from_bytes
+
+from datasets.ingest.common import DELIMITERS, CsvDialect, IngestLimits, IngestRejected
+from datasets.ingest.decoding import normalize_encoding
+from datasets.ingest.reader import (
+    GuardedStream,
+    header_problem,
+    inspect_sample,
+    read_header_and_sample,
+)
+
+DETECT_BYTES = 256 * 1024
+SNIFF_LINES = 50
+PREVIEW_ROWS = 10
+DECIMAL_COMMA = re.compile(r"^\s*[+-]?[0-9]+,[0-9]+\s*$")
+BOMS = (
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+@dataclass(frozen=True)
+class Preview:
+    """The detected (or chosen) dialect, the first rows read that way, and warnings."""
+
+    dialect: CsvDialect
+    columns: list[str]
+    rows: list[list[str]]
+    warnings: list[str] = field(default_factory=list)
+    error: str = ""
+
+
+def raw_sample(path: Path, limits: IngestLimits, size: int = DETECT_BYTES) -> bytes:
+    stream = GuardedStream(path, limits=limits, encoding=None)
+    try:
+        head = b""
+        while len(head) < size:
+            chunk = stream.read(size - len(head))
+            if not chunk:
+                break
+            head += chunk
+    finally:
+        stream.close()
+    return head
+
+
+def detect_encoding(sample: bytes) -> str:
+    for bom, name in BOMS:
+        if sample.startswith(bom):
+            return name
+    if not sample or b"\x00" in sample or sample.isascii():
+        return "utf-8"  # a NUL without a byte-order mark: the ingest refuses the file
+    cut = sample.rfind(b"\n")
+    body = sample[: cut + 1] if cut > 0 else sample
+    try:
+        body.decode("utf-8")
+        return "utf-8"
+    except UnicodeDecodeError:
+        pass
+    best = from_bytes(body).best()
+    return (normalize_encoding(best.encoding) if best else None) or "utf-8"
+
+
+def _lines(text: str) -> str:
+    return "\n".join(text.splitlines()[:SNIFF_LINES])
+
+
+def _parse(text: str, delimiter: str, quote_char: str) -> list[list[str]]:
+    """The rows of `text`; none when it does not parse (e.g. a huge field)."""
+    try:
+        return list(csv.reader(io.StringIO(text), delimiter=delimiter, quotechar=quote_char))
+    except csv.Error:
+        return []
+
+
+def sniff_delimiter(text: str, quote_char: str = '"') -> str:
+    """The candidate giving every sniffed line the same number of fields (most fields wins;
+    on a tie another delimiter beats the comma, which a decimal comma puts in cells)."""
+    head = _lines(text)
+    best, best_fields = ",", 1
+    for delimiter in DELIMITERS:
+        rows = _parse(head, delimiter, quote_char)
+        rows = rows[:-1] if len(rows) > 2 else rows  # the last line may be cut
+        counts = {len(r) for r in rows if r}
+        n = counts.pop() if len(counts) == 1 else 0
+        if n > best_fields or (n == best_fields > 1 and best == ","):
+            best, best_fields = delimiter, n
+    return best
+
+
+def sniff_quote(text: str) -> str:
+    head = _lines(text)
+    double = len(re.findall(r'(^|[,;\t|])"', head, re.M))
+    single = len(re.findall(r"(^|[,;\t|])'[^'\n]*'([,;\t|]|$)", head, re.M))
+    return "'" if single > double else '"'
+
+
+def sniff_decimal_comma(text: str, delimiter: str, quote_char: str) -> bool:
+    if delimiter == ",":
+        return False
+    rows = _parse(_lines(text), delimiter, quote_char)
+    for column in zip(*rows[1:-1] or rows[1:], strict=False):
+        cells = [c for c in column if c.strip()]
+        if cells and sum(bool(DECIMAL_COMMA.match(c)) for c in cells) >= 0.9 * len(cells):
+            return True
+    return False
+
+
+def detect(path: Path, limits: IngestLimits) -> CsvDialect:
+    sample = raw_sample(path, limits)
+    if not sample.strip():
+        raise IngestRejected("The file is empty.")
+    encoding = detect_encoding(sample)
+    text = sample.decode(encoding, errors="replace").lstrip("\ufeff")
+    quote_char = sniff_quote(text)
+    delimiter = sniff_delimiter(text, quote_char)
+    dialect = CsvDialect(
+        encoding=encoding,
+        delimiter=delimiter,
+        quote_char=quote_char,
+        decimal_comma=sniff_decimal_comma(text, delimiter, quote_char),
+    )
+    first = next(iter(_parse(_lines(text), delimiter, quote_char)), [])
+    if header_problem([c.strip() for c in first], limits) == "data":
+        dialect = replace(dialect, header=False)
+    return dialect
+
+
+def preview(
+    path: Path, limits: IngestLimits, dialect: CsvDialect, rows: int = PREVIEW_ROWS
+) -> Preview:
+    """The first `rows` rows decoded and split as `dialect` says, with warnings.
+
+    A problem the ingest would refuse within the sample (an undecodable byte, a
+    header that names nothing) is returned as `error` rather than raised.
+    """
+    try:
+        names, sample = read_header_and_sample(path, limits, dialect)
+        text = sample.decode("utf-8", errors="replace")
+        reader = csv.reader(
+            io.StringIO(text), delimiter=dialect.delimiter, quotechar=dialect.quote_char
+        )
+        table = [row for _, row in zip(range(rows + int(dialect.header)), reader, strict=False)]
+        body = table[1:] if dialect.header else table
+        _, warnings = inspect_sample(
+            names, sample, dialect=dialect, max_row_bytes=limits.max_row_bytes
+        )
+    except IngestRejected as exc:
+        return Preview(dialect=dialect, columns=[], rows=[], error=exc.message)
+    if not dialect.header:
+        warnings = []
+    elif not warnings and header_problem(names, limits) == "data":
+        warnings = ["The first line looks like data rather than a header."]
+    return Preview(dialect=dialect, columns=names, rows=body, warnings=warnings)

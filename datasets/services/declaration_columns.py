@@ -1,0 +1,223 @@
+"""One column's PUBLIC domain: validation of what an owner declares for it.
+
+The kinds an owner may give are categorical, numeric, date and excluded, whatever
+type the ingest inferred (the type override): a text column may be declared date,
+or numeric when most of its cells are numbers (the ingest's profile says so; the
+other cells count as missing). Decimal numbers cannot be categories. A
+date column is stored as categorical over the bins of its public range (year,
+quarter, month or day), with `Column.date` saying how to read it
+(datasets.domains). Missing-value codes (e.g. -9, 999) are public values that
+every release computation treats as missing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from decimal import Decimal, InvalidOperation
+
+from datasets.domains import DATE_BINS, DATE_FORMATS, date_bin_labels
+from datasets.models import Column
+
+MAX_CATEGORIES = 1000
+MAX_CATEGORY_LENGTH = 200
+MAX_MISSING_CODES = 20
+MAX_CODE_LENGTH = 50
+DATE = "date"
+KINDS = (Column.Kind.CATEGORICAL, Column.Kind.NUMERIC, DATE, Column.Kind.EXCLUDED)
+DECLARED_FIELDS = [
+    "kind",
+    "categories",
+    "lower",
+    "upper",
+    "bin_edges",
+    "missing",
+    "missing_codes",
+    "date",
+    "derived_from_data",
+]
+
+
+def column_kind(column: Column) -> str:
+    """The kind as the owner declared it: 'date' for a date column."""
+    return DATE if column.date else column.kind
+
+
+def number(value: object, *, label: str, errors: list[str]) -> Decimal | None:
+    text = str(value if value is not None else "").strip()
+    if not text:
+        errors.append(f"{label} is required.")
+        return None
+    try:
+        parsed = Decimal(text)
+    except (InvalidOperation, ValueError):
+        errors.append(f"{label} must be a number.")
+        return None
+    if not parsed.is_finite():
+        errors.append(f"{label} must be a finite number.")
+        return None
+    if abs(parsed) >= Decimal("1e20") or parsed.as_tuple().exponent < -10:  # type: ignore[operator]
+        errors.append(f"{label} must be below 10^20 with at most 10 decimal places.")
+        return None
+    return parsed
+
+
+def lines(value: object, *, separator: str) -> list[str]:
+    if isinstance(value, list | tuple):
+        items = [str(v) for v in value]
+    else:
+        items = str(value or "").replace("\r", "").split(separator)
+    return [item.strip() for item in items if item.strip()]
+
+
+def declare_column(column: Column, spec: Mapping[str, object]) -> list[str]:
+    """Validate `spec` and set the column's public domain; returns the problems found."""
+    errors: list[str] = []
+    kind = str(spec.get("kind") or "").strip()
+    missing = str(spec.get("missing") or Column.Missing.DROP).strip()
+    if kind not in KINDS:
+        return ["choose categorical, numeric, date or excluded."]
+    if missing not in Column.Missing.values:
+        errors.append("choose what happens to missing values.")
+    column.kind, column.missing = (Column.Kind.CATEGORICAL if kind == DATE else kind), missing
+    column.categories, column.lower, column.upper, column.bin_edges = [], None, None, []
+    column.missing_codes, column.date = [], {}
+    if kind == Column.Kind.CATEGORICAL:
+        _categorical(column, spec, errors)
+    elif kind == Column.Kind.NUMERIC:
+        _numeric(column, spec, errors)
+    elif kind == DATE:
+        _date(column, spec, errors)
+    if kind != Column.Kind.EXCLUDED:
+        _missing_codes(column, spec, errors, numeric=kind == Column.Kind.NUMERIC)
+    return errors
+
+
+def _categorical(column: Column, spec: Mapping[str, object], errors: list[str]) -> None:
+    if column.suggested_type == Column.Type.FLOAT:
+        errors.append(
+            "this column holds decimal numbers: declare it numeric (with bin edges) instead."
+        )
+    categories = lines(spec.get("categories"), separator="\n")
+    if not categories:
+        errors.append("list at least one category, one per line.")
+    if len(categories) > MAX_CATEGORIES:
+        errors.append(f"at most {MAX_CATEGORIES} categories are allowed.")
+    if column.suggested_type == Column.Type.INTEGER:
+        normalized = []
+        for category in categories:
+            try:
+                normalized.append(str(int(category)))
+            except ValueError:
+                errors.append(f"category '{category[:50]}' is not a whole number.")
+        categories = normalized
+    if any(len(c) > MAX_CATEGORY_LENGTH for c in categories):
+        errors.append(f"categories must be at most {MAX_CATEGORY_LENGTH} characters.")
+    duplicates = sorted({c for c in categories if categories.count(c) > 1})
+    if duplicates:
+        errors.append("categories are listed twice: " + ", ".join(duplicates[:10]) + ".")
+    column.categories = categories
+
+
+def _numeric(column: Column, spec: Mapping[str, object], errors: list[str]) -> None:
+    if column.suggested_type == Column.Type.STRING and not (column.profile or {}).get(
+        "unreadable_share"
+    ):
+        # the ingest found that most cells are not numbers (datasets.ingest.profile)
+        errors.append(
+            "this column holds text (most of its cells are not numbers): declare it "
+            "categorical, date or excluded."
+        )
+    lower = number(spec.get("lower"), label="the lower bound", errors=errors)
+    upper = number(spec.get("upper"), label="the upper bound", errors=errors)
+    if lower is not None and upper is not None and lower >= upper:
+        errors.append("the lower bound must be below the upper bound.")
+    column.lower, column.upper = lower, upper
+    edges_text = lines(spec.get("bin_edges"), separator=",")
+    edges = [number(e, label=f"bin edge '{e[:50]}'", errors=errors) for e in edges_text]
+    if edges and None not in edges:
+        if len(edges) < 2:
+            errors.append("give at least two bin edges, or none.")
+        if any(b <= a for a, b in zip(edges, edges[1:], strict=False)):
+            errors.append("bin edges must be strictly increasing.")
+        if lower is not None and upper is not None and (edges[0] < lower or edges[-1] > upper):
+            errors.append("bin edges must lie within [lower, upper].")
+        column.bin_edges = [str(e) for e in edges]
+
+
+def _day(value: object, *, label: str, errors: list[str]) -> dt.date | None:
+    text = str(value if value is not None else "").strip()
+    if not text:
+        errors.append(f"{label} is required (a date such as 2024-01-31).")
+        return None
+    try:
+        day = dt.date.fromisoformat(text)
+    except ValueError:
+        errors.append(f"{label} must be a date written YYYY-MM-DD, such as 2024-01-31.")
+        return None
+    if not 1000 <= day.year <= 9999:
+        errors.append(f"{label} must lie between the years 1000 and 9999.")
+        return None
+    return day
+
+
+def _date(column: Column, spec: Mapping[str, object], errors: list[str]) -> None:
+    unit = str(spec.get("date_bin") or "").strip()
+    layout = str(spec.get("date_format") or "YYYY-MM-DD").strip()
+    if unit not in DATE_BINS:
+        errors.append("choose how dates are binned: by " + ", ".join(DATE_BINS) + ".")
+    if layout not in DATE_FORMATS:
+        errors.append("choose how dates are written: " + ", ".join(DATE_FORMATS) + ".")
+    if column.suggested_type == Column.Type.FLOAT:
+        errors.append("this column holds decimal numbers, not dates.")
+    lower = _day(spec.get("date_lower"), label="the first date", errors=errors)
+    upper = _day(spec.get("date_upper"), label="the last date", errors=errors)
+    if lower and upper and lower > upper:
+        errors.append("the first date must not be after the last date.")
+    if errors or lower is None or upper is None:
+        return
+    labels = date_bin_labels(lower, upper, unit, limit=MAX_CATEGORIES)
+    if labels is None:
+        errors.append(
+            f"the range holds more than {MAX_CATEGORIES} {unit}s: "
+            "bin by a longer period or narrow the range."
+        )
+        return
+    column.categories = labels
+    column.date = {
+        "bin": unit,
+        "format": layout,
+        "lower": lower.isoformat(),
+        "upper": upper.isoformat(),
+    }
+
+
+def _missing_codes(
+    column: Column, spec: Mapping[str, object], errors: list[str], *, numeric: bool
+) -> None:
+    codes = lines(spec.get("missing_codes"), separator=",")
+    if len(codes) > MAX_MISSING_CODES:
+        errors.append(f"at most {MAX_MISSING_CODES} missing-value codes are allowed.")
+        return
+    if any(len(c) > MAX_CODE_LENGTH for c in codes):
+        errors.append(f"missing-value codes must be at most {MAX_CODE_LENGTH} characters.")
+        return
+    if numeric:
+        parsed = [number(c, label=f"missing-value code '{c}'", errors=errors) for c in codes]
+        if None in parsed:
+            return
+        codes = [_plain(c) for c in parsed]  # type: ignore[arg-type]
+    duplicates = sorted({c for c in codes if codes.count(c) > 1})
+    if duplicates:
+        errors.append("missing-value codes are listed twice: " + ", ".join(duplicates) + ".")
+    clash = [c for c in codes if c in column.categories]
+    if clash:
+        errors.append(
+            "a missing-value code cannot also be a category: " + ", ".join(clash[:10]) + "."
+        )
+    column.missing_codes = codes
+
+
+def _plain(value: Decimal) -> str:
+    text = format(value, "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
