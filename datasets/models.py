@@ -35,6 +35,9 @@ class Dataset(models.Model):
     uploaded_at = models.DateTimeField(auto_now_add=True)
     source_file = models.CharField(max_length=500, blank=True, help_text="Path under MEDIA_ROOT.")
     parquet_file = models.CharField(max_length=500, blank=True, help_text="Path under MEDIA_ROOT.")
+    sheet = models.CharField(
+        max_length=200, blank=True, help_text="The sheet of a workbook to read (first if blank)."
+    )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.UPLOADED)
     # How the CSV is read (datasets.ingest.CsvDialect.to_dict): detected at upload,
     # confirmed or overridden by an owner before the ingest runs.

@@ -199,6 +199,7 @@ def test_the_profile_api_shows_only_the_suggestions(project, owner):
             "more_values",
             "range",
             "unreadable",
+            "value_labels",
         }
         share = profile.get("unreadable_share")
         assert share is None or len(share.split(".")[-1]) <= 2
@@ -212,7 +213,7 @@ def test_a_failing_ingest_logs_no_exception_text(project, owner, monkeypatch, ca
     def explode(**kwargs):
         raise ValueError(f"could not convert {CANARY!r} in row 7")
 
-    monkeypatch.setattr(ingesting_module, "ingest_csv", explode)
+    monkeypatch.setattr(ingesting_module, "ingest_file", explode)
     caplog.set_level(logging.DEBUG)
     dataset = ingest(project, owner, b"a,b\n1,2\n")
     assert dataset.status == Dataset.Status.FAILED

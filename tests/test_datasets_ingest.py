@@ -93,7 +93,15 @@ def test_clean_csv_becomes_ready_typed_parquet_with_private_profile(project, own
 
 def test_profile_holds_only_the_allowed_private_suggestions(project, owner):
     dataset = ingest_bytes(project, owner, GOOD)
-    allowed = {"type", "values", "more_values", "range", "unreadable", "unreadable_share"}
+    allowed = {
+        "type",
+        "values",
+        "more_values",
+        "range",
+        "unreadable",
+        "unreadable_share",
+        "value_labels",
+    }
     assert allowed == PROFILE_KEYS
     for column in dataset.columns.all():
         assert set(column.profile) <= allowed

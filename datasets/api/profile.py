@@ -29,6 +29,11 @@ class ProfileSerializer(serializers.Serializer):
     unreadable = serializers.BooleanField(
         allow_null=True, help_text="Numeric: some cells could not be read as numbers (yes/no)."
     )
+    value_labels = serializers.ListField(
+        child=serializers.ListField(child=serializers.CharField(allow_blank=True)),
+        help_text="Stata/SPSS: [code, label] pairs the file declares for this column, a "
+        "suggested set of categories (the owner confirms); empty for other files.",
+    )
     unreadable_share = serializers.CharField(
         allow_null=True,
         help_text="Numeric, or text holding mostly numbers (it may be declared numeric): the "
@@ -45,6 +50,7 @@ def _profile(column: Column) -> dict:
         "more_values": bool(stored.get("more_values")),
         "range": stored.get("range") or None,
         "unreadable": stored.get("unreadable"),
+        "value_labels": [[str(c), str(t)] for c, t in stored.get("value_labels") or []],
         "unreadable_share": stored.get("unreadable_share"),
     }
 

@@ -68,24 +68,32 @@ class DatasetUploadApi(ApiView):
     class InputSerializer(ReadOptionsInputSerializer):
         file = serializers.FileField(
             allow_empty_file=True,
-            help_text="CSV or TSV with a header line, plain or gzip, in any offered encoding.",
+            help_text="A table with a header: CSV (any offered encoding and dialect), TSV "
+            "(UTF-8), Excel .xlsx, Parquet, Stata .dta, SPSS .sav/.zsav, SAS .sas7bdat/.xpt; "
+            "each plain, gzip (.gz) or alone in a .zip. The type is told by the file's "
+            "extension and checked against its bytes.",
         )
         name = serializers.CharField(
             max_length=200, required=False, allow_blank=True, default="",
             help_text="Defaults to the file's name.",
         )  # fmt: skip
+        sheet = serializers.CharField(
+            max_length=200, required=False, allow_blank=True, default="",
+            help_text="Excel only: the sheet to read (the first one if blank).",
+        )  # fmt: skip
         review = serializers.BooleanField(
             required=False, default=False,
-            help_text="Wait for a confirmation (datasets_reading_confirm) even when the "
-            "detection is plain or options are given.",
+            help_text="CSV only: wait for a confirmation (datasets_reading_confirm) even "
+            "when the detection is plain or options are given.",
         )  # fmt: skip
 
     @extend_schema_serializer(component_name="DatasetUploadOutput")
     class OutputSerializer(DatasetDetailOutputSerializer):
         reading = ReadingOutputSerializer(
             allow_null=True,
-            help_text="What was detected and the first rows read that way (null when the "
-            "file's start is unreadable: the ingest then refuses it with the reason).",
+            help_text="What was detected and the first rows read that way (null for other "
+            "formats than CSV, or when the file's start is unreadable: the ingest then "
+            "refuses it with the reason).",
         )
 
     def initialize_request(self, request: HttpRequest, *args, **kwargs) -> Request:
@@ -95,8 +103,9 @@ class DatasetUploadApi(ApiView):
 
     @extend_schema(
         operation_id="datasets_upload",
-        summary="Upload a CSV (multipart); it is ingested by a worker (owners)",
-        description="The encoding, delimiter, quote, decimal mark and header are detected; "
+        summary="Upload a data file (multipart); it is ingested by a worker (owners)",
+        description="Other formats than CSV are queued at once. For a CSV (plain or gzip) "
+        "the encoding, delimiter, quote, decimal mark and header are detected; "
         "given options override the detection. A plain upload (UTF-8, comma, header) or one "
         "with options given is queued at once: poll the dataset's status until it is 'ready' "
         "(or 'failed' with a reason). Otherwise (or with review=true) its status is "
@@ -117,6 +126,7 @@ class DatasetUploadApi(ApiView):
             name=data["name"],
             uploaded_file=data["file"],
             uploaded_by=request.user,
+            sheet=data["sheet"],
             read_options=read_options(data),
             review=data["review"],
         )

@@ -31,6 +31,8 @@ class IngestLimits:
     max_columns: int
     max_decompression_ratio: int = 100
     max_row_bytes: int = 1 << 20
+    #: data rows of a spreadsheet (Excel's own limit is 1,048,575 below a header)
+    max_sheet_rows: int = 1_000_000
 
     def decompressed_limit(self, compressed_size: int) -> int:
         return min(self.max_decompressed_bytes, self.max_decompression_ratio * compressed_size)

@@ -15,6 +15,10 @@ that is an exact aggregate of the data:
   moves it; None when there are too few values;
 - `unreadable` (numeric): whether some cells could not be read as numbers (a
   yes/no, never how many);
+- `value_labels` (Stata and SPSS files only): [[code, label], ...], the labels the
+  file itself declares for the column's codes: metadata written by whoever made the
+  file, not counted from the rows, so every declared code is listed. A suggested
+  declaration of categories; nothing is public until the owner confirms it.
 - `unreadable_share`: for a numeric column, and for a text column whose cells are
   mostly numbers (which the owner may declare numeric, the rest counting as
   missing), the share of its non-empty cells that do not read as finite numbers,
@@ -44,7 +48,7 @@ TRACK_LIMIT = 1000
 MOSTLY_NUMERIC = 0.5
 
 PROFILE_KEYS = frozenset(
-    {"type", "values", "more_values", "range", "unreadable", "unreadable_share"}
+    {"type", "values", "more_values", "range", "unreadable", "unreadable_share", "value_labels"}
 )
 
 
@@ -64,6 +68,7 @@ class ColumnProfile:
     unparseable: int = 0
     cells: int = 0  # non-empty cells (numeric columns: the readable ones)
     readable: int | None = 0  # text columns: cells that read as finite numbers; None: few
+    value_labels: list[list[str]] | None = None  # from the file's metadata, not the rows
 
     def __post_init__(self) -> None:
         if self.suggested_type == FLOAT:
@@ -88,6 +93,8 @@ class ColumnProfile:
         elif self.readable is not None and self.cells:
             if self.readable >= MOSTLY_NUMERIC * self.cells:
                 profile["unreadable_share"] = rounded_share(self.cells - self.readable, self.cells)
+        if self.value_labels:
+            profile["value_labels"] = self.value_labels
         return profile
 
     def suggested_values(self) -> list[str]:

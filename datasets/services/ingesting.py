@@ -50,9 +50,9 @@ from datasets.ingest import (
     CsvDialect,
     IngestLimits,
     IngestRejected,
-    ingest_csv,
     temporary_parquet_paths,
 )
+from datasets.ingest.formats import ingest_file
 from datasets.models import Column, Dataset
 from datasets.selectors import dataset_ids_to_redispatch
 from datasets.services.common import dataset_folder
@@ -81,6 +81,7 @@ def ingest_limits() -> IngestLimits:
         max_columns=settings.DPPORTAL_MAX_COLUMNS,
         max_decompression_ratio=settings.DPPORTAL_MAX_DECOMPRESSION_RATIO,
         max_row_bytes=settings.DPPORTAL_MAX_ROW_BYTES,
+        max_sheet_rows=settings.DPPORTAL_MAX_SHEET_ROWS,
     )
 
 
@@ -204,8 +205,9 @@ def _run(*, dataset: Dataset) -> Dataset | None:
         logger.info("dataset %s: removed %s stale temporary file(s)", dataset_id, len(stale))
     started = time.monotonic()
     try:
-        result = ingest_csv(
+        result = ingest_file(
             source=Path(settings.MEDIA_ROOT) / dataset.source_file,
+            sheet=dataset.sheet,
             destination=destination,
             limits=ingest_limits(),
             on_progress=_progress_reporter(dataset_id=dataset_id, attempt=attempt),

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from budgets.models import Project
 from datasets.ingest import CsvDialect, human_size
+from datasets.ingest.formats import file_format, source_name
 from datasets.models import Dataset
 from datasets.services.common import dataset_folder, require_owner
 from datasets.services.ingesting import dataset_dispatch_ingest
@@ -32,18 +33,23 @@ def dataset_create(
     uploaded_file: File,
     uploaded_by: AbstractBaseUser,
     dispatch: bool = True,
+    sheet: str = "",
     read_options: Mapping | None = None,
     review: bool = False,
 ) -> Dataset:
-    """Store an uploaded CSV (plain or gzip) as a new dataset and queue its ingest,
-    or leave it awaiting the owner's confirmation of how it is read.
+    """Store an uploaded file (any format of datasets.ingest.formats) as a new
+    dataset and queue its ingest, or leave a CSV awaiting the owner's confirmation
+    of how it is read.
 
     Size checks happen before anything is stored. The encoding, delimiter, quote,
     decimal mark and header are detected on a sample, with `read_options` (any of
     datasets.services.reading.OPTION_NAMES) applied over the detection. The ingest
     is queued at once when the detection is plain or options were given, unless
     `review` asks to see the preview first; otherwise the dataset is `awaiting`
-    (datasets.services.reading). With `dispatch` the ingest task is sent after the
+    (datasets.services.reading). Only a CSV (plain or gzip) is detected and may
+    await: other formats say their own types and text encoding, so they keep no
+    read options (giving any is refused) and are queued at once. `sheet` names an
+    Excel file's sheet. With `dispatch` the ingest task is sent after the
     commit (the row must exist when the worker looks); seed_demo passes
     dispatch=False and ingests in-process.
     """
@@ -62,24 +68,36 @@ def dataset_create(
     if size > limit:
         raise UploadTooLarge(f"The file is {human_size(size)}; the limit is {human_size(limit)}.")
     uploaded_file.seek(0)
-    gzipped = uploaded_file.read(2) == b"\x1f\x8b"
+    stored_name = source_name(uploaded_file.name or "", uploaded_file.read(32))
     uploaded_file.seek(0)
+    is_csv = file_format(stored_name) in {("csv", ""), ("csv", "gz")}
+    if given and not is_csv:
+        raise ValidationFailed(
+            "The encoding, delimiter, quote, decimal mark and header options apply to "
+            "plain or gzip CSV files only."
+        )
+    sheet = (sheet or "").strip()
+    if len(sheet) > 200:
+        raise ValidationFailed("The sheet's name must be at most 200 characters.")
     folder: Path | None = None
     try:
         with transaction.atomic():
-            dataset = Dataset.objects.create(project=project, name=name, uploaded_by=uploaded_by)
+            dataset = Dataset.objects.create(
+                project=project, name=name, uploaded_by=uploaded_by, sheet=sheet
+            )
             folder = dataset_folder(dataset=dataset)
-            target = folder / ("source.csv.gz" if gzipped else "source.csv")
+            target = folder / stored_name
             folder.mkdir(parents=True, exist_ok=True)
             with open(target, "wb") as out:
                 for chunk in uploaded_file.chunks():
                     out.write(chunk)
             dataset.source_file = str(target.relative_to(settings.MEDIA_ROOT))
-            detected = detect_read_options(path=target)
-            dialect = parse_read_options(given, base=detected or CsvDialect())
-            dataset.read_options = dialect.to_dict()
-            if detected is not None and (review or not (given or dialect.plain)):
-                dataset.status = Dataset.Status.AWAITING
+            if is_csv:
+                detected = detect_read_options(path=target)
+                dialect = parse_read_options(given, base=detected or CsvDialect())
+                dataset.read_options = dialect.to_dict()
+                if detected is not None and (review or not (given or dialect.plain)):
+                    dataset.status = Dataset.Status.AWAITING
             dataset.save(update_fields=["source_file", "read_options", "status"])
             if dispatch and dataset.status == Dataset.Status.UPLOADED:
                 dataset_id = dataset.pk

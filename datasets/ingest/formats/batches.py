@@ -1,0 +1,146 @@
+"""The writer shared by the non-CSV formats: typed batches to Parquet, profiled.
+
+A format reader gives the column names, each column's type (integer, float or
+string, as the CSV reader infers them) and an iterator of pyarrow RecordBatches.
+Here every batch is converted to the column types (int64, float64, string: the
+same schema the CSV ingest writes), checked, profiled and written in row groups of
+ROW_GROUP_ROWS rows to a temporary file renamed into place only on success.
+
+A float column whose sampled values were all whole numbers is read as integer; a
+later fractional value raises Widen, and the caller reads the file again with
+those columns as float (as the CSV ingest reads again with text columns).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from datasets.ingest.common import (
+    ARROW_TYPES,
+    FLOAT,
+    FLOAT_PATTERN,
+    INT_PATTERN,
+    INTEGER,
+    STRING,
+    IngestLimits,
+    IngestRejected,
+)
+from datasets.ingest.profile import ColumnProfile, profile_update
+from datasets.ingest.reader import _check_header
+
+ROW_GROUP_ROWS = 262_144
+
+
+class Widen(Exception):
+    """Integer columns met a fractional value: read again with these columns as float."""
+
+    def __init__(self, names: set[str]) -> None:
+        super().__init__(sorted(names))
+        self.names = names
+
+
+@dataclass
+class Layout:
+    """What a format reader found before reading the rows."""
+
+    names: list[str]
+    types: dict[str, str]
+    #: per column: [[code, label], ...] from the file's value labels (Stata, SPSS)
+    value_labels: dict[str, list[list[str]]] = field(default_factory=dict)
+    #: text columns whose numbers are parsed as in a CSV (spreadsheets)
+    text_numbers: bool = False
+
+
+def check_names(names: list[str], limits: IngestLimits) -> list[str]:
+    cleaned = [str(name if name is not None else "").strip() for name in names]
+    _check_header(cleaned, limits)
+    return cleaned
+
+
+def write_batches(
+    *,
+    layout: Layout,
+    batches: Iterator[tuple[pa.RecordBatch, float]],
+    destination: Path,
+    on_progress: Callable[[float], None] | None,
+) -> list[ColumnProfile]:
+    """Write (batch, fraction read) pairs to `destination`; returns the profiles."""
+    names, types = layout.names, layout.types
+    profiles = [ColumnProfile(n, i, types[n]) for i, n in enumerate(names)]
+    for profile in profiles:
+        profile.value_labels = layout.value_labels.get(profile.name)
+    schema = pa.schema([(n, ARROW_TYPES[types[n]]) for n in names])
+    temporary = destination.with_name(f".{destination.name}.{os.getpid()}-{uuid.uuid4().hex}.tmp")
+    rows = 0
+    try:
+        with pq.ParquetWriter(temporary, schema, compression="snappy") as writer:
+            pending: list[pa.RecordBatch] = []
+            pending_rows = 0
+            for batch, fraction in batches:
+                arrays = [
+                    _convert(batch.column(i), p, layout.text_numbers)
+                    for i, p in enumerate(profiles)
+                ]
+                for array, profile in zip(arrays, profiles, strict=True):
+                    profile_update(profile, array)
+                pending.append(pa.RecordBatch.from_arrays(arrays, schema=schema))
+                pending_rows += batch.num_rows
+                rows += batch.num_rows
+                if pending_rows >= ROW_GROUP_ROWS:
+                    writer.write_table(pa.Table.from_batches(pending, schema), ROW_GROUP_ROWS)
+                    pending, pending_rows = [], 0
+                if on_progress is not None:
+                    on_progress(fraction)
+            if pending_rows:
+                writer.write_table(pa.Table.from_batches(pending, schema), ROW_GROUP_ROWS)
+        if rows == 0:
+            raise IngestRejected("The file has a header but no data rows.")
+        os.replace(temporary, destination)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return profiles
+
+
+def _convert(array: pa.Array, profile: ColumnProfile, text_numbers: bool) -> pa.Array:
+    kind = profile.suggested_type
+    target = ARROW_TYPES[kind]
+    if kind == STRING:
+        if not pa.types.is_string(array.type):
+            array = pc.cast(array, pa.string())
+        return pc.if_else(pc.equal(array, ""), pa.scalar(None, pa.string()), array)
+    if pa.types.is_string(array.type) or pa.types.is_large_string(array.type):
+        if not text_numbers:
+            raise IngestRejected(f"Column '{profile.name}' mixes numbers and text.")
+        pattern = INT_PATTERN if kind == INTEGER else FLOAT_PATTERN
+        ok = pc.fill_null(pc.match_substring_regex(array, pattern), True)
+        blank = pc.fill_null(pc.equal(pc.utf8_trim_whitespace(array), ""), False)
+        profile.unparseable += pc.sum(pc.and_(pc.invert(ok), pc.invert(blank))).as_py() or 0
+        cleaned = pc.replace_substring_regex(pc.utf8_trim_whitespace(array), r"^\+", "")
+        keep = pc.and_(ok, pc.invert(blank))
+        array = pc.cast(pc.if_else(keep, cleaned, pa.scalar(None, pa.string())), target)
+    elif kind == INTEGER and pa.types.is_floating(array.type):
+        finite = pc.fill_null(pc.is_finite(array), True)
+        whole = pc.fill_null(pc.equal(pc.floor(array), array), True)
+        if not pc.all(pc.and_(finite, whole)).as_py():
+            raise Widen({profile.name})
+        array = pc.cast(array, target)
+    else:
+        try:
+            array = pc.cast(array, target)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            raise IngestRejected(f"Column '{profile.name}' holds values that are not numbers.")
+    if kind == FLOAT:
+        finite = pc.is_finite(array)
+        bad = pc.sum(pc.invert(finite)).as_py() or 0
+        if bad:
+            profile.unparseable += bad
+            array = pc.if_else(finite, array, pa.scalar(None, target))
+    return array

@@ -1,0 +1,123 @@
+"""Stata (.dta), SPSS (.sav, .zsav) and SAS (.sas7bdat, .xpt) files, read in chunks.
+
+pyreadstat reads CHUNK_ROWS rows at a time (memory flat in rows). Codes are kept
+as stored (value labels are not applied to the data); the labels the file declares
+become a suggestion in the column's private profile (see profile.py). Text
+columns stay text, dates become ISO 8601 text, numbers stay numbers: integer when
+the file says so or when the sampled values are all whole numbers (a later
+fraction makes the column float, see batches.Widen).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyreadstat
+
+from datasets.ingest.common import FLOAT, INTEGER, STRING, IngestLimits, IngestRejected
+from datasets.ingest.formats.batches import Layout, check_names
+
+CHUNK_ROWS = 100_000
+SAMPLE_ROWS = 1_000
+INTEGER_STORAGE = {"int8", "int16", "int32", "int64"}
+MAX_LABELS = 1000
+
+READERS: dict[str, tuple[Callable, str]] = {
+    "dta": (pyreadstat.read_dta, "Stata"),
+    "sav": (pyreadstat.read_sav, "SPSS"),
+    "zsav": (pyreadstat.read_sav, "SPSS"),
+    "sas7bdat": (pyreadstat.read_sas7bdat, "SAS"),
+    "xpt": (pyreadstat.read_xport, "SAS transport"),
+}
+ERRORS = (pyreadstat.ReadstatError, pyreadstat.PyreadstatError, UnicodeError, ValueError, OSError)
+
+
+def _code_text(value: object) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+class StatsReader:
+    def __init__(self, path: Path, limits: IngestLimits, fmt: str) -> None:
+        self.path, self.limits = path, limits
+        self.read, self.kind = READERS[fmt]
+
+    def _refused(self) -> IngestRejected:
+        return IngestRejected(
+            f"The file could not be read as a {self.kind} file: it is damaged or truncated."
+        )
+
+    def read_layout(self) -> Layout:
+        try:
+            sample, meta = self.read(str(self.path), row_limit=SAMPLE_ROWS)
+        except ERRORS:
+            raise self._refused()
+        if len(sample.columns) > self.limits.max_columns:
+            raise IngestRejected(
+                f"The file has {len(sample.columns)} columns; at most {self.limits.max_columns} "
+                "are allowed."
+            )
+        names = check_names(list(sample.columns), self.limits)
+        if len(sample) == 0:
+            raise IngestRejected("The file has variables but no observations.")
+        storage = meta.readstat_variable_types or {}
+        table = _arrow(sample)
+        types = {}
+        for name, column in zip(names, table.columns, strict=True):
+            if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)):
+                types[name] = STRING
+            elif storage.get(name) in INTEGER_STORAGE or pa.types.is_integer(column.type):
+                types[name] = INTEGER
+            else:
+                values = column.drop_null()
+                whole = pc.all(pc.equal(pc.floor(values), values)).as_py() is not False
+                types[name] = INTEGER if whole and len(values) else FLOAT
+        labels = {}
+        for name, mapping in (meta.variable_value_labels or {}).items():
+            if name in types and mapping:
+                pairs = sorted(mapping.items(), key=lambda item: (str(type(item[0])), item[0]))
+                labels[name] = [[_code_text(c), str(t)] for c, t in pairs[:MAX_LABELS]]
+        self.total = meta.number_rows or 0
+        return Layout(names=names, types=types, value_labels=labels)
+
+    def batches(self, types: dict[str, str]) -> Iterator[tuple[pa.RecordBatch, float]]:
+        chunks = pyreadstat.read_file_in_chunks(self.read, str(self.path), chunksize=CHUNK_ROWS)
+        done = 0
+        while True:
+            try:
+                chunk, _ = next(chunks)
+            except StopIteration:
+                return
+            except ERRORS:
+                raise self._refused()
+            done += len(chunk)
+            fraction = min(done / self.total, 1.0) if self.total else 0.0
+            yield from ((b, fraction) for b in _arrow(chunk).to_batches())
+
+
+def _arrow(frame: pd.DataFrame) -> pa.Table:
+    """The chunk as Arrow: dates and times as ISO text, text as text."""
+    try:
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        raise IngestRejected("A column mixes numbers and text.")
+    arrays = []
+    for column in table.columns:
+        t = column.type
+        if pa.types.is_date(t):
+            column = pc.strftime(column, "%Y-%m-%d")
+        elif pa.types.is_timestamp(t):
+            column = pc.strftime(column, "%Y-%m-%d %H:%M:%S")
+        elif pa.types.is_time(t):
+            column = pc.cast(column, pa.string())
+        elif pa.types.is_null(t):
+            column = column.cast(pa.string())
+        elif pa.types.is_large_string(t) or pa.types.is_string_view(t):
+            column = column.cast(pa.string())
+        arrays.append(column)
+    return pa.table(arrays, names=table.column_names)

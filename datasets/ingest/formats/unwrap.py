@@ -1,0 +1,77 @@
+"""Gzip and single-file zip wrappers: the data file inside, unpacked within the limits.
+
+A wrapped upload is unpacked once into a temporary file next to the Parquet (the
+caller removes it), counting bytes as they come: a member that declares or
+produces more than `limits.decompressed_limit(size on disk)` is refused at once
+(the zip-bomb guard), as is a zip holding anything but exactly one file.
+"""
+
+from __future__ import annotations
+
+import gzip
+import zipfile
+import zlib
+from pathlib import Path
+from typing import BinaryIO
+
+from datasets.ingest.common import IngestLimits, IngestRejected
+
+COPY_CHUNK = 1 << 20
+GZIP_MAGIC = b"\x1f\x8b"
+ZIP_MAGIC = b"PK\x03\x04"
+EMPTY_ZIP_MAGIC = b"PK\x05\x06"
+
+
+def zip_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
+    """The files of an archive, without folders and macOS resource forks."""
+    return [
+        info
+        for info in archive.infolist()
+        if not info.is_dir() and not info.filename.startswith("__MACOSX/")
+    ]
+
+
+def unzip_single(source: Path, target: Path, limits: IngestLimits) -> str:
+    """Unpack the one file of a zip archive into `target`; returns its name."""
+    size = source.stat().st_size
+    allowed = limits.decompressed_limit(size)
+    try:
+        with zipfile.ZipFile(source) as archive:
+            members = zip_members(archive)
+            if len(members) != 1:
+                raise IngestRejected(
+                    f"The zip archive holds {len(members)} files; it must hold exactly one "
+                    "data file."
+                )
+            info = members[0]
+            if info.flag_bits & 0x1:
+                raise IngestRejected("The zip archive is encrypted: upload it without a password.")
+            if info.file_size > allowed:
+                raise IngestRejected(limits.decompressed_message())
+            with archive.open(info) as stream:
+                _copy_limited(stream, target, allowed, limits)
+            return info.filename
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, OSError):
+        raise IngestRejected("The zip archive is damaged or uses an unsupported compression.")
+
+
+def gunzip(source: Path, target: Path, limits: IngestLimits) -> None:
+    """Decompress a gzip file into `target`, refusing it past the decompression limits."""
+    allowed = limits.decompressed_limit(source.stat().st_size)
+    try:
+        with gzip.open(source, "rb") as stream:
+            _copy_limited(stream, target, allowed, limits)
+    except (OSError, EOFError, zlib.error):
+        raise IngestRejected("The file looks compressed (gzip) but could not be decompressed.")
+
+
+def _copy_limited(stream: BinaryIO, target: Path, allowed: int, limits: IngestLimits) -> None:
+    written = 0
+    with open(target, "wb") as out:
+        while chunk := stream.read(COPY_CHUNK):
+            written += len(chunk)
+            if written > allowed:
+                raise IngestRejected(limits.decompressed_message())
+            out.write(chunk)
+    if written == 0:
+        raise IngestRejected("The file is empty.")
