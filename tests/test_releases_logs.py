@@ -38,15 +38,21 @@ REASON = (
 
 
 def poisoned_dataset(project, owner) -> Dataset:
-    """A declared numeric column whose stored values are text, one of them the canary."""
-    amounts = ["12", "7", CANARY, "3"] * 50
+    """A declared numeric column whose stored cells are bytes that are not text, one of them
+    the canary followed by an invalid UTF-8 byte.
+
+    Declared numeric columns stored as text are read leniently (datasets.domains: an
+    unreadable cell is missing), so a cell that cannot even be decoded is what still
+    fails: pyarrow raises ArrowInvalid. `strict_cast` below makes that error quote the
+    canary, as pyarrow's parse errors do.
+    """
+    amounts = [b"12", b"7", CANARY.encode() + b"\xff", b"3"] * 50
     relative = f"datasets/poisoned-{project.pk}.parquet"
     path = Path(settings.MEDIA_ROOT) / relative
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.table({"amount": pa.array(amounts, type=pa.string())}), path)
-    # the test is able to fail: reading this file raises with the canary in the message
-    with pytest.raises(pa.ArrowInvalid, match=CANARY):
-        pc.cast(pq.read_table(path).column("amount"), pa.float64())
+    pq.write_table(pa.table({"amount": pa.array(amounts, type=pa.binary())}), path)
+    with pytest.raises(pa.ArrowInvalid):
+        pc.cast(pq.read_table(path).column("amount"), pa.string())
     dataset = Dataset.objects.create(
         project=project, name="poisoned", uploaded_by=owner, parquet_file=relative,
         status="ready", declared=True, unit_confirmed_at=timezone.now(), unit_confirmed_by=owner,
@@ -77,9 +83,27 @@ def assert_failed_cleanly(release: Release) -> None:
         assert CANARY not in event.comment
 
 
+def strict_cast(column):
+    """A reader whose error quotes the cell (pyarrow's own parse error), the canary among them."""
+    text = [v.decode("utf-8", "replace") if v is not None else None for v in column.to_pylist()]
+    return pc.cast(pa.array(text, type=pa.string()), pa.float64())
+
+
 @pytest.mark.django_db
-def test_failing_compute_in_process_logs_types_only(project, owner, reviewer, settings, caplog):
+def test_strict_cast_quotes_the_canary(project, owner):
+    """The in-process test below can fail: its reader's error carries the canary."""
+    dataset = poisoned_dataset(project, owner)
+    column = pq.read_table(Path(settings.MEDIA_ROOT) / dataset.parquet_file).column("amount")
+    with pytest.raises(pa.ArrowInvalid, match=CANARY):
+        strict_cast(column.combine_chunks())
+
+
+@pytest.mark.django_db
+def test_failing_compute_in_process_logs_types_only(
+    project, owner, reviewer, settings, caplog, monkeypatch
+):
     settings.DPPORTAL_COMPUTE_RETRY_BASE_SECONDS = 0
+    monkeypatch.setattr("datasets.domains.numeric_values", strict_cast)
     release = approved(project, owner, reviewer)
     caplog.set_level(logging.DEBUG)
     result = release_compute_task.apply(args=[release.pk])  # eager: the retries run inline
