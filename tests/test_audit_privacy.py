@@ -124,6 +124,13 @@ def test_public_pages_and_api_show_no_compute_time(client, project, owner, revie
     charge = LedgerEntry.objects.get(project=project, kind=LedgerEntry.Kind.CHARGE)
     assert charge.created_at == moment  # the field the registry used to publish
     stamps = [moment.isoformat()[:19], "2001-02-03"]
+    # The count's discrete Laplace noise (scale 20) is exactly 0 with probability ~2.5 %:
+    # then the published value IS the true count and its absence cannot be asserted.
+    released = {
+        v for s in Release.objects.get(pk=published.pk).result.payload["statistics"]
+        for v in s.get("values") or []
+    }  # fmt: skip
+    check_canary = TRUE_COUNT not in released
     slug = published.project.slug
     urls = _public_urls(published) + [
         reverse("public:project", args=[slug]),
@@ -138,7 +145,7 @@ def test_public_pages_and_api_show_no_compute_time(client, project, owner, revie
         body = response.content.decode()
         assert "computed_at" not in body, url
         assert not any(stamp in body for stamp in stamps), url
-        assert CANARY not in body, url
+        assert not check_canary or CANARY not in body, url
 
 
 @pytest.mark.django_db
