@@ -134,8 +134,23 @@ def budget_summaries(*, projects: Iterable[Project]) -> dict[int, BudgetSummary]
     }
 
 
+class MomentLabels:
+    """Labels of a standing's two columns, by the moment it is read at (LABELS[moment])."""
+
+    LABELS: ClassVar[dict[str, tuple[str, ...]]]
+    moment: str
+
+    @property
+    def before_label(self) -> str:
+        return self.LABELS[self.moment][0]
+
+    @property
+    def after_label(self) -> str:
+        return self.LABELS[self.moment][1]
+
+
 @dataclass(frozen=True)
-class BudgetStanding:
+class BudgetStanding(MomentLabels):
     """A request's cost against its project's remaining budget, at the moment that matters.
 
     `moment` says which: "now" for a pending request (before = remaining now, after =
@@ -177,14 +192,6 @@ class BudgetStanding:
             "Withdrawn before any decision: nothing was reserved.",
         ),
     }
-
-    @property
-    def before_label(self) -> str:
-        return self.LABELS[self.moment][0]
-
-    @property
-    def after_label(self) -> str:
-        return self.LABELS[self.moment][1]
 
     @property
     def note(self) -> str:

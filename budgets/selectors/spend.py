@@ -28,7 +28,7 @@ from django.db.models import Q
 
 from budgets.models import BudgetRequest, LedgerEntry
 from budgets.selectors.accounting import entry_records
-from budgets.selectors.budget import _caps_at
+from budgets.selectors.budget import MomentLabels, _caps_at
 from dpportal.privacy.errors import PrivacyParameterError
 from dpportal.privacy.headroom import compose_history
 from dpportal.privacy.mechanism_records import MechanismRecord
@@ -45,7 +45,7 @@ def _finite(value: float) -> float | None:
 
 
 @dataclass(frozen=True)
-class SpendStanding:
+class SpendStanding(MomentLabels):
     """The project's privacy loss before and after a request, both ways, at the cap's delta.
 
     epsilon_*: the tighter of the two bounds (pld.Spend.epsilon); pld_epsilon_*: the
@@ -75,14 +75,6 @@ class SpendStanding:
         "rejection": ("At the rejection", "After the rejection (nothing reserved)"),
         "withdrawn": ("Committed now", "After (nothing reserved)"),
     }
-
-    @property
-    def before_label(self) -> str:
-        return self.LABELS[self.moment][0]
-
-    @property
-    def after_label(self) -> str:
-        return self.LABELS[self.moment][1]
 
     @property
     def within(self) -> bool:

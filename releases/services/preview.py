@@ -134,7 +134,13 @@ def plan_preview(
                 **_rank_texts(accuracy),
             }
         )
-    fits = _fit(plan=plan, summary=summary, cost_eps=cost_eps, cost_delta=cost_delta).within
+    tight = _accounting(plan=plan, chart=chart) if accounting else {}
+    if cost_eps <= summary.epsilon_remaining and cost_delta <= summary.delta_remaining:
+        fits = True
+    elif tight.get("spend") is not None:  # the tight check already made: either valid bound
+        fits = tight["spend"]["within"]
+    else:
+        fits = _fit(plan=plan, summary=summary, cost_eps=cost_eps, cost_delta=cost_delta).within
     preview = {
         "dataset": plan.dataset.pk,
         "mechanism": plan.mechanism,
@@ -154,11 +160,8 @@ def plan_preview(
             "delta_remaining_after": fmt(summary.delta_remaining - cost_delta),
         },
         "fits": fits,
+        **tight,
     }
-    if accounting:
-        preview.update(_accounting(plan=plan, chart=chart))
-        if preview["spend"] is not None:  # either valid bound, as approval decides
-            preview["fits"] = preview["fits"] or preview["spend"]["within"]
     return preview
 
 

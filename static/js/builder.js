@@ -267,97 +267,6 @@
     return [table, fit];
   }
 
-  /** The accuracy-versus-epsilon chart (Plotly) and its table, from the server's numbers. */
-  function drawTradeoff(t) {
-    const summary = byId("tradeoff-summary");
-    const chart = byId("tradeoff-chart");
-    const tableBox = byId("tradeoff-table");
-    if (!t) {
-      summary.textContent = "The chart could not be computed for this release.";
-      chart.replaceChildren();
-      tableBox.replaceChildren();
-      return;
-    }
-    summary.replaceChildren(
-      "This release: total epsilon " + t.current_text + ". ",
-      t.remaining === null
-        ? el("strong", { class: "error", text: "No total of this release fits under the cap." })
-        : el("span", {
-            id: "tradeoff-remaining",
-            "data-exact": t.remaining,
-            text:
-              "The largest total of this release that still fits under the cap: epsilon " +
-              (t.remaining_at_limit ? "at least " : "") +
-              t.remaining_text +
-              ".",
-          })
-    );
-    const xs = t.epsilons.map(Number);
-    if (window.Plotly) {
-      const traces = t.series.map((s) => ({
-        type: "scatter",
-        mode: "lines+markers",
-        name: esc(s.label),
-        x: xs,
-        // a zero half-width has no place on a log axis: left out (the table shows it)
-        y: s.halfwidth.map((h) => (h === null || h <= 0 ? null : h)),
-        hovertext: s.halfwidth_text.map(
-          (h, i) => esc(s.label) + ": ± " + h + " at epsilon " + t.epsilons_text[i]
-        ),
-        hoverinfo: "text",
-      }));
-      const line = (x, color, dash) => ({
-        type: "line", xref: "x", yref: "paper", x0: x, x1: x, y0: 0, y1: 1,
-        line: { color: color, width: 2, dash: dash },
-      });
-      const shapes = [line(Number(t.current), "#1d2433", "dash")];
-      const annotations = [{ x: Math.log10(Number(t.current)), y: 1, xref: "x", yref: "paper",
-        text: "this release", showarrow: false, yanchor: "bottom" }];
-      if (t.remaining !== null) {
-        shapes.push(line(Number(t.remaining), "#b3261e", "solid"));
-        annotations.push({ x: Math.log10(Number(t.remaining)), y: 0.92, xref: "x", yref: "paper",
-          text: "fits under the cap up to here", showarrow: false, xanchor: "right",
-          font: { color: "#b3261e" } });
-      }
-      window.Plotly.react(
-        chart,
-        traces,
-        {
-          height: 360,
-          margin: { t: 30, r: 20, b: 50, l: 70 },
-          xaxis: { type: "log", title: { text: "total epsilon of the release" } },
-          yaxis: { type: "log", title: { text: "half-width (± per cell, value units)" } },
-          shapes: shapes,
-          annotations: annotations,
-          legend: { orientation: "h", y: -0.25 },
-          paper_bgcolor: "#fff",
-          plot_bgcolor: "#fff",
-        },
-        { displaylogo: false, responsive: true }
-      );
-    }
-    const head = el("tr", {}, [
-      el("th", { scope: "col", text: "total epsilon" }),
-      el("th", { scope: "col", text: "fits under the cap" }),
-      ...t.series.map((s) => el("th", { scope: "col", class: "num", text: "± " + s.label })),
-    ]);
-    const rows = t.epsilons.map((e, i) =>
-      el("tr", {}, [
-        el("td", { class: "num", text: t.epsilons_text[i] }),
-        el("td", { text: t.remaining !== null && Number(e) <= Number(t.remaining) ? "yes" : "no" }),
-        ...t.series.map((s) => el("td", { class: "num", text: s.halfwidth_text[i] })),
-      ])
-    );
-    tableBox.replaceChildren(
-      el("table", { id: "tradeoff-numbers" }, [el("thead", {}, [head]), el("tbody", {}, rows)])
-    );
-  }
-
-  // Plotly reads strings as pseudo-HTML: labels from the data are escaped first.
-  function esc(value) {
-    return String(value).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-  }
-
   let timer = null;
   let seq = 0;
   function refresh() {
@@ -365,18 +274,7 @@
     clearTimeout(timer);
     timer = setTimeout(async () => {
       const mine = ++seq;
-      let data;
-      try {
-        const res = await fetch(previewUrl, {
-          method: "POST",
-          credentials: "same-origin",
-          headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
-          body: JSON.stringify(payload()),
-        });
-        data = await res.json();
-      } catch (e) {
-        data = { ok: false, error: "The preview could not be computed: try again." };
-      }
+      const data = await postPreview(previewUrl, "The preview could not be computed: try again.");
       if (mine !== seq) return;
       const box = byId("preview");
       box.replaceChildren(...(data.ok ? previewTable(data.preview) : [previewError(data.error)]));
@@ -387,20 +285,24 @@
   // The chart takes a sweep of the planning functions: asked for after the preview,
   // and dropped when the form changed meanwhile.
   async function refreshChart(mine) {
-    let data;
+    const data = await postPreview(previewUrl + "?chart=1", "");
+    if (mine !== seq) return;
+    window.DPBuilderTradeoff.draw(data.ok ? data.preview.tradeoff : null, el);
+  }
+
+  // The form's payload posted to the preview endpoint; a failed request is an error answer.
+  async function postPreview(url, error) {
     try {
-      const res = await fetch(previewUrl + "?chart=1", {
+      const res = await fetch(url, {
         method: "POST",
         credentials: "same-origin",
         headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
         body: JSON.stringify(payload()),
       });
-      data = await res.json();
+      return await res.json();
     } catch (e) {
-      data = { ok: false };
+      return { ok: false, error: error };
     }
-    if (mine !== seq) return;
-    drawTradeoff(data.ok ? data.preview.tradeoff : null);
   }
 
   byId("add-stat").addEventListener("click", () => {
