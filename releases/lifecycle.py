@@ -23,7 +23,9 @@ from budgets import services as budget_services
 from budgets.models import Membership
 from budgets.selectors import project_roles
 from dpportal.errors import InvalidTransition, NotFound, PermissionDenied
-from releases.models import Release, ReleaseEvent
+from releases import dispatch
+from releases.models import Release, ReleaseEvent, ReleaseResult
+from releases.services import release_freeze
 
 logger = logging.getLogger(__name__)
 
@@ -109,8 +111,6 @@ def release_submit(*, release: Release, actor: AbstractBaseUser) -> Release:
     After this the statistics and parameters can no longer change (the builder
     services refuse any release that is not a draft).
     """
-    from releases.services import release_freeze  # the builder's validation and spec
-
     with transaction.atomic():
         locked = release_lock(release_id=release.pk)
         _require_role(release=locked, user=actor, role=Membership.Role.OWNER)
@@ -164,28 +164,8 @@ def release_approve(*, release: Release, reviewer: AbstractBaseUser, comment: st
             release=locked, to_status=S.QUEUED, actor=reviewer, extra_fields=("dispatched_at",)
         )
         release_id = locked.pk
-        transaction.on_commit(lambda: release_dispatch(release_id=release_id))
+        transaction.on_commit(lambda: dispatch.release_dispatch(release_id=release_id))
     return locked
-
-
-def release_dispatch(*, release_id: int) -> bool:
-    """Send the compute task; a broker failure is logged, never raised (beat re-sends)."""
-    from releases.tasks import release_compute_task
-
-    try:
-        # the queue named at call time (settings, or a test's private queue)
-        release_compute_task.apply_async(
-            args=[release_id], retry=False, queue=release_compute_task.app.conf.task_default_queue
-        )
-    except Exception as exc:  # the broker is down or unreachable
-        logger.warning(
-            "release %s: could not send the compute task (%s); it stays queued and the "
-            "periodic re-dispatch will send it",
-            release_id,
-            type(exc).__name__,
-        )
-        return False
-    return True
 
 
 def release_reject(*, release: Release, reviewer: AbstractBaseUser, comment: str) -> Release:
@@ -314,7 +294,7 @@ def release_redispatch_stale(
     )
     sent = 0
     for release_id in [*queued.values_list("pk", flat=True), *lost.values_list("pk", flat=True)]:
-        if release_dispatch(release_id=release_id):
+        if dispatch.release_dispatch(release_id=release_id):
             Release.objects.filter(pk=release_id).update(dispatched_at=now)
             sent += 1
     if sent:
@@ -323,6 +303,4 @@ def release_redispatch_stale(
 
 
 def release_has_result(*, release: Release) -> bool:
-    from releases.models import ReleaseResult
-
     return ReleaseResult.objects.filter(release_id=release.pk).exists()

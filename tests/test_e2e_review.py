@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from releases import lifecycle
+from releases import dispatch
 from tests.review_support import (
     KINDS,
     gaussian_release,
@@ -59,7 +59,7 @@ def test_review_page_states_every_parameter(
     monkeypatch,
 ):
     # no worker here: the releases are computed in-process, nothing is sent to a broker
-    monkeypatch.setattr(lifecycle, "release_dispatch", lambda *, release_id: True)
+    monkeypatch.setattr(dispatch, "release_dispatch", lambda *, release_id: True)
     review_project(project)
     dataset = person_dataset(project=project, owner=owner)
     earlier = gaussian_release(project=project, owner=owner, reviewer=reviewer, dataset=dataset)

@@ -17,7 +17,7 @@ from django.utils import timezone
 from budgets.models import LedgerEntry
 from dpportal.privacy import mechanisms
 from dpportal.privacy.rng import SeededTestRandom
-from releases import compute, lifecycle, selectors
+from releases import compute, dispatch, lifecycle, selectors
 from releases.models import Release, ReleaseResult
 from releases.tasks import release_compute_task
 from tests.conftest import wait_for
@@ -284,7 +284,7 @@ def test_a_silent_heartbeat_is_a_lost_worker_sent_again_once(queued, monkeypatch
     settings.DPPORTAL_COMPUTE_STALLED_AFTER_SECONDS = 60
     sent = []
     monkeypatch.setattr(
-        lifecycle, "release_dispatch", lambda *, release_id: sent.append(release_id) or True
+        dispatch, "release_dispatch", lambda *, release_id: sent.append(release_id) or True
     )
     compute.release_claim(release_id=queued.pk)  # computing, heartbeat now
     release = Release.objects.get(pk=queued.pk)

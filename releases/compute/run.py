@@ -21,6 +21,7 @@ from releases.compute.readers import StatisticReader
 from releases.compute.reading import aggregate_row_groups, dataset_path, keep_mask
 from releases.lifecycle import COMPUTABLE, release_has_result, release_lock, release_transition
 from releases.models import Release, ReleaseResult
+from releases.services import release_spec_build, spec_hash
 
 logger = logging.getLogger(__name__)
 
@@ -34,8 +35,6 @@ class SpecMismatch(ApplicationError):
 
 def release_verify_spec(*, release: Release) -> None:
     """Refuse a release whose spec no longer matches its approval or its current rows."""
-    from releases.services import release_spec_build, spec_hash
-
     approved = release.budget_request.spec_hash if release.budget_request_id else ""
     if not release.spec or not approved:
         raise SpecMismatch("The release has no frozen specification.")
