@@ -46,6 +46,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
+from datasets import dispatch
 from datasets.ingest import (
     CsvDialect,
     IngestLimits,
@@ -322,22 +323,9 @@ def _mark_failed(*, dataset: Dataset, reason: str) -> None:
 
 
 def dataset_dispatch_ingest(*, dataset_id: int) -> bool:
-    """Send the ingest task; a broker failure is logged, never raised (the periodic
-    re-dispatch sends it later). Returns whether it was sent."""
-    from datasets.tasks import dataset_ingest_task
-
-    try:
-        # the queue named at call time (settings, or a test's private queue)
-        dataset_ingest_task.apply_async(
-            args=[dataset_id], retry=False, queue=dataset_ingest_task.app.conf.task_default_queue
-        )
-    except Exception as exc:  # the broker is down or unreachable
-        logger.warning(
-            "dataset %s: could not send the ingest task (%s); the periodic re-dispatch will "
-            "send it",
-            dataset_id,
-            type(exc).__name__,
-        )
+    """Send the ingest task (datasets.dispatch) and note when; a broker failure is logged,
+    never raised (the periodic re-dispatch sends it later). Returns whether it was sent."""
+    if not dispatch.dataset_ingest_send(dataset_id=dataset_id):
         return False
     Dataset.objects.filter(pk=dataset_id).update(dispatched_at=timezone.now())
     return True
