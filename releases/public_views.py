@@ -31,7 +31,7 @@ from dpportal.errors import ValidationFailed
 from releases import public_selectors as public
 from releases.models import Release
 from releases.public import data as public_data
-from releases.public import downloads, page
+from releases.public import downloads, facts, page
 from releases.public import options as public_options
 
 logger = logging.getLogger(__name__)
@@ -167,7 +167,7 @@ class ProjectDashboardView(View):
         for release in releases:
             release.epsilon_text = formatting.budget(release.epsilon)
             release.delta_text = formatting.budget(release.delta)
-            release.published_on = public.day_text(release.published_at)
+            release.published_on = facts.day_text(release.published_at)
         context = {
             "project": project,
             "budget": _budget_context(project=project),

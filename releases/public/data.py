@@ -22,13 +22,13 @@ from dpportal.privacy import accuracy
 from releases import stats_results
 from releases.models import Release
 from releases.public import notes, stats_data
+from releases.public.facts import day_text, privacy_unit_text, release_approval
 from releases.public.options import (
     CONFIDENCE_LABELS,
     CONFIDENCE_LEVELS,
     DEFAULT_CONFIDENCE,
     INTERVAL_KINDS,
 )
-from releases.public_selectors import day_text, privacy_unit_text, release_approval
 
 # A 2-D histogram is drawn as a heatmap up to this size; beyond it, as a table of
 # rows by columns (a large heatmap is an unreadable field of near-equal shades).

@@ -1,0 +1,81 @@
+"""The public facts of one published release, in words: its days, approval and privacy unit.
+
+No compute time is public, not even `computed_at`: with the public approval time
+it gives the compute duration, which depends on the noise the exact rejection
+samplers drew (PRIVACY-TESTING.md, "Timing"). Approval and publication are shown
+to the day only.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from django.utils import timezone
+
+from dpportal.formatting import integer
+from releases.models import Release
+
+
+def day_text(value: datetime | None) -> str:
+    """A moment as its UTC calendar day ('2026-11-23'): public times are days only.
+
+    Approval and publication are people's acts and public by design, to the day;
+    anything finer, next to other public times, could time the computation.
+    """
+    return timezone.localdate(value, timezone=UTC).isoformat() if value else ""
+
+
+def privacy_unit_text(*, release: Release) -> str:
+    """The privacy unit the release actually used, in the project's words and the dataset's.
+
+    The unit is the one frozen in the release's specification (the dataset's for a
+    release without one). The text says it plainly: a person identified by an ID
+    column with at most L rows used, or one row; and when the dataset's owner had
+    not confirmed that unit before the release was submitted (releases from before
+    confirmations existed), it says so instead of implying the project's description.
+    """
+    project, dataset = release.project, release.dataset
+    frozen = (release.spec or {}).get("privacy_unit") or {}
+    id_column = frozen.get("id_column", dataset.id_column) or ""
+    bound = int(frozen.get("contribution_bound", dataset.contribution_bound) or 1)
+    submitted_at = release.budget_request.requested_at if release.budget_request else None
+    confirmed = (
+        dataset.unit_confirmed_at is not None
+        and (submitted_at is None or dataset.unit_confirmed_at <= submitted_at)
+        and (dataset.id_column or "") == id_column
+        and (not id_column or dataset.contribution_bound == bound)
+    )
+    words = project.privacy_unit_description.strip()
+    lead = f"{words.rstrip('.')}. " if words else ""
+    if id_column:
+        rows = "row" if bound == 1 else "rows"
+        used = (
+            f"In this release: one person, identified by the column '{id_column}' of the "
+            f"dataset '{dataset.name}'; at most {integer(bound)} {rows} per person were used."
+        )
+        if not confirmed:
+            used += " The dataset's owner had not confirmed this privacy unit before the release."
+        return lead + used
+    if confirmed:
+        return (
+            f"{lead}In this release: one row of the dataset '{dataset.name}', as its owner "
+            "confirmed (each row belongs to a different privacy unit)."
+        )
+    return (
+        f"{lead}In this release: each row of the dataset '{dataset.name}' was protected on its "
+        "own; its owner had not confirmed that one row is one privacy unit, so someone with "
+        "several rows is protected less than this description says."
+    )
+
+
+def release_approval(*, release: Release) -> dict[str, str] | None:
+    """Who approved the release's budget and on which day (None when not recorded)."""
+    request = release.budget_request
+    if request is None or request.decided_by is None or request.status != "approved":
+        return None
+    reviewer = request.decided_by
+    name = (reviewer.get_full_name() or reviewer.get_username()).strip()
+    return {
+        "reviewer": name,
+        "decided_at": day_text(request.decided_at),
+    }
