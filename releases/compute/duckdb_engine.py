@@ -125,6 +125,6 @@ def _bound_rows(con, source: str, id_column: str, bound: int, d, rng, report) ->
     del key
     report(2)
     return (
-        f"{source} AS s WHERE s.{person} IS NOT NULL AND NOT EXISTS "  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
-        f"(SELECT 1 FROM dropped AS x WHERE x.{ROW} = s.{ROW})"
+        f"{source} AS s {d.anti_join} dropped AS x ON x.{ROW} = s.{ROW} "  # noqa: S608 - names quoted
+        f"WHERE s.{person} IS NOT NULL"
     )

@@ -53,6 +53,7 @@ class Dialect:
     keyed_hash: str
     finite: str  # {x} is a finite number (not NaN, not +-inf)
     string: str  # the text type
+    anti_join: str  # rows of the left side with no match on the right
     grouping_id: str
     quote: str
 
@@ -76,6 +77,7 @@ DUCKDB = Dialect(
     keyed_hash="hash({person}, {row}, {key})",
     finite="isfinite({x})",
     string="VARCHAR",
+    anti_join="ANTI JOIN",
     grouping_id="grouping({cols})",
     quote='"',
 )
@@ -88,6 +90,7 @@ SPARK = Dialect(
     keyed_hash="xxhash64({person}, {row}, {key})",
     finite="(NOT isnan({x}) AND abs({x}) < CAST('Infinity' AS DOUBLE))",
     string="STRING",
+    anti_join="LEFT ANTI JOIN",
     grouping_id="grouping_id({cols})",
     quote="`",
 )
