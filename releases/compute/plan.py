@@ -50,7 +50,7 @@ class Dialect:
     array: str
     round_even: str
     exact_sum: str
-    keyed_hash: str
+    keyed_hash: str  # a 64-bit hash of the row's {values} under the secret {key}
     finite: str  # {x} is a finite number (not NaN, not +-inf)
     string: str  # the text type
     anti_join: str  # rows of the left side with no match on the right
@@ -74,7 +74,7 @@ DUCKDB = Dialect(
     array="[{}]",
     round_even="round_even({x}, 0)",
     exact_sum="sum({x})",  # BIGINT sums into HUGEINT
-    keyed_hash="hash({person}, {row}, {key})",
+    keyed_hash="hash({values}, {key})",
     finite="isfinite({x})",
     string="VARCHAR",
     anti_join="ANTI JOIN",
@@ -87,7 +87,7 @@ SPARK = Dialect(
     array="array({})",
     round_even="bround({x}, 0)",
     exact_sum="sum(CAST({x} AS DECIMAL(38, 0)))",
-    keyed_hash="xxhash64({person}, {row}, {key})",
+    keyed_hash="xxhash64({values}, {key})",
     finite="(NOT isnan({x}) AND abs({x}) < CAST('Infinity' AS DOUBLE))",
     string="STRING",
     anti_join="LEFT ANTI JOIN",
