@@ -57,7 +57,7 @@ def duckdb_plan(spec: dict[str, Any]) -> Plan | None:
 
 def _connect(spill: str) -> duckdb.DuckDBPyConnection:
     threads = int(getattr(settings, "DPPORTAL_COMPUTE_THREADS", 0) or os.cpu_count() or 1)
-    memory = int(getattr(settings, "DPPORTAL_COMPUTE_MEMORY_MB", 256))
+    memory = int(getattr(settings, "DPPORTAL_COMPUTE_MEMORY_MB", 192))
     return duckdb.connect(
         config={
             "threads": threads,
