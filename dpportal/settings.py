@@ -174,6 +174,10 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # is shown as "worker lost, resuming" and sent again by the periodic re-dispatch.
 DPPORTAL_COMPUTE_HEARTBEAT_SECONDS = env_int("DPPORTAL_COMPUTE_HEARTBEAT_SECONDS", 5)
 DPPORTAL_COMPUTE_STALLED_AFTER_SECONDS = env_int("DPPORTAL_COMPUTE_STALLED_AFTER_SECONDS", 60)
+# DuckDB in the worker (releases.compute.duckdb_engine): threads (0: every core) and the
+# memory limit past which it spills to disk
+DPPORTAL_COMPUTE_THREADS = env_int("DPPORTAL_COMPUTE_THREADS", 0)
+DPPORTAL_COMPUTE_MEMORY_MB = env_int("DPPORTAL_COMPUTE_MEMORY_MB", 192)
 DPPORTAL_REDISPATCH_SECONDS = env_int("DPPORTAL_REDISPATCH_SECONDS", 15)
 if DPPORTAL_COMPUTE_STALLED_AFTER_SECONDS < 3 * DPPORTAL_COMPUTE_HEARTBEAT_SECONDS:
     raise ImproperlyConfigured(

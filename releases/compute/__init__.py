@@ -6,12 +6,17 @@ The flow (`release_compute`), run by the Celery task and the benchmark alike:
    no longer computable) is left alone; the frozen spec is checked against the
    budget request's hash and against the release's current statistics and
    columns' declared domains; queued -> computing.
-2. aggregate (outside any transaction; nothing is written but progress): read
-   only the needed columns of the Parquet copy, one row group at a time. With a
-   privacy unit of one person (an ID column and a bound L), a first pass reads
-   the ID column alone, gives each row a uniform 64-bit key from the CSPRNG and
-   keeps, per person, the L rows with the smallest keys (a uniformly random
-   subset; rows without an ID are dropped). True aggregates live only in this
+2. aggregate (outside any transaction; nothing is written but progress): ONE
+   relational plan built from the frozen spec (`plan`: read as declared, cells,
+   clipping and half-even rounding to the public grid, per-cell counts and exact
+   integer sums in one GROUPING SETS pass) run on embedded DuckDB (`duckdb_engine`)
+   with set threads and memory limit, spilling to a private temporary directory.
+   With a privacy unit of one person (an ID column and a bound L), each person
+   keeps the L rows with the smallest keyed hash under a per-release secret from
+   the CSPRNG; rows without an ID are dropped. Kinds or columns not on the plan
+   (quantiles; dates, text missing codes, numbers stored as text) go through the
+   numpy readers instead (`reading`: row-group chunks; `keep_mask` for the unit),
+   which also stay the plan's test oracle. True aggregates live only in this
    process's memory: the whole computation is one task in one worker process,
    nothing partial travels through the broker or a result backend. Meanwhile a
    `Heartbeat` thread writes heartbeat_at every few seconds, so a killed worker
@@ -21,8 +26,9 @@ The flow (`release_compute`), run by the Celery task and the benchmark alike:
    and move computing -> computed. A crash before this commit leaves no noisy
    value anywhere, so a retry may draw afresh; after it, every run is a no-op.
 
-Modules: `readers` (public domains to cells; row groups to true aggregates),
-`reading` (the Parquet copy, the privacy unit's row selection), `run` (claim,
+Modules: `plan` (the spec as SQL), `duckdb_engine` (opening the data, running
+the plan, the person bound), `readers` (public domains to cells; row groups to
+true aggregates), `reading` (the numpy path's chunks and row selection), `run` (claim,
 finalize, the whole computation), `hooks` (test-only pause and failure points).
 The names below are the package's public interface.
 """

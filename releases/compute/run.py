@@ -16,6 +16,7 @@ from budgets import services as budget_services
 from dpportal.errors import ApplicationError
 from dpportal.privacy.rng import RandomSource
 from releases import dp
+from releases.compute.duckdb_engine import duckdb_plan, run_plan
 from releases.compute.hooks import _failure_point, _pause_point
 from releases.compute.readers import StatisticReader
 from releases.compute.reading import aggregate_row_groups, dataset_path, keep_mask
@@ -80,8 +81,24 @@ def _progress_reporter(release_id: int, total: int) -> Callable[[int], None]:
 
 
 def release_aggregate(*, release: Release, row_groups: list[int] | None = None) -> list[Any]:
-    """The true aggregates of a claimed release, read in row-group chunks (memory only)."""
+    """The true aggregates of a claimed release (memory only).
+
+    On the aggregation plan (releases.compute.plan, run on DuckDB) when every
+    statistic and column is on it; otherwise (quantiles, dates, text codes,
+    numbers in text) through the numpy readers, row group by row group.
+    """
     spec = release.spec
+    plan = duckdb_plan(spec) if row_groups is None else None
+    if plan is not None:
+        passes = 3 if spec["privacy_unit"]["id_column"] else 1
+        return run_plan(spec, plan, on_pass=_progress_reporter(release.pk, passes))
+    return release_aggregate_numpy(spec=spec, release_id=release.pk, row_groups=row_groups)
+
+
+def release_aggregate_numpy(
+    *, spec: dict[str, Any], release_id: int, row_groups: list[int] | None = None
+) -> list[Any]:
+    """The numpy readers' path (and the plan's test oracle): row-group chunks, keep_mask."""
     readers = [StatisticReader.from_spec(s) for s in spec["statistics"]]
     parquet = pq.ParquetFile(dataset_path(spec))
     unit = spec["privacy_unit"]
@@ -94,7 +111,7 @@ def release_aggregate(*, release: Release, row_groups: list[int] | None = None) 
         readers=readers,
         row_groups=groups,
         mask=mask,
-        on_chunk=_progress_reporter(release.pk, len(groups)),
+        on_chunk=_progress_reporter(release_id, len(groups)),
     )
 
 

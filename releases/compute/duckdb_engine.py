@@ -1,0 +1,137 @@
+"""Running the aggregation plan (releases.compute.plan) on DuckDB, in this worker process.
+
+DuckDB is embedded: the query runs on `threads` threads under `memory_limit`,
+spilling to a private temporary directory (removed afterwards) when an operator
+needs more. True aggregates come back only as the small per-cell result rows,
+in this process's memory; nothing is written but DuckDB's own spill files.
+
+Privacy unit (an ID column and a bound L): per person at most L rows, the ones
+with the smallest keyed hash h(person, the row's read columns, K), K a per-release 64-bit
+secret from the CSPRNG (dpportal.privacy.rng.uniform_keys; passed as a query
+parameter, never in SQL text). Rows without an ID are dropped. The choice for a
+person depends only on that person's rows and K (DESIGN.md section 7); rows equal
+in every read column tie and are interchangeable (the row number breaks the tie).
+h is DuckDB's 64-bit hash() combined with K: keyed, but not a cryptographic PRF. Memory: a plain
+row_number() over all rows holds every row; instead three passes --
+
+1. `heavy`: hashes of the IDs seen more than L times (an aggregate over the ID
+   column alone; DuckDB's hash aggregate spills). A hash collision only lets a
+   light person into step 2, where the ranking is by the real ID;
+2. `dropped`: among the rows of heavy hashes only, the row numbers ranked past L
+   within their person (a window over the heavy rows);
+3. the plan's aggregation over the rows with an ID that are not dropped (anti join).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+from django.conf import settings
+
+from dpportal.privacy.rng import RandomSource, uniform_keys
+from releases.compute.plan import DUCKDB, ROW, Plan, plan_or_none
+
+
+def open_source(spec: dict[str, Any]) -> tuple[str, pa.Schema]:
+    """The ONE place the data is opened: (where DuckDB reads it, the stored schema)."""
+    path = Path(settings.MEDIA_ROOT) / spec["parquet_file"]
+    return str(path), pq.read_schema(path)
+
+
+def duckdb_plan(spec: dict[str, Any]) -> Plan | None:
+    """The spec's plan on DuckDB, or None (a kind or a column the plan does not cover)."""
+    _, schema = open_source(spec)
+    unit = spec["privacy_unit"]
+    if unit["id_column"] and unit["id_column"] not in schema.names:
+        return None
+    return plan_or_none(spec, schema, DUCKDB)
+
+
+def _connect(spill: str) -> duckdb.DuckDBPyConnection:
+    threads = int(getattr(settings, "DPPORTAL_COMPUTE_THREADS", 0) or os.cpu_count() or 1)
+    memory = int(getattr(settings, "DPPORTAL_COMPUTE_MEMORY_MB", 192))
+    return duckdb.connect(
+        config={
+            "threads": threads,
+            "memory_limit": f"{memory}MB",
+            "temp_directory": spill,
+            "preserve_insertion_order": False,
+            "enable_external_access": True,
+        }
+    )
+
+
+def run_plan(
+    spec: dict[str, Any],
+    plan: Plan,
+    *,
+    on_pass: Callable[[int], None] | None = None,
+    rng: RandomSource | None = None,
+) -> list[Any]:
+    """The true aggregates of `spec` by `plan` (memory only). on_pass(done) after each pass."""
+    path, _ = open_source(spec)
+    unit = spec["privacy_unit"]
+    id_column = unit["id_column"]
+    d = plan.dialect
+    columns = list(plan.source_columns)
+    if id_column and id_column not in columns:
+        columns.append(id_column)
+    read = f"read_parquet({d.text(path)}, file_row_number = true)"
+    projection = ", ".join([*(d.ident(c) for c in columns), f"file_row_number AS {ROW}"])
+    source = f"(SELECT {projection} FROM {read})"  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
+    spill = tempfile.mkdtemp(prefix="dpportal-duckdb-")
+    report = on_pass or (lambda done: None)
+    try:
+        con = _connect(spill)
+        try:
+            relation = f"{source} AS s"
+            if id_column:
+                bound = int(unit["contribution_bound"])
+                relation = _bound_rows(
+                    con, source, id_column, plan.source_columns, bound, d, rng, report
+                )
+            cursor = con.execute(plan.aggregate_sql(relation))
+            names = [c[0] for c in cursor.description]
+            rows = cursor.fetchall()
+        finally:
+            con.close()
+    finally:
+        shutil.rmtree(spill, ignore_errors=True)
+    report(3 if id_column else 1)
+    return plan.shape(rows, names)
+
+
+def _bound_rows(con, source: str, id_column: str, columns: list[str], bound: int, d, rng, report):
+    """Steps 1 and 2 (module docstring); the relation of the rows the unit keeps."""
+    person = d.ident(id_column)
+    key = int(uniform_keys(1, rng)[0])
+    con.execute(
+        f"CREATE TEMP TABLE heavy AS SELECT hash({person}) AS hp FROM {source} "  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
+        f"WHERE {person} IS NOT NULL GROUP BY hash({person}) HAVING count(*) > {bound}"
+    )
+    report(1)
+    # the order depends on the person's own rows alone (not on row positions); rows
+    # identical in every read column are interchangeable, so the position only breaks ties
+    values = ", ".join(f"s.{d.ident(c)}" for c in [id_column, *columns])
+    order = d.keyed_hash.format(values=values, key="$key::UBIGINT") + f", s.{ROW}"
+    con.execute(
+        f"CREATE TEMP TABLE dropped AS SELECT {ROW} FROM ("  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
+        f"SELECT s.{ROW}, row_number() OVER (PARTITION BY s.{person} ORDER BY {order}) AS rn "
+        f"FROM {source} AS s WHERE s.{person} IS NOT NULL "
+        f"AND hash(s.{person}) IN (SELECT hp FROM heavy)) AS ranked WHERE rn > {bound}",
+        {"key": key},
+    )
+    del key
+    report(2)
+    return (
+        f"{source} AS s {d.anti_join} dropped AS x ON x.{ROW} = s.{ROW} "  # noqa: S608 - names quoted
+        f"WHERE s.{person} IS NOT NULL"
+    )

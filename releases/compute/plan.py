@@ -1,0 +1,340 @@
+"""A release's true aggregation as ONE relational plan (SQL text, engine-neutral).
+
+Built from the frozen spec alone (public domains, bounds, grids) and the stored
+columns' types; run by releases.compute.duckdb_engine (a Spark runner can take
+the same plan with `SPARK`). Per row, in SQL:
+
+- a column read as declared (datasets.domains.read_declared) for the "plain"
+  declarations SQL reproduces exactly: a numeric column stored as integer or
+  float (non-finite -> missing; nonzero numeric missing codes -> missing), a
+  categorical column stored as text or integer without missing codes. Anything
+  else (dates, text codes, numbers in text) is not on the plan: `plan_or_none`
+  returns None and the release goes through the numpy readers (as do quantiles);
+- a cell code per axis: declared category (its position), "Other", "Missing"
+  (policy "category") or -1 (dropped); numeric bins by the declared edges
+  (clamped, the last bin closed), exactly as releases.compute.readers.Axis;
+- a value in grid units: u = round_half_even(clip(v / gamma, lo_u, hi_u)) as
+  BIGINT (sensitivity.to_grid_units: v / gamma is exact, gamma a power of two);
+  a spread's centred units w = 2 u - (lo_u + hi_u).
+
+One GROUP BY GROUPING SETS pass gives every statistic's per-cell counts and
+exact integer sums (BIGINT summed into HUGEINT / DECIMAL(38, 0)); `shape` turns
+the rows into the numpy readers' aggregates (the readers stay the test oracle).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from dpportal.privacy.sensitivity import check_granularity, grid_bounds
+from releases import dp_stats
+from releases.compute.readers import Axis
+from releases.compute.readers_stats import Partial
+
+PLAN_KINDS = ("count", "histogram", "argmax", "sum", "mean", *dp_stats.GROUPED_KINDS)
+PLAN_KINDS += dp_stats.SPREAD_KINDS
+ROW = "__row"  # the source's row number (a stable row identity for the person bound)
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """The few spellings that differ between engines."""
+
+    name: str
+    position: str  # 1-based position of {x} in the array literal {items}; NULL/0 when absent
+    array: str
+    round_even: str
+    exact_sum: str
+    keyed_hash: str  # a 64-bit hash of the row's {values} under the secret {key}
+    finite: str  # {x} is a finite number (not NaN, not +-inf)
+    string: str  # the text type
+    anti_join: str  # rows of the left side with no match on the right
+    grouping_id: str
+    quote: str
+
+    def ident(self, name: str) -> str:
+        q = self.quote
+        return q + name.replace(q, q + q) + q
+
+    def double(self, x: float) -> str:
+        return f"CAST('{float(x)!r}' AS DOUBLE)"
+
+    def text(self, s: str) -> str:
+        return "'" + s.replace("'", "''") + "'"
+
+
+DUCKDB = Dialect(
+    name="duckdb",
+    position="list_position({items}, {x})",
+    array="[{}]",
+    round_even="round_even({x}, 0)",
+    exact_sum="sum({x})",  # BIGINT sums into HUGEINT
+    keyed_hash="hash({values}, {key})",
+    finite="isfinite({x})",
+    string="VARCHAR",
+    anti_join="ANTI JOIN",
+    grouping_id="grouping({cols})",
+    quote='"',
+)
+SPARK = Dialect(
+    name="spark",
+    position="nullif(array_position({items}, {x}), 0)",
+    array="array({})",
+    round_even="bround({x}, 0)",
+    exact_sum="sum(CAST({x} AS DECIMAL(38, 0)))",
+    keyed_hash="xxhash64({values}, {key})",
+    finite="(NOT isnan({x}) AND abs({x}) < CAST('Infinity' AS DOUBLE))",
+    string="STRING",
+    anti_join="LEFT ANTI JOIN",
+    grouping_id="grouping_id({cols})",
+    quote="`",
+)
+
+
+@dataclass
+class Part:
+    """One statistic's place in the plan: its grouping set and its aggregate columns."""
+
+    spec: dict[str, Any]
+    axes: list[Axis]
+    grouping: tuple[str, ...]
+    columns: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Plan:
+    dialect: Dialect
+    source_columns: list[str]  # stored columns read (the ID column excluded)
+    values: dict[str, str]  # per row, layer 1: stored column read as declared -> SQL
+    selects: dict[str, str]  # per row, layer 2 (over the values): cells and grid units
+    parts: list[Part]
+    aggregates: dict[str, str]  # name -> aggregate SQL
+
+    @property
+    def groupings(self) -> list[tuple[str, ...]]:
+        seen: list[tuple[str, ...]] = []
+        for part in self.parts:
+            if part.grouping not in seen:
+                seen.append(part.grouping)
+        return seen
+
+    @property
+    def cell_columns(self) -> list[str]:
+        return sorted({c for g in self.groupings for c in g})
+
+    def aggregate_sql(self, relation: str) -> str:
+        """The one aggregation query over `relation` (the rows kept by the privacy unit)."""
+        d = self.dialect
+        cells = self.cell_columns
+        values = ", ".join(f"{sql} AS {name}" for name, sql in self.values.items()) or "1 AS one"
+        rows = ", ".join(f"{sql} AS {name}" for name, sql in self.selects.items()) or "1 AS one"
+        sets = ", ".join("(" + ", ".join(g) + ")" for g in self.groupings)
+        gid = d.grouping_id.format(cols=", ".join(cells)) if cells else "0"
+        outputs = [
+            f"{gid} AS gid",
+            *cells,
+            *(f"{sql} AS {n}" for n, sql in self.aggregates.items()),
+        ]
+        return (
+            f"SELECT {', '.join(outputs)} FROM (SELECT {rows} FROM "  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
+            f"(SELECT {values} FROM {relation}) AS v) AS r "
+            f"GROUP BY GROUPING SETS ({sets})"
+        )
+
+    def shape(self, rows: list[tuple], names: list[str]) -> list[Any]:
+        """The result rows as the numpy readers' aggregates, statistic by statistic."""
+        cells = self.cell_columns
+        by_set: dict[frozenset[str], list[dict[str, Any]]] = {
+            frozenset(g): [] for g in self.groupings
+        }
+        for row in rows:
+            record = dict(zip(names, row, strict=True))
+            gid = int(record["gid"])
+            grouped = frozenset(
+                c for i, c in enumerate(cells) if not gid >> (len(cells) - 1 - i) & 1
+            )
+            if grouped in by_set and all(int(record[c]) >= 0 for c in grouped):
+                by_set[grouped].append(record)
+        return [_shape_part(part, by_set[frozenset(part.grouping)]) for part in self.parts]
+
+
+def _cell_index(part: Part, record: dict[str, Any]) -> int:
+    index = 0
+    for axis, column in zip(part.axes, part.grouping, strict=True):
+        index = index * axis.size + int(record[column])
+    return index
+
+
+def _shape_part(part: Part, records: list[dict[str, Any]]) -> Any:
+    kind = part.spec["kind"]
+    size = int(np.prod([a.size for a in part.axes])) if part.axes else 1
+    vectors = [[0] * size for _ in part.columns]
+    for record in records:
+        cell = _cell_index(part, record) if part.axes else 0
+        for vector, column in zip(vectors, part.columns, strict=True):
+            vector[cell] = int(record[column] or 0)
+    if kind in ("histogram", "argmax", "count"):
+        counts = np.array(vectors[0], dtype=np.int64)
+        if kind == "count":
+            return (
+                int(counts[part.axes[0].labels.index(part.spec["category"])])
+                if part.axes
+                else int(counts[0])
+            )
+        if kind == "argmax":
+            return counts[: len(part.axes[0].categories)].copy()
+        return counts
+    if kind == "sum":
+        return vectors[0][0]
+    if kind == "mean":
+        return [vectors[0][0], vectors[1][0]]
+    return Partial(vectors)
+
+
+def _plain_numeric(domain: dict[str, Any], storage: pa.DataType, d: Dialect) -> str | None:
+    """read_declared of a numeric column stored as numbers (None: not reproducible in SQL)."""
+    if not (pa.types.is_integer(storage) or pa.types.is_floating(storage)) or domain.get("date"):
+        return None
+    v = f"CAST({d.ident(domain['name'])} AS DOUBLE)"
+    keep = [d.finite.format(x=v)]  # NaN and +-inf are missing
+    codes = [float(c) for c in domain.get("missing_codes") or []]
+    if any(c == 0 for c in codes):
+        return None  # Arrow tells -0.0 from 0.0 here, SQL does not
+    finite = [c for c in codes if math.isfinite(c)]
+    if finite:
+        keep.append(f"NOT ({v} IN ({', '.join(d.double(c) for c in finite)}))")
+    return f"CASE WHEN {' AND '.join(keep)} THEN {v} END"
+
+
+def _text_sql(domain: dict[str, Any], storage: pa.DataType, d: Dialect) -> str | None:
+    """A categorical column as text (read_declared leaves it as stored; Axis casts it)."""
+    if domain.get("missing_codes") or domain.get("date"):
+        return None
+    if pa.types.is_integer(storage):
+        return f"CAST({d.ident(domain['name'])} AS {d.string})"
+    if pa.types.is_string(storage) or pa.types.is_large_string(storage):
+        return d.ident(domain["name"])
+    return None
+
+
+def _cell_sql(axis: Axis, value: str, d: Dialect) -> str:
+    """Axis.codes in SQL over the declared value column `value`."""
+    missing = axis.size - 1 if axis.missing_cell else -1
+    if axis.categorical:
+        cats = axis.categories.to_pylist()
+        items = d.array.format(", ".join(d.text(c) for c in cats))
+        found = d.position.format(items=items, x=value)
+        return (
+            f"CASE WHEN {value} IS NULL THEN {missing} ELSE coalesce({found} - 1, {len(cats)}) END"
+        )
+    edges = axis.edges
+    branches = " ".join(
+        f"WHEN {value} < {d.double(edges[i + 1])} THEN {i}" for i in range(len(edges) - 2)
+    )
+    return f"CASE WHEN {value} IS NULL THEN {missing} {branches} ELSE {len(edges) - 2} END"
+
+
+def _units_sql(v: str, spec: dict[str, Any], d: Dialect) -> str | None:
+    lo_u, hi_u = grid_bounds(spec["lower"], spec["upper"], spec["granularity"])
+    g = check_granularity(spec["granularity"])
+    exponent = g.numerator.bit_length() - g.denominator.bit_length()
+    scale = math.ldexp(1.0, -exponent)
+    if not math.isfinite(scale) or scale == 0:
+        return None
+    clipped = f"greatest(least({v} * {d.double(scale)}, {d.double(hi_u)}), {d.double(lo_u)})"
+    # greatest/least skip NULLs (DuckDB, Spark): a missing value must stay missing
+    return f"CASE WHEN {v} IS NOT NULL THEN CAST({d.round_even.format(x=clipped)} AS BIGINT) END"
+
+
+def plan_or_none(spec: dict[str, Any], schema: pa.Schema, dialect: Dialect = DUCKDB) -> Plan | None:
+    """The plan of a frozen spec, or None when some statistic or column is not on it."""
+    d = dialect
+    stats = spec["statistics"]
+    if any(s["kind"] not in PLAN_KINDS for s in stats) or ROW in schema.names:
+        return None
+    values: dict[str, str] = {}  # "v<k>": the k-th stored column read as declared
+    selects: dict[str, str] = {}
+    cell_names: dict[str, str] = {}  # stored column -> its cell-code column
+    aggregates: dict[str, str] = {}
+    parts: list[Part] = []
+    source: list[str] = []
+
+    def storage(name: str) -> pa.DataType | None:
+        if name not in schema.names:
+            return None
+        if name not in source:
+            source.append(name)
+        return schema.field(name).type
+
+    def value(domain: dict[str, Any], numeric: bool) -> str | None:
+        """The layer-1 column of a stored column read as declared (one per column)."""
+        kind = storage(domain["name"])
+        if kind is None:
+            return None
+        read = _plain_numeric if numeric else _text_sql
+        sql = read(domain, kind, d)
+        if sql is None:
+            return None
+        for name, existing in values.items():
+            if existing == sql:
+                return name
+        name = f"v{len(values)}"
+        values[name] = sql
+        return name
+
+    def cell(domain: dict[str, Any]) -> tuple[Axis, str] | None:
+        axis = Axis.from_domain(domain)
+        name = domain["name"]
+        if name not in cell_names:
+            v = value(domain, numeric=not axis.categorical)
+            if v is None:
+                return None
+            cell_names[name] = f"c{len(cell_names)}"
+            selects[cell_names[name]] = _cell_sql(axis, v, d)
+        return axis, cell_names[name]
+
+    for i, s in enumerate(stats):
+        kind = s["kind"]
+        domains = s.get("groups", []) if kind in dp_stats.NEW_KINDS else []
+        if kind in ("histogram", "argmax") or (kind == "count" and s["columns"]):
+            domains = s["columns"]
+        found = [cell(dom) for dom in domains]
+        if any(f is None for f in found):
+            return None
+        part = Part(spec=s, axes=[f[0] for f in found], grouping=tuple(f[1] for f in found))
+        if kind in ("count", "histogram", "argmax"):
+            aggregates[f"s{i}_n"] = "count(*)"
+            part.columns = [f"s{i}_n"]
+        else:
+            v = value(s["columns"][0], numeric=True)
+            units = None if v is None else _units_sql(v, s, d)
+            if units is None:
+                return None
+            if kind in dp_stats.SPREAD_KINDS:
+                lo_u, hi_u = grid_bounds(s["lower"], s["upper"], s["granularity"])
+                selects[f"w{i}"] = f"2 * {units} - ({lo_u + hi_u})"
+                aggregates[f"s{i}_n"] = f"count(w{i})"
+                aggregates[f"s{i}_s"] = d.exact_sum.format(x=f"w{i}")
+                aggregates[f"s{i}_q"] = d.exact_sum.format(x=f"w{i} * w{i}")
+                part.columns = [f"s{i}_n", f"s{i}_s", f"s{i}_q"]
+            else:
+                selects[f"u{i}"] = units
+                aggregates[f"s{i}_s"] = d.exact_sum.format(x=f"u{i}")
+                aggregates[f"s{i}_n"] = f"count(u{i})"
+                part.columns = [f"s{i}_s"] + (
+                    [f"s{i}_n"] if kind in ("mean", "grouped_mean") else []
+                )
+        parts.append(part)
+    return Plan(
+        dialect=d,
+        source_columns=source,
+        values=values,
+        selects=selects,
+        parts=parts,
+        aggregates=aggregates,
+    )
