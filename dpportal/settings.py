@@ -227,6 +227,20 @@ DPPORTAL_MAX_SHEET_ROWS = env_int("DPPORTAL_MAX_SHEET_ROWS", 1_000_000)
 # Failed uploads (their reason; their files are removed at once) are kept this long.
 DPPORTAL_FAILED_UPLOAD_RETENTION_DAYS = env_int("DPPORTAL_FAILED_UPLOAD_RETENTION_DAYS", 7)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+# Where dataset Parquet files live (datasets/storage.py): "local" (under MEDIA_ROOT,
+# the embedded default) or "s3" (an S3-compatible bucket: AWS, MinIO, ...). With s3,
+# the bucket must exist; credentials left empty fall back to the usual AWS chain.
+DPPORTAL_STORAGE = os.environ.get("DPPORTAL_STORAGE", "local").strip().lower()
+if DPPORTAL_STORAGE not in ("local", "s3"):
+    raise ImproperlyConfigured("DPPORTAL_STORAGE must be 'local' or 's3'.")
+DPPORTAL_S3_ENDPOINT_URL = os.environ.get("DPPORTAL_S3_ENDPOINT_URL", "")  # e.g. http://minio:9000
+DPPORTAL_S3_BUCKET = os.environ.get("DPPORTAL_S3_BUCKET", "")
+DPPORTAL_S3_PREFIX = os.environ.get("DPPORTAL_S3_PREFIX", "")  # key prefix inside the bucket
+DPPORTAL_S3_REGION = os.environ.get("DPPORTAL_S3_REGION", "us-east-1")
+DPPORTAL_S3_ACCESS_KEY_ID = os.environ.get("DPPORTAL_S3_ACCESS_KEY_ID", "")
+DPPORTAL_S3_SECRET_ACCESS_KEY = os.environ.get("DPPORTAL_S3_SECRET_ACCESS_KEY", "")
+# Spark (a later task adds the backend): check_connections reports it when set.
+DPPORTAL_SPARK_MASTER = os.environ.get("DPPORTAL_SPARK_MASTER", "")
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
 
 STATIC_URL = "/static/"

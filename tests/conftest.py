@@ -21,6 +21,7 @@ from django.conf import settings as django_settings
 from django.db import connection
 
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
+from tests.s3_support import s3_server, s3_storage  # noqa: F401 - the S3 fixtures, for every test
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -46,7 +46,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
-from datasets import dispatch
+from datasets import dispatch, storage
 from datasets.ingest import (
     CsvDialect,
     IngestLimits,
@@ -227,14 +227,29 @@ def _run(*, dataset: Dataset) -> Dataset | None:
         )
         reason = "The file could not be ingested."
         return _fail(dataset_id=dataset_id, attempt=attempt, reason=reason)
+    stored = f"{storage.dataset_prefix(dataset_id)}/{destination.name}"
+    if storage.is_remote():
+        try:  # the Parquet was staged locally; stream it to the bucket, then drop it here
+            storage.store_local_file(destination, stored)
+        except Exception as exc:
+            logger.error(
+                "dataset %s: storing the Parquet failed: %s", dataset_id, type(exc).__name__
+            )
+            storage.delete(stored)
+            return _fail(
+                dataset_id=dataset_id, attempt=attempt, reason="The file could not be stored."
+            )
+        finally:
+            destination.unlink(missing_ok=True)
 
     try:
         with transaction.atomic():
             dataset = Dataset.objects.select_for_update().filter(pk=dataset_id).first()
             mine = Dataset.Status.INGESTING, attempt
             if dataset is None or (dataset.status, dataset.ingest_attempts) != mine:
-                if dataset is None:
-                    destination.unlink(missing_ok=True)  # deleted meanwhile
+                if dataset is None:  # deleted meanwhile
+                    destination.unlink(missing_ok=True)
+                    storage.delete(stored)
                 return dataset
             Column.objects.filter(dataset=dataset).delete()  # none, unless a run raced us
             Column.objects.bulk_create(
@@ -252,12 +267,13 @@ def _run(*, dataset: Dataset) -> Dataset | None:
             dataset.failure_reason = ""
             dataset.warnings = result.warnings
             dataset.heartbeat_at = timezone.now()
-            dataset.parquet_file = str(destination.relative_to(settings.MEDIA_ROOT))
+            dataset.parquet_file = stored
             fields = ["status", "progress", "failure_reason", "warnings", "heartbeat_at"]
             fields.append("parquet_file")
             dataset.save(update_fields=fields)
     except Exception:
         destination.unlink(missing_ok=True)
+        storage.delete(stored)
         raise
     logger.info("dataset %s ready in %.1fs", dataset_id, time.monotonic() - started)
     return dataset
@@ -316,6 +332,7 @@ def _mark_failed(*, dataset: Dataset, reason: str) -> None:
         update_fields=["status", "failure_reason", "failed_at", "parquet_file", "source_file"]
     )
     shutil.rmtree(dataset_folder(dataset=dataset), ignore_errors=True)
+    storage.delete_dataset_files(dataset.pk)
     logger.info("dataset %s failed; its files are removed", dataset.pk)
 
 

@@ -15,6 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from budgets.models import Project
+from datasets import storage
 from datasets.ingest import CsvDialect, human_size
 from datasets.ingest.formats import file_format, source_name
 from datasets.models import Dataset
@@ -125,8 +126,15 @@ def dataset_delete(*, dataset: Dataset, actor: AbstractBaseUser) -> None:
         folder = dataset_folder(dataset=locked)
         locked.delete()
         # Files go only once the row is surely gone.
-        transaction.on_commit(lambda: shutil.rmtree(folder, ignore_errors=True))
+        dataset_id = dataset.pk
+        transaction.on_commit(lambda: _remove_files(folder, dataset_id))
     logger.info("dataset %s deleted", dataset.pk)
+
+
+def _remove_files(folder, dataset_id: int) -> None:
+    """The dataset's local folder (source upload) and its stored files (Parquet)."""
+    shutil.rmtree(folder, ignore_errors=True)
+    storage.delete_dataset_files(dataset_id)
 
 
 def failed_upload_retention() -> timedelta:
@@ -158,7 +166,7 @@ def dataset_cleanup_failed(*, now: datetime | None = None) -> int:
                 continue
             folder = dataset_folder(dataset=dataset)
             dataset.delete()
-        shutil.rmtree(folder, ignore_errors=True)
+        _remove_files(folder, dataset_id)
         removed += 1
     if removed:
         logger.info("removed %s failed upload(s) past the retention period", removed)

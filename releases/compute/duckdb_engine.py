@@ -33,22 +33,50 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from django.conf import settings
+from fsspec.implementations.arrow import ArrowFSWrapper
 
+from datasets import storage
 from dpportal.privacy.rng import RandomSource, uniform_keys
 from releases.compute.plan import DUCKDB, ROW, Plan, plan_or_none
 
+STORED = "dpstored"  # DuckDB's protocol name for the storage layer's files (object storage)
 
-def open_source(spec: dict[str, Any]) -> tuple[str, pa.Schema]:
-    """The ONE place the data is opened: (where DuckDB reads it, the stored schema)."""
-    path = Path(settings.MEDIA_ROOT) / spec["parquet_file"]
-    return str(path), pq.read_schema(path)
+
+class _StoredFiles(ArrowFSWrapper):
+    """The storage layer's pyarrow filesystem (e.g. S3) as an fsspec filesystem for DuckDB.
+
+    DuckDB reads object storage through its httpfs extension, which it downloads at
+    run time; these machines (and many data centres) cannot. Registered with the
+    connection, this lets read_parquet('dpstored://bucket/key') read row groups through
+    pyarrow's own S3 client instead, with the same column projection.
+    """
+
+    protocol = STORED
+
+    @classmethod
+    def _strip_protocol(cls, path):
+        if isinstance(path, list):
+            return [cls._strip_protocol(p) for p in path]
+        path = str(path).removeprefix(f"{STORED}://")
+        return path.lstrip("/")
+
+
+def open_source(spec: dict[str, Any]) -> tuple[str, pa.Schema, pafs.FileSystem | None]:
+    """The ONE place the data is opened: (where DuckDB reads it, the stored schema, and the
+    filesystem DuckDB must be given to read it -- None for the local disk)."""
+    filesystem, path = storage.filesystem_and_path(spec["parquet_file"])
+    schema = pq.read_schema(path, filesystem=filesystem)
+    if isinstance(filesystem, pafs.LocalFileSystem):
+        return str(Path(path)), schema, None
+    return f"{STORED}://{path}", schema, filesystem
 
 
 def duckdb_plan(spec: dict[str, Any]) -> Plan | None:
     """The spec's plan on DuckDB, or None (a kind or a column the plan does not cover)."""
-    _, schema = open_source(spec)
+    _, schema, _ = open_source(spec)
     unit = spec["privacy_unit"]
     if unit["id_column"] and unit["id_column"] not in schema.names:
         return None
@@ -77,7 +105,7 @@ def run_plan(
     rng: RandomSource | None = None,
 ) -> list[Any]:
     """The true aggregates of `spec` by `plan` (memory only). on_pass(done) after each pass."""
-    path, _ = open_source(spec)
+    path, _, filesystem = open_source(spec)
     unit = spec["privacy_unit"]
     id_column = unit["id_column"]
     d = plan.dialect
@@ -92,6 +120,8 @@ def run_plan(
     try:
         con = _connect(spill)
         try:
+            if filesystem is not None:
+                con.register_filesystem(_StoredFiles(filesystem))
             relation = f"{source} AS s"
             if id_column:
                 bound = int(unit["contribution_bound"])

@@ -7,19 +7,19 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import pyarrow.parquet as pq
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from budgets import services as budget_services
+from datasets.storage import open_release_data
 from dpportal.errors import ApplicationError
 from dpportal.privacy.rng import RandomSource
 from releases import dp
 from releases.compute.duckdb_engine import duckdb_plan, run_plan
 from releases.compute.hooks import _failure_point, _pause_point
 from releases.compute.readers import StatisticReader
-from releases.compute.reading import aggregate_row_groups, dataset_path, keep_mask
+from releases.compute.reading import aggregate_row_groups, keep_mask
 from releases.lifecycle import COMPUTABLE, release_has_result, release_lock, release_transition
 from releases.models import Release, ReleaseResult
 from releases.services import release_spec_build, spec_hash
@@ -100,7 +100,7 @@ def release_aggregate_numpy(
 ) -> list[Any]:
     """The numpy readers' path (and the plan's test oracle): row-group chunks, keep_mask."""
     readers = [StatisticReader.from_spec(s) for s in spec["statistics"]]
-    parquet = pq.ParquetFile(dataset_path(spec))
+    parquet = open_release_data(spec)
     unit = spec["privacy_unit"]
     mask = None
     if unit["id_column"]:

@@ -1,0 +1,148 @@
+"""The storage layer against a real S3-protocol server (moto's, tests/s3_support.py)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from django.conf import settings
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from datasets import storage
+from datasets.models import Dataset
+from datasets.services import dataset_create, dataset_delete, dataset_ingest
+from releases import compute, lifecycle
+from releases.compute import duckdb_engine
+from releases.models import Release, ReleaseResult
+from tests.conftest import wait_for
+from tests.releases_support import make_dataset, submitted
+from tests.s3_support import bucket_keys
+
+CSV = b"age,region\n" + b"".join(f"{i % 90},r{i % 4}\n".encode() for i in range(500))
+
+
+def ingest(project, owner, content: bytes) -> Dataset:
+    dataset = dataset_create(
+        project=project,
+        name="",
+        uploaded_file=SimpleUploadedFile("data.csv", content, content_type="text/csv"),
+        uploaded_by=owner,
+        dispatch=False,
+    )
+    dataset_ingest(dataset_id=dataset.pk)
+    dataset.refresh_from_db()
+    return dataset
+
+
+def local_parquet() -> list[Path]:
+    return [p for p in Path(settings.MEDIA_ROOT).rglob("*") if "parquet" in p.name]
+
+
+@pytest.mark.django_db
+def test_ingest_with_s3_leaves_parquet_in_bucket_and_none_on_disk(
+    project, owner, s3_storage, django_capture_on_commit_callbacks
+):
+    dataset = ingest(project, owner, CSV)
+    assert dataset.status == Dataset.Status.READY
+    bucket = s3_storage["DPPORTAL_S3_BUCKET"]
+    assert bucket_keys(s3_storage["DPPORTAL_S3_ENDPOINT_URL"], bucket) == [dataset.parquet_file]
+    assert local_parquet() == []
+    table = storage.open_parquet(dataset.parquet_file).read()
+    assert table.num_rows == 500
+    assert table.column("age").to_pylist()[:3] == [0, 1, 2]
+
+    with django_capture_on_commit_callbacks(execute=True):
+        dataset_delete(dataset=dataset, actor=owner)
+    assert bucket_keys(s3_storage["DPPORTAL_S3_ENDPOINT_URL"], bucket) == []
+
+
+@pytest.mark.django_db
+def test_failed_ingest_leaves_nothing_in_bucket(project, owner, s3_storage):
+    dataset = ingest(project, owner, b"age,region\n")  # a header and no rows
+    assert dataset.status == Dataset.Status.FAILED
+    assert (
+        bucket_keys(s3_storage["DPPORTAL_S3_ENDPOINT_URL"], s3_storage["DPPORTAL_S3_BUCKET"]) == []
+    )
+    assert local_parquet() == []
+
+
+@pytest.mark.django_db
+def test_stored_names_cannot_leave_the_storage(s3_storage):
+    for name in ("/etc/passwd", "../x.parquet", "datasets/../../x", ""):
+        with pytest.raises(storage.StorageError):
+            storage.filesystem_and_path(name)
+
+
+@pytest.mark.django_db
+def test_output_stream_round_trip_and_exists(s3_storage):
+    table = pa.table({"x": [1, 2, 3]})
+    with storage.open_output_stream("datasets/9/data.parquet") as out:
+        pq.write_table(table, out)
+    assert storage.exists("datasets/9/data.parquet")
+    assert storage.open_parquet("datasets/9/data.parquet").read().equals(table)
+    storage.delete_dataset_files(9)
+    assert not storage.exists("datasets/9/data.parquet")
+
+
+def move_to_bucket(dataset: Dataset) -> None:
+    local = Path(settings.MEDIA_ROOT) / dataset.parquet_file
+    storage.store_local_file(local, dataset.parquet_file)
+    local.unlink()
+
+
+@pytest.mark.worker
+def test_release_computed_by_a_real_worker_from_the_bucket(
+    project, owner, reviewer, s3_storage, celery_workers
+):
+    dataset = make_dataset(project=project, owner=owner, rows=3000)
+    move_to_bucket(dataset)
+    assert local_parquet() == []
+    celery_workers.start(**s3_storage)
+    release = submitted(project=project, owner=owner, dataset=dataset)
+    lifecycle.release_approve(release=release, reviewer=reviewer)
+    wait_for(
+        lambda: Release.objects.get(pk=release.pk).status == "computed",
+        timeout=90,
+        message="the worker did not compute the release from the bucket",
+    )
+    assert ReleaseResult.objects.filter(release=release).exists()
+
+
+@pytest.mark.django_db
+def test_compute_reads_the_bucket_in_process(project, owner, reviewer, s3_storage):
+    dataset = make_dataset(project=project, owner=owner, rows=3000)
+    move_to_bucket(dataset)
+    release = submitted(project=project, owner=owner, dataset=dataset)
+    release = lifecycle.release_approve(release=release, reviewer=reviewer)
+    # the plan covers it: DuckDB reads the bucket through the storage layer's filesystem
+    assert duckdb_engine.duckdb_plan(release.spec) is not None
+    assert compute.release_compute(release_id=release.pk) == "computed"
+
+
+def test_check_connections_local(settings):
+    out = io.StringIO()
+    call_command("check_connections", stdout=out)
+    text = out.getvalue()
+    assert "ok: storage local" in text
+    assert "spark: not configured" in text
+
+
+@pytest.mark.django_db
+def test_check_connections_s3_and_a_missing_bucket(settings, s3_storage):
+    out = io.StringIO()
+    call_command("check_connections", stdout=out)
+    assert "ok: storage s3" in out.getvalue()
+    assert "reachable, writable" in out.getvalue()
+
+    settings.DPPORTAL_S3_BUCKET = "no-such-bucket-here"
+    settings.DPPORTAL_SPARK_MASTER = "spark://nowhere:7077"
+    out = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("check_connections", stdout=out)
+    assert "FAILED: storage s3" in out.getvalue()
+    assert "spark: spark://nowhere:7077" in out.getvalue()
