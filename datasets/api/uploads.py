@@ -79,7 +79,8 @@ class DatasetUploadApi(ApiView):
         )  # fmt: skip
         sheet = serializers.CharField(
             max_length=200, required=False, allow_blank=True, default="",
-            help_text="Excel only: the sheet to read (the first one if blank).",
+            help_text="Excel only: the sheet to read, by name or by number from 1 (the first "
+            "one if blank; a sheet whose name is the number wins). Refused for other formats.",
         )  # fmt: skip
         review = serializers.BooleanField(
             required=False, default=False,

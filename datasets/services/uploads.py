@@ -79,6 +79,8 @@ def dataset_create(
     sheet = (sheet or "").strip()
     if len(sheet) > 200:
         raise ValidationFailed("The sheet's name must be at most 200 characters.")
+    if sheet and file_format(stored_name)[0] != "xlsx":
+        raise ValidationFailed("A sheet can be chosen for an Excel workbook (.xlsx) only.")
     folder: Path | None = None
     try:
         with transaction.atomic():
