@@ -65,12 +65,39 @@ def raw_sample(path: Path, limits: IngestLimits, size: int = DETECT_BYTES) -> by
     return head
 
 
+def utf16_without_bom(sample: bytes) -> str | None:
+    """'utf-16-le' or 'utf-16-be' when the sample reads as UTF-16 text without a
+    byte-order mark: the zero high bytes of ASCII characters (digits, delimiters,
+    line breaks) sit on one side of most byte pairs, and the whole sample decodes
+    to text with no NUL. None otherwise."""
+    head = sample[: len(sample) - len(sample) % 2]
+    pairs = len(head) // 2
+    if pairs < 2:
+        return None
+    odd, even = head[1::2].count(0), head[0::2].count(0)
+    for name, zeros, other in (("utf-16-le", odd, even), ("utf-16-be", even, odd)):
+        if zeros >= 0.3 * pairs and other <= 0.05 * pairs:
+            try:
+                text = head.decode(name)
+            except UnicodeDecodeError:
+                # a cut surrogate pair at the end of the sample is no reason to refuse
+                try:
+                    text = head[:-2].decode(name)
+                except UnicodeDecodeError:
+                    return None
+            return None if "\x00" in text else name
+    return None
+
+
 def detect_encoding(sample: bytes) -> str:
     for bom, name in BOMS:
         if sample.startswith(bom):
             return name
-    if not sample or b"\x00" in sample or sample.isascii():
-        return "utf-8"  # a NUL without a byte-order mark: the ingest refuses the file
+    if b"\x00" in sample:
+        # a NUL in UTF-16 text without a byte-order mark, or else the ingest refuses it
+        return utf16_without_bom(sample) or "utf-8"
+    if not sample or sample.isascii():
+        return "utf-8"
     cut = sample.rfind(b"\n")
     body = sample[: cut + 1] if cut > 0 else sample
     try:
@@ -127,14 +154,15 @@ def sniff_decimal_comma(text: str, delimiter: str, quote_char: str) -> bool:
     return False
 
 
-def detect(path: Path, limits: IngestLimits) -> CsvDialect:
+def detect(path: Path, limits: IngestLimits, delimiter: str | None = None) -> CsvDialect:
+    """The dialect of the file's sample; `delimiter` presets the separator (a .tsv's tab)."""
     sample = raw_sample(path, limits)
     if not sample.strip():
         raise IngestRejected("The file is empty.")
     encoding = detect_encoding(sample)
     text = sample.decode(encoding, errors="replace").lstrip("\ufeff")
     quote_char = sniff_quote(text)
-    delimiter = sniff_delimiter(text, quote_char)
+    delimiter = delimiter or sniff_delimiter(text, quote_char)
     dialect = CsvDialect(
         encoding=encoding,
         delimiter=delimiter,

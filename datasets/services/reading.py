@@ -82,11 +82,11 @@ def _source(dataset: Dataset) -> Path:
     return Path(settings.MEDIA_ROOT) / dataset.source_file
 
 
-def detect_read_options(*, path: Path) -> CsvDialect | None:
-    """The dialect detected on the file's sample; None when the sample is unreadable
-    (the ingest then refuses the file with its reason)."""
+def detect_read_options(*, path: Path, delimiter: str | None = None) -> CsvDialect | None:
+    """The dialect detected on the file's sample (`delimiter` preset: a .tsv's tab);
+    None when the sample is unreadable (the ingest then refuses the file with its reason)."""
     try:
-        return detect(path, ingest_limits())
+        return detect(path, ingest_limits(), delimiter)
     except IngestRejected:
         return None
 

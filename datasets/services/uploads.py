@@ -46,7 +46,8 @@ def dataset_create(
     datasets.services.reading.OPTION_NAMES) applied over the detection. The ingest
     is queued at once when the detection is plain or options were given, unless
     `review` asks to see the preview first; otherwise the dataset is `awaiting`
-    (datasets.services.reading). Only a CSV (plain or gzip) is detected and may
+    (datasets.services.reading). Only a CSV or TSV (plain or gzip; a TSV's
+    delimiter preset to tab, and plain when UTF-8 with a header) is detected and may
     await: other formats say their own types and text encoding, so they keep no
     read options (giving any is refused) and are queued at once. `sheet` names an
     Excel file's sheet. With `dispatch` the ingest task is sent after the
@@ -70,11 +71,13 @@ def dataset_create(
     uploaded_file.seek(0)
     stored_name = source_name(uploaded_file.name or "", uploaded_file.read(32))
     uploaded_file.seek(0)
-    is_csv = file_format(stored_name) in {("csv", ""), ("csv", "gz")}
+    fmt, wrapper = file_format(stored_name)
+    is_csv = fmt in ("csv", "tsv") and wrapper in ("", "gz")
+    preset = CsvDialect(delimiter="\t" if fmt == "tsv" else ",")  # a .tsv is a CSV with tabs
     if given and not is_csv:
         raise ValidationFailed(
             "The encoding, delimiter, quote, decimal mark and header options apply to "
-            "plain or gzip CSV files only."
+            "plain or gzip CSV and TSV files only."
         )
     sheet = (sheet or "").strip()
     if len(sheet) > 200:
@@ -95,10 +98,12 @@ def dataset_create(
                     out.write(chunk)
             dataset.source_file = str(target.relative_to(settings.MEDIA_ROOT))
             if is_csv:
-                detected = detect_read_options(path=target)
-                dialect = parse_read_options(given, base=detected or CsvDialect())
+                detected = detect_read_options(
+                    path=target, delimiter="\t" if fmt == "tsv" else None
+                )
+                dialect = parse_read_options(given, base=detected or preset)
                 dataset.read_options = dialect.to_dict()
-                if detected is not None and (review or not (given or dialect.plain)):
+                if detected is not None and (review or not (given or dialect == preset)):
                     dataset.status = Dataset.Status.AWAITING
             dataset.save(update_fields=["source_file", "read_options", "status"])
             if dispatch and dataset.status == Dataset.Status.UPLOADED:
