@@ -7,6 +7,7 @@ no side effect), and confirms (POST), which queues the ingest.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -74,5 +75,6 @@ class DatasetReadingView(View):
             "quotes": list(QUOTE_CHARS.items()),
             "encoding_label": ENCODINGS.get(dialect.encoding, dialect.encoding),
             "delimiter_label": DELIMITERS[dialect.delimiter],
+            "awaiting_hours": settings.DPPORTAL_AWAITING_UPLOAD_RETENTION_HOURS,
         }
         return render(request, self.template_name, context, status=status)

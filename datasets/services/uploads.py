@@ -170,3 +170,41 @@ def dataset_cleanup_failed(*, now: datetime | None = None) -> int:
     if removed:
         logger.info("removed %s failed upload(s) past the retention period", removed)
     return removed
+
+
+def awaiting_upload_retention() -> timedelta:
+    """How long an upload may wait for its reading to be confirmed before it is removed."""
+    return timedelta(hours=settings.DPPORTAL_AWAITING_UPLOAD_RETENTION_HOURS)
+
+
+def dataset_cleanup_awaiting(*, now: datetime | None = None) -> int:
+    """Remove uploads left `awaiting` confirmation longer than the retention (row and file).
+
+    Run by celery beat: an owner who never confirms how a file is read would
+    otherwise leave the private file on disk for ever. A confirmation racing this
+    wins or loses on the row lock: a confirmed dataset is never removed here.
+    Returns how many went.
+    """
+    cutoff = (now or timezone.now()) - awaiting_upload_retention()
+    ids = list(
+        Dataset.objects.filter(status=Dataset.Status.AWAITING, uploaded_at__lte=cutoff)
+        .filter(releases__isnull=True)
+        .values_list("pk", flat=True)
+    )
+    removed = 0
+    for dataset_id in ids:
+        with transaction.atomic():
+            dataset = (
+                Dataset.objects.select_for_update()
+                .filter(pk=dataset_id, status=Dataset.Status.AWAITING, uploaded_at__lte=cutoff)
+                .first()
+            )
+            if dataset is None:
+                continue
+            folder = dataset_folder(dataset=dataset)
+            dataset.delete()
+        shutil.rmtree(folder, ignore_errors=True)
+        removed += 1
+    if removed:
+        logger.info("removed %s upload(s) left awaiting confirmation", removed)
+    return removed
