@@ -55,7 +55,8 @@ def dataset_create(
     dispatch=False and ingests in-process.
     """
     given = {k: v for k, v in (read_options or {}).items() if v not in (None, "", "auto")}
-    parse_read_options(given, base=CsvDialect())  # a bad option refuses before storing
+    # a bad option refuses before storing; how they combine is checked after detection
+    parse_read_options(given, base=CsvDialect(), combined=False)
     require_owner(project=project, user=uploaded_by)
     name = (name or "").strip() or Path(uploaded_file.name or "dataset").stem.strip()
     if not name:
