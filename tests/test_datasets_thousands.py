@@ -51,7 +51,8 @@ def test_decimal_point_with_comma_grouping(project, owner):
 
 def test_without_the_option_grouped_numbers_stay_text(project, owner):
     # with a decimal comma, '1.000' is not read as 1.0: the column is not numeric
-    dataset = run(upload(project, owner, EUROPEAN.encode()), owner, decimal_comma="true")
+    dataset = upload(project, owner, EUROPEAN.encode())
+    dataset = run(dataset, owner, decimal_comma="true", thousands="none")
     assert values(dataset, "anzahl") == ["12.345", "7", "1.000", "999"]
 
 
@@ -79,7 +80,7 @@ def test_bad_thousands_options_are_refused_storing_nothing(project, owner, optio
         dataset_create(
             project=project,
             name="",
-            uploaded_file=SimpleUploadedFile("x.csv", EUROPEAN.encode()),
+            uploaded_file=SimpleUploadedFile("x.csv", b"a;b\nx;1\ny;2\n"),
             uploaded_by=owner,
             dispatch=False,
             read_options=options,
@@ -92,8 +93,14 @@ def test_the_reading_page_offers_and_confirms_the_separator(client, project, own
     dataset = upload(project, owner, EUROPEAN.encode())
     client.force_login(owner)
     reading = reverse("datasets:reading", kwargs={"pk": dataset.pk})
-    page = client.get(reading).content.decode()
-    assert 'name="thousands"' in page and "no thousands separator" in page
+    page = client.get(reading).content.decode()  # detected: '1.234,5' is unambiguous
+    assert 'name="thousands"' in page and 'id="detected-thousands">period' in page
+    none = client.get(
+        reading,
+        {"shown": "1", "encoding": "utf-8", "delimiter": "semicolon", "quote_char": '"',
+         "decimal_comma": "on", "header": "on", "thousands": "none"},
+    ).content.decode()  # fmt: skip
+    assert "no thousands separator" in none
     shown = client.get(
         reading,
         {"shown": "1", "encoding": "utf-8", "delimiter": "semicolon", "quote_char": '"',
@@ -131,4 +138,29 @@ def test_the_api_takes_and_returns_the_separator(project, owner):
     confirmed = api.post(url, {}, format="json")
     assert confirmed.status_code == 200
     dataset = run(Dataset.objects.get(pk=answer["id"]), owner)
+    assert values(dataset, "betrag") == [1234.5, 1234567.25, 12.5, None]
+
+
+@pytest.mark.parametrize(
+    ("body", "decimal_comma", "thousands"),
+    [
+        (EUROPEAN, True, "."),  # '1.234,5' can be read no other way
+        ('name,amount\nA,"1,234.5"\nB,12\nC,"1,000,000"\n', False, ","),
+        ("n;v\nA;1,5\nB;2,25\n", True, ""),  # a decimal comma, no grouping
+        ("n;v\nA;1,234\nB;2,500\n", True, ""),  # ambiguous: no grouping proposed
+        ("n;v\nA;1.234\nB;2.500\n", False, ""),  # ambiguous: read as decimals
+        ("n;v\nA;2024.01.15\nB;x\n", False, ""),  # not numbers
+    ],
+)
+def test_detection_proposes_grouping_only_when_unambiguous(
+    project, owner, body, decimal_comma, thousands
+):
+    options = upload(project, owner, body.encode()).read_options
+    assert (options["decimal_comma"], options["thousands"]) == (decimal_comma, thousands)
+
+
+def test_detected_grouping_is_read_after_confirmation(project, owner):
+    dataset = upload(project, owner, EUROPEAN.encode())
+    assert dataset.status == Dataset.Status.AWAITING
+    dataset = run(dataset, owner)  # confirmed as detected
     assert values(dataset, "betrag") == [1234.5, 1234567.25, 12.5, None]

@@ -5,7 +5,9 @@ Detection reads at most DETECT_BYTES of the (decompressed) file. The encoding
 comes from a byte-order mark when there is one, else from charset-normalizer;
 the delimiter is the candidate that splits the first lines into the same number
 of fields (more than one); a decimal comma is suggested when the separator is
-not a comma and a column's cells read like '3,25'. Nothing here is stored: the
+not a comma and a column's cells read like '3,25', a thousands separator when a column's
+numbers are grouped in a way no other reading explains ('1.234,5', '1,234,567').
+Nothing here is stored: the
 preview's cells go only to the owner who asked (see datasets.services.reading).
 """
 
@@ -154,6 +156,32 @@ def sniff_decimal_comma(text: str, delimiter: str, quote_char: str) -> bool:
     return False
 
 
+#: (decimal comma, thousands separator): a number unambiguously written that way
+#: ('1.234,5' or '1.234.567'; '1,234.5' or '1,234,567'), and any number so written
+GROUPINGS = (
+    (True, ".", r"^\s*[+-]?[0-9]{1,3}(\.[0-9]{3})+(,[0-9]+|(\.[0-9]{3})+)\s*$",
+     r"^\s*[+-]?([0-9]{1,3}(\.[0-9]{3})*|[0-9]+)(,[0-9]+)?\s*$"),
+    (False, ",", r"^\s*[+-]?[0-9]{1,3}(,[0-9]{3})+(\.[0-9]+|(,[0-9]{3})+)\s*$",
+     r"^\s*[+-]?([0-9]{1,3}(,[0-9]{3})*|[0-9]+)(\.[0-9]+)?\s*$"),
+)  # fmt: skip
+
+
+def sniff_grouping(text: str, delimiter: str, quote_char: str) -> tuple[bool, str] | None:
+    """(decimal comma, thousands separator) when a column's cells are numbers written
+    with grouping that cannot be read another way; None otherwise (nothing proposed)."""
+    rows = _parse(_lines(text), delimiter, quote_char)
+    for column in zip(*rows[1:-1] or rows[1:], strict=False):
+        cells = [c for c in column if c.strip()]
+        for decimal_comma, thousands, sure, any_number in GROUPINGS:
+            if decimal_comma and delimiter == ",":
+                continue
+            if any(re.match(sure, c) for c in cells) and sum(
+                bool(re.match(any_number, c)) for c in cells
+            ) >= 0.9 * len(cells):
+                return decimal_comma, thousands
+    return None
+
+
 def detect(path: Path, limits: IngestLimits, delimiter: str | None = None) -> CsvDialect:
     """The dialect of the file's sample; `delimiter` presets the separator (a .tsv's tab)."""
     sample = raw_sample(path, limits)
@@ -169,6 +197,9 @@ def detect(path: Path, limits: IngestLimits, delimiter: str | None = None) -> Cs
         quote_char=quote_char,
         decimal_comma=sniff_decimal_comma(text, delimiter, quote_char),
     )
+    grouping = sniff_grouping(text, delimiter, quote_char)
+    if grouping is not None:
+        dialect = replace(dialect, decimal_comma=grouping[0], thousands=grouping[1])
     first = next(iter(_parse(_lines(text), delimiter, quote_char)), [])
     if header_problem([c.strip() for c in first], limits) == "data":
         dialect = replace(dialect, header=False)
