@@ -81,10 +81,20 @@ def _column_rows(columns: list[Column], data=None, errors=None) -> list[dict]:
                     "categories": "\n".join(profile.get("values") or []),
                     "range": profile.get("range") or ["", ""],
                     "kind": _suggested_kind(column),
+                    "labels": _label_fill(profile),
                 },
             }
         )
     return rows
+
+
+def _label_fill(profile: dict) -> dict | None:
+    """What "Use the value labels" fills: the labelled codes (a Stata or SPSS file's
+    metadata) as categories, marked data-derived like any suggestion until confirmed."""
+    labels = profile.get("value_labels") or []
+    if not labels:
+        return None
+    return {"kind": Column.Kind.CATEGORICAL, "categories": "\n".join(c for c, _ in labels)}
 
 
 def _suggested_kind(column: Column) -> str:

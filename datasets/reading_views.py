@@ -7,6 +7,7 @@ no side effect), and confirms (POST), which queues the ingest.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -15,6 +16,7 @@ from django.views import View
 from budgets.models import Membership
 from datasets.ingest.common import DELIMITERS, QUOTE_CHARS, CsvDialect
 from datasets.ingest.decoding import ENCODINGS
+from datasets.ingest.numbers import THOUSANDS
 from datasets.models import Dataset
 from datasets.selectors import dataset_get_for_member
 from datasets.services import dataset_confirm_reading, dataset_read_preview
@@ -28,6 +30,7 @@ def _options(data) -> dict | None:
     if data.get("shown") != "1":
         return None
     options = {k: data.get(k, "") for k in ("encoding", "delimiter", "quote_char")}
+    options["thousands"] = data.get("thousands") or "none"
     options["decimal_comma"] = "true" if data.get("decimal_comma") else "false"
     options["header"] = "true" if data.get("header") else "false"
     return options
@@ -72,7 +75,10 @@ class DatasetReadingView(View):
             "encodings": list(ENCODINGS.items()),
             "delimiters": list(DELIMITERS.values()),
             "quotes": list(QUOTE_CHARS.items()),
+            "thousands_choices": [("none", "none")] + [(n, n) for n in THOUSANDS.values()],
+            "thousands_name": THOUSANDS.get(dialect.thousands, "none"),
             "encoding_label": ENCODINGS.get(dialect.encoding, dialect.encoding),
             "delimiter_label": DELIMITERS[dialect.delimiter],
+            "awaiting_hours": settings.DPPORTAL_AWAITING_UPLOAD_RETENTION_HOURS,
         }
         return render(request, self.template_name, context, status=status)

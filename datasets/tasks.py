@@ -16,7 +16,12 @@ import logging
 
 from celery import shared_task
 
-from datasets.services import dataset_cleanup_failed, dataset_ingest, dataset_redispatch_stale
+from datasets.services import (
+    dataset_cleanup_awaiting,
+    dataset_cleanup_failed,
+    dataset_ingest,
+    dataset_redispatch_stale,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -62,3 +67,9 @@ def dataset_redispatch_stale_task() -> int:
 def dataset_cleanup_failed_task() -> int:
     """Periodic (celery beat): remove failed uploads past their retention period."""
     return dataset_cleanup_failed()
+
+
+@shared_task(name="datasets.cleanup_awaiting", ignore_result=True)
+def dataset_cleanup_awaiting_task() -> int:
+    """Periodic (celery beat): remove uploads never confirmed within the retention."""
+    return dataset_cleanup_awaiting()

@@ -48,7 +48,14 @@ class DatasetUploadForm(forms.Form):
     name = forms.CharField(max_length=200, required=False, help_text="Defaults to the file's name.")
     file = forms.FileField(
         allow_empty_file=True,
-        help_text="CSV or TSV with a header line, plain or gzip; any common encoding.",
+        help_text="A table with a header line: CSV or TSV (any common encoding), Excel .xlsx, "
+        "Parquet, Stata .dta, SPSS .sav, SAS .sas7bdat or .xpt; plain, gzip or alone in a zip.",
+    )
+    sheet = forms.CharField(
+        max_length=200,
+        required=False,
+        label="Sheet (Excel only)",
+        help_text="The sheet to read, by name or by number from 1; blank reads the first sheet.",
     )
 
 
@@ -84,6 +91,7 @@ class DatasetUploadView(View):
                 name=form.cleaned_data["name"],
                 uploaded_file=form.cleaned_data["file"],
                 uploaded_by=request.user,
+                sheet=form.cleaned_data["sheet"],
             )
         except ApplicationError as exc:
             return self._render(request, project, form, status=exc.status_code, error=exc.message)

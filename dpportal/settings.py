@@ -199,6 +199,12 @@ CELERY_BEAT_SCHEDULE["datasets-cleanup-failed"] = {
     "task": "datasets.cleanup_failed",
     "schedule": 3600.0,
 }
+# Uploads never confirmed (status awaiting) are removed with their private file
+# after DPPORTAL_AWAITING_UPLOAD_RETENTION_HOURS.
+CELERY_BEAT_SCHEDULE["datasets-cleanup-awaiting"] = {
+    "task": "datasets.cleanup_awaiting",
+    "schedule": 3600.0,
+}
 if REDIS_URL:
     # Redis redelivers an unacknowledged message (acks_late: its worker died) once it is
     # this old; a live worker restores such messages about every 100 s (kombu). Twice the
@@ -226,6 +232,7 @@ DPPORTAL_MAX_COLUMNS = env_int("DPPORTAL_MAX_COLUMNS", 200)
 DPPORTAL_MAX_SHEET_ROWS = env_int("DPPORTAL_MAX_SHEET_ROWS", 1_000_000)
 # Failed uploads (their reason; their files are removed at once) are kept this long.
 DPPORTAL_FAILED_UPLOAD_RETENTION_DAYS = env_int("DPPORTAL_FAILED_UPLOAD_RETENTION_DAYS", 7)
+DPPORTAL_AWAITING_UPLOAD_RETENTION_HOURS = env_int("DPPORTAL_AWAITING_UPLOAD_RETENTION_HOURS", 24)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
 # Where dataset Parquet files live (datasets/storage.py): "local" (under MEDIA_ROOT,
 # the embedded default) or "s3" (an S3-compatible bucket: AWS, MinIO, ...). With s3,

@@ -258,7 +258,7 @@ def test_only_a_csv_is_detected_and_read_options_for_another_format_are_refused(
     with open(tmp_path / "s.dta", "rb") as f:
         response = api.post(url, {"file": f, "delimiter": ";"}, format="multipart")
     assert response.status_code == 400
-    assert "CSV files only" in response.content.decode()
+    assert "CSV and TSV files only" in response.content.decode()
     assert not Dataset.objects.exists()
     with open(tmp_path / "s.dta", "rb") as f:
         response = api.post(url, {"file": f, "review": "true"}, format="multipart")

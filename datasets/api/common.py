@@ -70,7 +70,7 @@ class DatasetOutputSerializer(serializers.Serializer):
     )
     read_options = serializers.DictField(
         help_text="How the CSV is (to be) read: encoding, delimiter, quote_char, "
-        "decimal_comma, header."
+        "decimal_comma, header, thousands."
     )
     failed_at = serializers.DateTimeField(
         allow_null=True,

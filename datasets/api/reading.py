@@ -39,6 +39,11 @@ class ReadOptionsInputSerializer(serializers.Serializer):
     decimal_comma = serializers.CharField(
         required=False, allow_blank=True, max_length=5, help_text="true or false."
     )
+    thousands = serializers.CharField(
+        required=False, allow_blank=True, max_length=10, trim_whitespace=False,
+        help_text="The thousands separator: ',', '.', ' ', \"'\", comma / period / space / "
+        "apostrophe, or none (default). It must differ from the decimal mark.",
+    )  # fmt: skip
     header = serializers.CharField(
         required=False, allow_blank=True, max_length=5,
         help_text="true: the first line names the columns; false: it is data "
@@ -58,6 +63,9 @@ class ReadingOutputSerializer(serializers.Serializer):
     delimiter_name = serializers.ChoiceField(choices=list(DELIMITERS.values()))
     quote_char = serializers.ChoiceField(choices=list(QUOTE_CHARS))
     decimal_comma = serializers.BooleanField()
+    thousands = serializers.CharField(
+        allow_blank=True, help_text="The thousands separator ('' for none)."
+    )
     header = serializers.BooleanField()
     columns = serializers.ListField(child=serializers.CharField(allow_blank=True))
     rows = serializers.ListField(

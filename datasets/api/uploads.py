@@ -68,10 +68,10 @@ class DatasetUploadApi(ApiView):
     class InputSerializer(ReadOptionsInputSerializer):
         file = serializers.FileField(
             allow_empty_file=True,
-            help_text="A table with a header: CSV (any offered encoding and dialect), TSV "
-            "(UTF-8), Excel .xlsx, Parquet, Stata .dta, SPSS .sav/.zsav, SAS .sas7bdat/.xpt; "
-            "each plain, gzip (.gz) or alone in a .zip. The type is told by the file's "
-            "extension and checked against its bytes.",
+            help_text="A table with a header: CSV or TSV (any offered encoding and dialect; "
+            "a TSV's delimiter preset to tab), Excel .xlsx, Parquet, Stata .dta, "
+            "SPSS .sav/.zsav, SAS .sas7bdat/.xpt; each plain, gzip (.gz) or alone in a "
+            ".zip. The type is told by the file's extension and checked against its bytes.",
         )
         name = serializers.CharField(
             max_length=200, required=False, allow_blank=True, default="",
@@ -79,11 +79,12 @@ class DatasetUploadApi(ApiView):
         )  # fmt: skip
         sheet = serializers.CharField(
             max_length=200, required=False, allow_blank=True, default="",
-            help_text="Excel only: the sheet to read (the first one if blank).",
+            help_text="Excel only: the sheet to read, by name or by number from 1 (the first "
+            "one if blank; a sheet whose name is the number wins). Refused for other formats.",
         )  # fmt: skip
         review = serializers.BooleanField(
             required=False, default=False,
-            help_text="CSV only: wait for a confirmation (datasets_reading_confirm) even "
+            help_text="CSV and TSV only: wait for a confirmation (datasets_reading_confirm) even "
             "when the detection is plain or options are given.",
         )  # fmt: skip
 
@@ -104,12 +105,13 @@ class DatasetUploadApi(ApiView):
     @extend_schema(
         operation_id="datasets_upload",
         summary="Upload a data file (multipart); it is ingested by a worker (owners)",
-        description="Other formats than CSV are queued at once. For a CSV (plain or gzip) "
-        "the encoding, delimiter, quote, decimal mark and header are detected; "
-        "given options override the detection. A plain upload (UTF-8, comma, header) or one "
-        "with options given is queued at once: poll the dataset's status until it is 'ready' "
-        "(or 'failed' with a reason). Otherwise (or with review=true) its status is "
-        "'awaiting': check `reading` and confirm with datasets_reading_confirm.",
+        description="Other formats than CSV and TSV are queued at once. For a CSV or TSV "
+        "(plain or gzip) the encoding, delimiter, quote, decimal mark and header are detected; "
+        "given options override the detection. A plain upload (UTF-8, comma or a TSV's "
+        "tab, header) or one with options given is queued at once: poll the dataset's "
+        "status until it is 'ready' (or 'failed' with a reason). Otherwise (or with "
+        "review=true) its status is 'awaiting': check `reading` and confirm with "
+        "datasets_reading_confirm.",
         request={"multipart/form-data": InputSerializer},
         responses={201: OutputSerializer, **error_responses(*MEMBER_ERRORS, 413)},
     )

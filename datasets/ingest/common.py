@@ -65,13 +65,15 @@ QUOTE_CHARS = {'"': "double quote", "'": "single quote"}
 
 @dataclass(frozen=True)
 class CsvDialect:
-    """How to read a CSV upload: its encoding, separator, quote, decimal mark, header."""
+    """How to read a CSV upload: its encoding, separator, quote, decimal mark, header
+    and thousands separator."""
 
     encoding: str = "utf-8"
     delimiter: str = ","
     quote_char: str = '"'
     decimal_comma: bool = False
     header: bool = True
+    thousands: str = ""  # a thousands separator (datasets.ingest.numbers.THOUSANDS) or none
 
     def to_dict(self) -> dict:
         return {
@@ -80,6 +82,7 @@ class CsvDialect:
             "quote_char": self.quote_char,
             "decimal_comma": self.decimal_comma,
             "header": self.header,
+            "thousands": self.thousands,
         }
 
     @classmethod
@@ -92,6 +95,7 @@ class CsvDialect:
             quote_char=data.get("quote_char", default.quote_char),
             decimal_comma=bool(data.get("decimal_comma", default.decimal_comma)),
             header=bool(data.get("header", default.header)),
+            thousands=str(data.get("thousands", default.thousands) or ""),
         )
 
     @property

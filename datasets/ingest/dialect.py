@@ -5,7 +5,9 @@ Detection reads at most DETECT_BYTES of the (decompressed) file. The encoding
 comes from a byte-order mark when there is one, else from charset-normalizer;
 the delimiter is the candidate that splits the first lines into the same number
 of fields (more than one); a decimal comma is suggested when the separator is
-not a comma and a column's cells read like '3,25'. Nothing here is stored: the
+not a comma and a column's cells read like '3,25', a thousands separator when a column's
+numbers are grouped in a way no other reading explains ('1.234,5', '1,234,567').
+Nothing here is stored: the
 preview's cells go only to the owner who asked (see datasets.services.reading).
 """
 
@@ -65,12 +67,39 @@ def raw_sample(path: Path, limits: IngestLimits, size: int = DETECT_BYTES) -> by
     return head
 
 
+def utf16_without_bom(sample: bytes) -> str | None:
+    """'utf-16-le' or 'utf-16-be' when the sample reads as UTF-16 text without a
+    byte-order mark: the zero high bytes of ASCII characters (digits, delimiters,
+    line breaks) sit on one side of most byte pairs, and the whole sample decodes
+    to text with no NUL. None otherwise."""
+    head = sample[: len(sample) - len(sample) % 2]
+    pairs = len(head) // 2
+    if pairs < 2:
+        return None
+    odd, even = head[1::2].count(0), head[0::2].count(0)
+    for name, zeros, other in (("utf-16-le", odd, even), ("utf-16-be", even, odd)):
+        if zeros >= 0.3 * pairs and other <= 0.05 * pairs:
+            try:
+                text = head.decode(name)
+            except UnicodeDecodeError:
+                # a cut surrogate pair at the end of the sample is no reason to refuse
+                try:
+                    text = head[:-2].decode(name)
+                except UnicodeDecodeError:
+                    return None
+            return None if "\x00" in text else name
+    return None
+
+
 def detect_encoding(sample: bytes) -> str:
     for bom, name in BOMS:
         if sample.startswith(bom):
             return name
-    if not sample or b"\x00" in sample or sample.isascii():
-        return "utf-8"  # a NUL without a byte-order mark: the ingest refuses the file
+    if b"\x00" in sample:
+        # a NUL in UTF-16 text without a byte-order mark, or else the ingest refuses it
+        return utf16_without_bom(sample) or "utf-8"
+    if not sample or sample.isascii():
+        return "utf-8"
     cut = sample.rfind(b"\n")
     body = sample[: cut + 1] if cut > 0 else sample
     try:
@@ -127,20 +156,50 @@ def sniff_decimal_comma(text: str, delimiter: str, quote_char: str) -> bool:
     return False
 
 
-def detect(path: Path, limits: IngestLimits) -> CsvDialect:
+#: (decimal comma, thousands separator): a number unambiguously written that way
+#: ('1.234,5' or '1.234.567'; '1,234.5' or '1,234,567'), and any number so written
+GROUPINGS = (
+    (True, ".", r"^\s*[+-]?[0-9]{1,3}(\.[0-9]{3})+(,[0-9]+|(\.[0-9]{3})+)\s*$",
+     r"^\s*[+-]?([0-9]{1,3}(\.[0-9]{3})*|[0-9]+)(,[0-9]+)?\s*$"),
+    (False, ",", r"^\s*[+-]?[0-9]{1,3}(,[0-9]{3})+(\.[0-9]+|(,[0-9]{3})+)\s*$",
+     r"^\s*[+-]?([0-9]{1,3}(,[0-9]{3})*|[0-9]+)(\.[0-9]+)?\s*$"),
+)  # fmt: skip
+
+
+def sniff_grouping(text: str, delimiter: str, quote_char: str) -> tuple[bool, str] | None:
+    """(decimal comma, thousands separator) when a column's cells are numbers written
+    with grouping that cannot be read another way; None otherwise (nothing proposed)."""
+    rows = _parse(_lines(text), delimiter, quote_char)
+    for column in zip(*rows[1:-1] or rows[1:], strict=False):
+        cells = [c for c in column if c.strip()]
+        for decimal_comma, thousands, sure, any_number in GROUPINGS:
+            if decimal_comma and delimiter == ",":
+                continue
+            if any(re.match(sure, c) for c in cells) and sum(
+                bool(re.match(any_number, c)) for c in cells
+            ) >= 0.9 * len(cells):
+                return decimal_comma, thousands
+    return None
+
+
+def detect(path: Path, limits: IngestLimits, delimiter: str | None = None) -> CsvDialect:
+    """The dialect of the file's sample; `delimiter` presets the separator (a .tsv's tab)."""
     sample = raw_sample(path, limits)
     if not sample.strip():
         raise IngestRejected("The file is empty.")
     encoding = detect_encoding(sample)
     text = sample.decode(encoding, errors="replace").lstrip("\ufeff")
     quote_char = sniff_quote(text)
-    delimiter = sniff_delimiter(text, quote_char)
+    delimiter = delimiter or sniff_delimiter(text, quote_char)
     dialect = CsvDialect(
         encoding=encoding,
         delimiter=delimiter,
         quote_char=quote_char,
         decimal_comma=sniff_decimal_comma(text, delimiter, quote_char),
     )
+    grouping = sniff_grouping(text, delimiter, quote_char)
+    if grouping is not None:
+        dialect = replace(dialect, decimal_comma=grouping[0], thousands=grouping[1])
     first = next(iter(_parse(_lines(text), delimiter, quote_char)), [])
     if header_problem([c.strip() for c in first], limits) == "data":
         dialect = replace(dialect, header=False)

@@ -33,6 +33,7 @@ from datasets.ingest.common import (
     IngestRejected,
 )
 from datasets.ingest.decoding import Transcoder
+from datasets.ingest.numbers import plain_numbers
 
 MAX_NAME_LENGTH = 200
 SAMPLE_BYTES = 1 << 20  # type inference and header checks read this much first
@@ -248,16 +249,20 @@ def inspect_sample(
     )
     if table.num_rows == 0:
         raise IngestRejected("The file has a header but no data rows.")
-    types = _infer_types(names, table, decimal_comma=dialect.decimal_comma)
+    types = _infer_types(
+        names, table, decimal_comma=dialect.decimal_comma, thousands=dialect.thousands
+    )
     return types, _header_warnings(names, table, types)
 
 
-def _infer_types(names: list[str], table: pa.Table, *, decimal_comma: bool) -> dict[str, str]:
+def _infer_types(
+    names: list[str], table: pa.Table, *, decimal_comma: bool, thousands: str = ""
+) -> dict[str, str]:
     types = {}
     for name in names:
         values = table.column(name).drop_null()
-        if decimal_comma:
-            values = pc.replace_substring(values, ",", ".")
+        if decimal_comma or thousands:
+            values = plain_numbers(values, decimal_comma=decimal_comma, thousands=thousands)
         n = len(values)
         if n == 0:
             types[name] = STRING

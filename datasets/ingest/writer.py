@@ -26,6 +26,7 @@ from datasets.ingest.common import (
     IngestRejected,
     human_size,
 )
+from datasets.ingest.numbers import plain_numbers
 from datasets.ingest.profile import ColumnProfile, profile_update
 from datasets.ingest.reader import (
     PLAIN,
@@ -84,6 +85,10 @@ def ingest_csv(
     temporary = destination.with_name(f".{destination.name}.{os.getpid()}-{uuid.uuid4().hex}.tmp")
     try:
         try:
+            # grouped numbers ('1.234,5') and decimal commas are read as text and made
+            # plain (tolerant path): pyarrow's decimal_point=',' also takes '1.000' as 1.0
+            if dialect.thousands or dialect.decimal_comma:
+                raise _ConversionFailed()
             profiles = _convert(source, temporary, names, types, limits, on_progress, dialect)
         except _ConversionFailed:
             profiles = _convert(
@@ -136,7 +141,7 @@ def _convert(
                     batch = reader.read_next_batch()
                 except StopIteration:
                     break
-                batch = _clean_batch(batch, profiles, schema, tolerant, dialect.decimal_comma)
+                batch = _clean_batch(batch, profiles, schema, tolerant, dialect)
                 if on_progress is not None:
                     on_progress(stream.fraction)
                 pending.append(batch)
@@ -175,13 +180,15 @@ def _clean_batch(
     profiles: list[ColumnProfile],
     schema: pa.Schema,
     tolerant: bool,
-    decimal_comma: bool,
+    dialect: CsvDialect,
 ) -> pa.RecordBatch:
     arrays = []
     for profile, array in zip(profiles, batch.columns, strict=True):
         if profile.suggested_type in (INTEGER, FLOAT):
-            if tolerant and decimal_comma:
-                array = pc.replace_substring(array, ",", ".")
+            if tolerant and (dialect.decimal_comma or dialect.thousands):
+                array = plain_numbers(
+                    array, decimal_comma=dialect.decimal_comma, thousands=dialect.thousands
+                )
             array = _numeric(array, profile, tolerant)
         profile_update(profile, array)
         arrays.append(array)

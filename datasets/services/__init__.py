@@ -1,6 +1,7 @@
 """Writes for datasets: upload, ingest (restartable), declaration of public domains, deletion.
 
-The modules: `uploads` (dataset_create, dataset_delete, dataset_cleanup_failed),
+The modules: `uploads` (dataset_create, dataset_delete, dataset_cleanup_failed,
+dataset_cleanup_awaiting),
 `ingesting` (dataset_ingest, its dispatch and the periodic re-dispatch), `reading`
 (how the CSV is read: the preview and its confirmation before the ingest), `declaration`
 (dataset_declare, dataset_confirm_unit, dataset_import_codebook; one column's
@@ -33,6 +34,8 @@ from datasets.services.reading import (
     parse_read_options,
 )
 from datasets.services.uploads import (
+    awaiting_upload_retention,
+    dataset_cleanup_awaiting,
     dataset_cleanup_failed,
     dataset_create,
     dataset_delete,
@@ -41,6 +44,7 @@ from datasets.services.uploads import (
 
 __all__ = [
     "csv_safe_cell",
+    "dataset_cleanup_awaiting",
     "dataset_cleanup_failed",
     "dataset_confirm_reading",
     "dataset_confirm_unit",
@@ -55,6 +59,7 @@ __all__ = [
     "dataset_read_preview",
     "dataset_redispatch_stale",
     "export_codebook",
+    "awaiting_upload_retention",
     "failed_upload_retention",
     "ingest_limits",
     "parse_read_options",

@@ -212,7 +212,7 @@ def _run(*, dataset: Dataset) -> Dataset | None:
             destination=destination,
             limits=ingest_limits(),
             on_progress=_progress_reporter(dataset_id=dataset_id, attempt=attempt),
-            dialect=CsvDialect.from_dict(dataset.read_options),
+            dialect=CsvDialect.from_dict(dataset.read_options) if dataset.read_options else None,
         )
     except IngestRejected as exc:
         logger.info("dataset %s rejected", dataset_id)

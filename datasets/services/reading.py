@@ -22,6 +22,7 @@ from django.db import transaction
 from datasets.ingest import CsvDialect, IngestRejected, Preview, detect, preview
 from datasets.ingest.common import DELIMITERS, QUOTE_CHARS
 from datasets.ingest.decoding import normalize_encoding
+from datasets.ingest.numbers import THOUSANDS
 from datasets.models import Dataset
 from datasets.services.common import require_owner
 from datasets.services.ingesting import dataset_dispatch_ingest, ingest_limits
@@ -29,8 +30,9 @@ from dpportal.errors import InvalidTransition, ValidationFailed
 
 logger = logging.getLogger(__name__)
 
-OPTION_NAMES = ("encoding", "delimiter", "quote_char", "decimal_comma", "header")
+OPTION_NAMES = ("encoding", "delimiter", "quote_char", "decimal_comma", "header", "thousands")
 DELIMITER_NAMES = {"comma": ",", "semicolon": ";", "tab": "\t", "pipe": "|"}
+THOUSANDS_NAMES = {name: char for char, name in THOUSANDS.items()} | {"none": ""}
 TRUE, FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
 
 
@@ -45,12 +47,15 @@ def _flag(name: str, value) -> bool:
     raise ValidationFailed(f"'{name}' must be true or false.")
 
 
-def parse_read_options(data: Mapping, *, base: CsvDialect) -> CsvDialect:
+def parse_read_options(data: Mapping, *, base: CsvDialect, combined: bool = True) -> CsvDialect:
     """`base` with the options present in `data` applied; a clear message for a bad one.
 
     encoding: a name Python knows for one of the offered encodings; delimiter:
     ',', ';', tab, '|' or their names; quote_char: '"' or "'"; decimal_comma and
-    header: true or false. Absent or blank ('auto') options keep `base`'s value.
+    header: true or false; thousands: ',', '.', ' ', "'", their names (comma, period,
+    space, apostrophe) or 'none'. Absent or blank ('auto') options keep `base`'s value.
+    With `combined` False only each option is checked, not how they combine (at
+    upload, before detection has found the options not given).
     """
     values = base.to_dict()
     given = {k: data[k] for k in OPTION_NAMES if k in data and data[k] not in (None, "", "auto")}
@@ -72,9 +77,25 @@ def parse_read_options(data: Mapping, *, base: CsvDialect) -> CsvDialect:
     for name in ("decimal_comma", "header"):
         if name in given:
             values[name] = _flag(name, given[name])
+    if "thousands" in given:
+        thousands = str(given["thousands"])
+        thousands = THOUSANDS_NAMES.get(thousands.strip().lower(), thousands)
+        if thousands not in THOUSANDS and thousands != "":
+            raise ValidationFailed(
+                "The thousands separator must be a comma, period, space, apostrophe or none."
+            )
+        values["thousands"] = thousands
     dialect = CsvDialect.from_dict(values)
+    if not combined:
+        return dialect
     if dialect.decimal_comma and dialect.delimiter == ",":
         raise ValidationFailed("A decimal comma needs another delimiter than the comma.")
+    if dialect.thousands == ("," if dialect.decimal_comma else "."):
+        raise ValidationFailed(
+            "The thousands separator must differ from the decimal mark: with a decimal "
+            "comma group by period, space or apostrophe; with a decimal point, by comma, "
+            "space or apostrophe."
+        )
     return dialect
 
 
@@ -82,11 +103,11 @@ def _source(dataset: Dataset) -> Path:
     return Path(settings.MEDIA_ROOT) / dataset.source_file
 
 
-def detect_read_options(*, path: Path) -> CsvDialect | None:
-    """The dialect detected on the file's sample; None when the sample is unreadable
-    (the ingest then refuses the file with its reason)."""
+def detect_read_options(*, path: Path, delimiter: str | None = None) -> CsvDialect | None:
+    """The dialect detected on the file's sample (`delimiter` preset: a .tsv's tab);
+    None when the sample is unreadable (the ingest then refuses the file with its reason)."""
     try:
-        return detect(path, ingest_limits())
+        return detect(path, ingest_limits(), delimiter)
     except IngestRejected:
         return None
 

@@ -47,7 +47,8 @@ def dataset_create(
     datasets.services.reading.OPTION_NAMES) applied over the detection. The ingest
     is queued at once when the detection is plain or options were given, unless
     `review` asks to see the preview first; otherwise the dataset is `awaiting`
-    (datasets.services.reading). Only a CSV (plain or gzip) is detected and may
+    (datasets.services.reading). Only a CSV or TSV (plain or gzip; a TSV's
+    delimiter preset to tab, and plain when UTF-8 with a header) is detected and may
     await: other formats say their own types and text encoding, so they keep no
     read options (giving any is refused) and are queued at once. `sheet` names an
     Excel file's sheet. With `dispatch` the ingest task is sent after the
@@ -55,7 +56,8 @@ def dataset_create(
     dispatch=False and ingests in-process.
     """
     given = {k: v for k, v in (read_options or {}).items() if v not in (None, "", "auto")}
-    parse_read_options(given, base=CsvDialect())  # a bad option refuses before storing
+    # a bad option refuses before storing; how they combine is checked after detection
+    parse_read_options(given, base=CsvDialect(), combined=False)
     require_owner(project=project, user=uploaded_by)
     name = (name or "").strip() or Path(uploaded_file.name or "dataset").stem.strip()
     if not name:
@@ -71,15 +73,19 @@ def dataset_create(
     uploaded_file.seek(0)
     stored_name = source_name(uploaded_file.name or "", uploaded_file.read(32))
     uploaded_file.seek(0)
-    is_csv = file_format(stored_name) in {("csv", ""), ("csv", "gz")}
+    fmt, wrapper = file_format(stored_name)
+    is_csv = fmt in ("csv", "tsv") and wrapper in ("", "gz")
+    preset = CsvDialect(delimiter="\t" if fmt == "tsv" else ",")  # a .tsv is a CSV with tabs
     if given and not is_csv:
         raise ValidationFailed(
             "The encoding, delimiter, quote, decimal mark and header options apply to "
-            "plain or gzip CSV files only."
+            "plain or gzip CSV and TSV files only."
         )
     sheet = (sheet or "").strip()
     if len(sheet) > 200:
         raise ValidationFailed("The sheet's name must be at most 200 characters.")
+    if sheet and file_format(stored_name)[0] != "xlsx":
+        raise ValidationFailed("A sheet can be chosen for an Excel workbook (.xlsx) only.")
     folder: Path | None = None
     try:
         with transaction.atomic():
@@ -94,10 +100,12 @@ def dataset_create(
                     out.write(chunk)
             dataset.source_file = str(target.relative_to(settings.MEDIA_ROOT))
             if is_csv:
-                detected = detect_read_options(path=target)
-                dialect = parse_read_options(given, base=detected or CsvDialect())
+                detected = detect_read_options(
+                    path=target, delimiter="\t" if fmt == "tsv" else None
+                )
+                dialect = parse_read_options(given, base=detected or preset)
                 dataset.read_options = dialect.to_dict()
-                if detected is not None and (review or not (given or dialect.plain)):
+                if detected is not None and (review or not (given or dialect == preset)):
                     dataset.status = Dataset.Status.AWAITING
             dataset.save(update_fields=["source_file", "read_options", "status"])
             if dispatch and dataset.status == Dataset.Status.UPLOADED:
@@ -170,4 +178,42 @@ def dataset_cleanup_failed(*, now: datetime | None = None) -> int:
         removed += 1
     if removed:
         logger.info("removed %s failed upload(s) past the retention period", removed)
+    return removed
+
+
+def awaiting_upload_retention() -> timedelta:
+    """How long an upload may wait for its reading to be confirmed before it is removed."""
+    return timedelta(hours=settings.DPPORTAL_AWAITING_UPLOAD_RETENTION_HOURS)
+
+
+def dataset_cleanup_awaiting(*, now: datetime | None = None) -> int:
+    """Remove uploads left `awaiting` confirmation longer than the retention (row and file).
+
+    Run by celery beat: an owner who never confirms how a file is read would
+    otherwise leave the private file on disk for ever. A confirmation racing this
+    wins or loses on the row lock: a confirmed dataset is never removed here.
+    Returns how many went.
+    """
+    cutoff = (now or timezone.now()) - awaiting_upload_retention()
+    ids = list(
+        Dataset.objects.filter(status=Dataset.Status.AWAITING, uploaded_at__lte=cutoff)
+        .filter(releases__isnull=True)
+        .values_list("pk", flat=True)
+    )
+    removed = 0
+    for dataset_id in ids:
+        with transaction.atomic():
+            dataset = (
+                Dataset.objects.select_for_update()
+                .filter(pk=dataset_id, status=Dataset.Status.AWAITING, uploaded_at__lte=cutoff)
+                .first()
+            )
+            if dataset is None:
+                continue
+            folder = dataset_folder(dataset=dataset)
+            dataset.delete()
+        shutil.rmtree(folder, ignore_errors=True)
+        removed += 1
+    if removed:
+        logger.info("removed %s upload(s) left awaiting confirmation", removed)
     return removed

@@ -38,6 +38,9 @@
     button.addEventListener("click", function () {
       var key = button.getAttribute("data-fill");
       var fill = fills[key];
+      if (fill && button.getAttribute("data-fill-from") === "labels") {
+        fill = fill.labels;
+      }
       if (!fill) {
         return;
       }

@@ -2,7 +2,7 @@
 
 `file_format(name, head)` tells the format from the file's name and first bytes;
 `ingest_file` unpacks a gzip or single-file zip wrapper (unwrap), then hands a CSV
-or TSV to the CSV ingest and any other format to its reader (excel, parquet,
+or TSV (a CSV with tabs) to the CSV ingest and any other format to its reader (excel, parquet,
 stats), whose batches the shared writer (batches) turns into the same Parquet
 and profiles as the CSV ingest.
 """
@@ -20,7 +20,6 @@ from datasets.ingest.formats.batches import Widen, write_batches
 from datasets.ingest.formats.excel import ExcelReader
 from datasets.ingest.formats.parquet import ParquetReader
 from datasets.ingest.formats.stats import StatsReader
-from datasets.ingest.formats.tsv import TsvReader
 from datasets.ingest.formats.unwrap import (
     EMPTY_ZIP_MAGIC,
     GZIP_MAGIC,
@@ -46,6 +45,8 @@ MAGIC: dict[str, tuple[bytes, ...] | None] = {
 WRAPPERS = ("gz", "zip")
 ALIASES = {"txt": "csv", "tab": "tsv", "xpt": "xpt", "por": "sav"}
 MAX_WIDEN_PASSES = 3
+#: the text formats, read by the CSV ingest, with their reading when none was confirmed
+TEXT = {"csv": PLAIN, "tsv": dataclasses.replace(PLAIN, delimiter="\t")}
 
 
 def file_format(name: str) -> tuple[str, str]:
@@ -95,11 +96,12 @@ def ingest_file(
     limits: IngestLimits,
     on_progress: Callable[[float], None] | None = None,
     sheet: str = "",
-    dialect: CsvDialect = PLAIN,
+    dialect: CsvDialect | None = None,
 ) -> IngestResult:
     """Ingest an upload of any accepted format (see MAGIC) into `destination`.
 
-    `dialect` (the confirmed read options) applies to a CSV only; `sheet` to Excel.
+    `dialect` (the confirmed read options) applies to a CSV or TSV only (None: UTF-8
+    with a header, comma- or tab-separated as the name says); `sheet` to Excel.
 
     A temporary unpacked copy (gzip or zip) lives next to the destination, named so
     that temporary_parquet_paths finds it after a crash, and is always removed."""
@@ -109,9 +111,9 @@ def ingest_file(
     if size > limits.max_upload_bytes:
         raise IngestRejected(f"The file is larger than {human_size(limits.max_upload_bytes)}.")
     fmt, wrapper = file_format(source.name)
-    if fmt == "csv" and wrapper != "zip":
+    if fmt in TEXT and wrapper != "zip":
         return ingest_csv(source=source, destination=destination, limits=limits,
-                          on_progress=on_progress, dialect=dialect)  # fmt: skip
+                          on_progress=on_progress, dialect=dialect or TEXT[fmt])  # fmt: skip
     unpacked = destination.with_name(
         f".{destination.name}.{os.getpid()}-{uuid.uuid4().hex}-unpacked.tmp"
     )
@@ -127,9 +129,9 @@ def ingest_file(
         unpacked_limits = dataclasses.replace(
             limits, max_upload_bytes=limits.max_decompressed_bytes
         )
-        if fmt == "csv":
+        if fmt in TEXT:
             return ingest_csv(source=path, destination=destination, limits=unpacked_limits,
-                              on_progress=on_progress, dialect=dialect)  # fmt: skip
+                              on_progress=on_progress, dialect=dialect or TEXT[fmt])  # fmt: skip
         _check_magic(fmt, path)
         return _ingest_typed(fmt, path, destination, unpacked_limits, on_progress, sheet)
     finally:
@@ -139,8 +141,6 @@ def ingest_file(
 def _ingest_typed(fmt, path, destination, limits, on_progress, sheet) -> IngestResult:
     if fmt == "xlsx":
         reader = ExcelReader(path, limits, sheet)
-    elif fmt == "tsv":
-        reader = TsvReader(path, limits)
     elif fmt == "parquet":
         reader = ParquetReader(path, limits)
     else:

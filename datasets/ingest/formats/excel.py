@@ -43,6 +43,24 @@ def _text(value: object) -> str | None:
     return str(value)
 
 
+def _sheet_name(names: list[str], chosen: str) -> str:
+    """The sheet `chosen` names: blank is the first, a name, or a number from 1
+    (a sheet whose name is that number wins); refused with the sheets' names."""
+    if not chosen:
+        return names[0]
+    if chosen in names:
+        return chosen
+    if chosen.isdigit() and 1 <= int(chosen) <= len(names):
+        return names[int(chosen) - 1]
+    raise IngestRejected(
+        f"The workbook has no sheet named '{chosen[:100]}'"
+        + (f" and no sheet number {chosen}" if chosen.isdigit() else "")
+        + f"; its {len(names)} sheet{'s are' if len(names) != 1 else ' is'}: "
+        + ", ".join(f"'{n[:50]}'" for n in names[:20])
+        + "."
+    )
+
+
 class ExcelReader:
     def __init__(self, path: Path, limits: IngestLimits, sheet: str = "") -> None:
         self.path, self.limits, self.sheet = path, limits, sheet
@@ -58,13 +76,7 @@ class ExcelReader:
             except (InvalidFileException, zipfile.BadZipFile, KeyError, OSError, ValueError):
                 raise IngestRejected("The file is not a readable Excel workbook (.xlsx).")
             try:
-                if self.sheet and self.sheet not in workbook.sheetnames:
-                    raise IngestRejected(
-                        f"The workbook has no sheet named '{self.sheet[:100]}'; its sheets are: "
-                        + ", ".join(f"'{n[:50]}'" for n in workbook.sheetnames[:20])
-                        + "."
-                    )
-                sheet = workbook[self.sheet] if self.sheet else workbook.worksheets[0]
+                sheet = workbook[_sheet_name(workbook.sheetnames, self.sheet)]
                 if not hasattr(sheet, "iter_rows"):
                     raise IngestRejected("The chosen sheet is a chart, not a table.")
                 yield sheet
