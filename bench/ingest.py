@@ -1,17 +1,28 @@
-"""Ingest throughput and memory: dpportal's ingest against a bare pyarrow conversion.
+"""Ingest throughput and memory: dpportal's ingest against the fastest tools doing the same work.
 
-    DEBUG=1 .venv/bin/python bench/ingest.py --rows 1000000
+    DEBUG=1 .venv/bin/python bench/ingest.py --rows 10000000 --other-rows 1000000
 
-Generates N census-like rows (datasets.demo) to a temporary CSV, then, each in its
-own subprocess so that the peak-RSS high-water marks are not shared:
+Cases (each file generated once per run, in a subprocess; every phase runs in its
+own subprocess so that each peak RSS (VmHWM) is its own; rounds interleave the
+phases; times are medians, peak memory the highest seen):
 
-* dpportal: the real code path, `datasets.services.dataset_ingest` in-process, on a
-  throwaway test database (created and destroyed by the phase; only the ingest
-  call is timed);
-* bare: pyarrow.csv.open_csv streaming into pyarrow.parquet.ParquetWriter.
+* csv -- census-like rows (datasets.demo), UTF-8, comma-separated, `--rows` rows:
+  dpportal (the real code path, `datasets.services.dataset_ingest` in-process on a
+  throwaway test database, all our checks: encoding, NUL bytes, types, profile;
+  only the ingest call is timed) next to Polars `scan_csv().sink_parquet()`, DuckDB
+  `COPY (SELECT * FROM read_csv(...)) TO ... (FORMAT parquet)` and bare pyarrow
+  (`csv.open_csv` streamed into a ParquetWriter);
+* gb18030 -- the same rows with Chinese region names, semicolon-separated, in
+  GB18030, `--other-rows` rows: dpportal (encoding and delimiter given, as the owner
+  confirms them) next to pyarrow's CSV reader transcoding GB18030 into Parquet;
+* xlsx -- `--other-rows` rows in one sheet: dpportal next to openpyxl's read-only
+  reader alone (every cell's value, nothing written);
+* dta -- `--other-rows` rows in Stata 118: dpportal next to pyreadstat's chunked
+  reader alone.
 
-Prints rows/s, MB/s (of CSV) and peak RSS for each, and the time ratio.
-Goals: ratio <= 1.25 at 1M rows; peak RSS at 10M <= 1.5x that at 1M.
+Prints seconds, rows/s and peak RSS per phase and the ratios of medians. Goals
+(issue 15): csv <= 1.2x Polars at 10M rows with peak RSS <= 500 MB, flat in rows;
+gb18030, xlsx, dta <= 1.5x the reading library.
 """
 
 from __future__ import annotations
@@ -20,6 +31,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -44,19 +56,77 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
-def phase_bare(csv_path: Path, workdir: Path) -> dict:
-    import pyarrow.csv as pa_csv
-    import pyarrow.parquet as pq
+CHINESE_REGIONS = ["北京", "上海", "广东", "四川", "浙江", "湖北", "河南", "山东"]
 
+
+def _timed(run) -> dict:
     started = time.perf_counter()
-    reader = pa_csv.open_csv(csv_path)
-    with pq.ParquetWriter(workdir / "bare.parquet", reader.schema) as writer:
-        for batch in reader:
-            writer.write_batch(batch)
+    run()
     return {"seconds": time.perf_counter() - started, "peak_rss_mb": peak_rss_mb()}
 
 
-def phase_dpportal(csv_path: Path, workdir: Path) -> dict:
+# --- generating the files ------------------------------------------------------------
+
+
+def generate(case: str, path: Path, rows: int) -> None:
+    from datasets.demo import write_census_csv
+
+    if case == "csv":
+        write_census_csv(path, rows=rows)
+        return
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
+
+    from datasets.demo import CHUNK_ROWS, census_chunk
+
+    rng = np.random.default_rng(2026)
+    chunks = (
+        census_chunk(rng, rows=min(CHUNK_ROWS, rows - start), first_row=start)
+        for start in range(0, rows, CHUNK_ROWS)
+    )
+    if case == "gb18030":
+        with open(path, "wb") as out:
+            out.write("person_id;age;sex;地区;education;income;hours\n".encode("gb18030"))
+            for table in chunks:
+                regions = np.array(CHINESE_REGIONS, dtype=object)[
+                    rng.integers(0, len(CHINESE_REGIONS), size=table.num_rows)
+                ]
+                table = table.set_column(3, "地区", pa.array(regions, pa.string()))
+                sink = pa.BufferOutputStream()
+                pa_csv.write_csv(
+                    table,
+                    sink,
+                    write_options=pa_csv.WriteOptions(
+                        include_header=False, delimiter=";", quoting_style="none"
+                    ),
+                )
+                out.write(sink.getvalue().to_pybytes().decode("utf-8").encode("gb18030"))
+    elif case == "xlsx":
+        from openpyxl import Workbook
+
+        book = Workbook(write_only=True)
+        sheet = book.create_sheet("census")
+        header = True
+        for table in chunks:
+            if header:
+                sheet.append(table.column_names)
+                header = False
+            for row in zip(*(c.to_pylist() for c in table.columns), strict=True):
+                sheet.append(row)
+        book.save(path)
+    elif case == "dta":
+        import pandas as pd
+        import pyreadstat
+
+        frame = pd.concat([t.to_pandas() for t in chunks], ignore_index=True)
+        pyreadstat.write_dta(frame, str(path), version=15)
+
+
+# --- the phases (each in its own subprocess) ------------------------------------------
+
+
+def phase_dpportal(path: Path, workdir: Path, case: str) -> dict:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dpportal.settings")
     os.environ.setdefault("DEBUG", "1")
     os.environ["MEDIA_ROOT"] = str(workdir / "media")
@@ -71,6 +141,7 @@ def phase_dpportal(csv_path: Path, workdir: Path) -> dict:
     from datasets.services import dataset_create, dataset_ingest
     from tests.factories import UserFactory
 
+    options = {"encoding": "gb18030", "delimiter": "semicolon"} if case == "gb18030" else None
     old_name = connection.settings_dict["NAME"]
     connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
     try:
@@ -79,83 +150,160 @@ def phase_dpportal(csv_path: Path, workdir: Path) -> dict:
             name="Bench", description="bench", privacy_unit_description="row",
             epsilon_cap="1", delta_cap="0", created_by=owner,
         )  # fmt: skip
-        with open(csv_path, "rb") as handle:
+        with open(path, "rb") as handle:
             dataset = dataset_create(
-                project=project, name="bench", uploaded_file=File(handle, name="bench.csv"),
-                uploaded_by=owner, dispatch=False,
+                project=project, name="bench", uploaded_file=File(handle, name=path.name),
+                uploaded_by=owner, dispatch=False, read_options=options,
             )  # fmt: skip
+        if dataset.status != Dataset.Status.UPLOADED:
+            raise SystemExit(f"upload not queued: {dataset.status}")
         rss_before = peak_rss_mb()
-        started = time.perf_counter()
-        dataset = dataset_ingest(dataset_id=dataset.pk)
-        seconds = time.perf_counter() - started
-        if dataset.status != Dataset.Status.READY:
-            raise SystemExit(f"ingest failed: {dataset.failure_reason}")
-        return {"seconds": seconds, "peak_rss_mb": peak_rss_mb(), "rss_before_mb": rss_before}
+        result = _timed(lambda: _ingest(dataset_ingest, dataset.pk, Dataset))
+        return {**result, "rss_before_mb": rss_before}
     finally:
         connection.creation.destroy_test_db(old_name, verbosity=0)
 
 
-def run_phase(name: str, csv_path: Path, workdir: Path, rows: int = 0) -> dict:
+def _ingest(dataset_ingest, dataset_id: int, model) -> None:
+    dataset = dataset_ingest(dataset_id=dataset_id)
+    if dataset.status != model.Status.READY:
+        raise SystemExit(f"ingest failed: {dataset.failure_reason}")
+
+
+def phase_polars(path: Path, workdir: Path, case: str) -> dict:
+    import polars as pl
+
+    return _timed(lambda: pl.scan_csv(path).sink_parquet(workdir / "polars.parquet"))
+
+
+def phase_duckdb(path: Path, workdir: Path, case: str) -> dict:
+    import duckdb
+
+    out = workdir / "duckdb.parquet"
+    con = duckdb.connect()
+    return _timed(
+        lambda: con.execute(
+            f"COPY (SELECT * FROM read_csv('{path}')) TO '{out}' (FORMAT parquet)"  # noqa: S608 - our own temp paths
+        )
+    )
+
+
+def phase_pyarrow(path: Path, workdir: Path, case: str) -> dict:
+    import pyarrow.csv as pa_csv
+    import pyarrow.parquet as pq
+
+    def run() -> None:
+        read = pa_csv.ReadOptions(encoding="gb18030" if case == "gb18030" else "utf8")
+        parse = pa_csv.ParseOptions(delimiter=";" if case == "gb18030" else ",")
+        reader = pa_csv.open_csv(path, read_options=read, parse_options=parse)
+        with pq.ParquetWriter(workdir / "pyarrow.parquet", reader.schema) as writer:
+            for batch in reader:
+                writer.write_batch(batch)
+
+    return _timed(run)
+
+
+def phase_openpyxl(path: Path, workdir: Path, case: str) -> dict:
+    from openpyxl import load_workbook
+
+    def run() -> None:
+        book = load_workbook(path, read_only=True, data_only=True)
+        for _row in book.worksheets[0].iter_rows(values_only=True):
+            pass
+        book.close()
+
+    return _timed(run)
+
+
+def phase_pyreadstat(path: Path, workdir: Path, case: str) -> dict:
+    import pyreadstat
+
+    def run() -> None:
+        chunks = pyreadstat.read_file_in_chunks(pyreadstat.read_dta, str(path), chunksize=100_000)
+        for _frame, _meta in chunks:
+            pass
+
+    return _timed(run)
+
+
+PHASES = {
+    "dpportal": phase_dpportal,
+    "polars": phase_polars,
+    "duckdb": phase_duckdb,
+    "pyarrow": phase_pyarrow,
+    "openpyxl": phase_openpyxl,
+    "pyreadstat": phase_pyreadstat,
+}
+CASES = {  # case: (file name, the phases compared, the reference the goal names, goal)
+    "csv": ("census.csv", ["dpportal", "polars", "duckdb", "pyarrow"], "polars", 1.2),
+    "gb18030": ("census-gb18030.csv", ["dpportal", "pyarrow"], "pyarrow", 1.5),
+    "xlsx": ("census.xlsx", ["dpportal", "openpyxl"], "openpyxl", 1.5),
+    "dta": ("census.dta", ["dpportal", "pyreadstat"], "pyreadstat", 1.5),
+}
+
+
+def run_child(*args: str) -> dict:
     out = subprocess.run(
-        [sys.executable, __file__, "--phase", name, "--csv", str(csv_path), "--workdir",
-         str(workdir), "--rows", str(rows)],
-        check=True, stdout=subprocess.PIPE, text=True, cwd=ROOT,
-    )  # fmt: skip
+        [sys.executable, __file__, *args], check=True, stdout=subprocess.PIPE, text=True, cwd=ROOT
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def bench_case(case: str, rows: int, repeat: int, workdir: Path) -> None:
+    name, phases, reference, goal = CASES[case]
+    path = workdir / name
+    started = time.perf_counter()
+    run_child("--phase", "generate", "--case", case, "--file", str(path), "--rows", str(rows))
+    size_mb = path.stat().st_size / 1e6
+    took = time.perf_counter() - started
+    print(f"\n{case}: {rows:,} rows, {size_mb:,.1f} MB, generated in {took:.1f}s")
+    runs: dict[str, list[dict]] = {phase: [] for phase in phases}
+    for _ in range(max(repeat, 1)):
+        for phase in phases:  # interleaved: every round runs each phase once
+            runs[phase].append(
+                run_child(
+                    "--phase", phase, "--case", case, "--file", str(path), "--workdir", str(workdir)
+                )  # fmt: skip
+            )
+    medians = {p: statistics.median(r["seconds"] for r in rs) for p, rs in runs.items()}
+    for phase, rs in runs.items():
+        peak = max(r["peak_rss_mb"] for r in rs)
+        before = max((r.get("rss_before_mb", 0) for r in rs), default=0)
+        print(
+            f"  {phase:>10}: {medians[phase]:7.2f}s  {rows / medians[phase]:>12,.0f} rows/s  "
+            f"peak RSS {peak:7.1f} MB"
+            + (f" (process before the ingest {before:.1f} MB)" if before else "")
+            + "".join(f"  ratio {medians[phase] / medians[o]:.2f}x {o}" for o in phases
+                      if phase == "dpportal" and o != "dpportal")
+        )  # fmt: skip
+    ratio = medians["dpportal"] / medians[reference]
+    verdict = "met" if ratio <= goal else "NOT met"
+    print(f"  goal dpportal <= {goal}x {reference}: {ratio:.2f}x ({verdict}); medians of {repeat}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument(
-        "--repeat", type=int, default=3, help="runs per phase, alternating; best time is kept"
-    )
-    parser.add_argument("--phase", choices=["generate", "bare", "dpportal"], help=argparse.SUPPRESS)
-    parser.add_argument("--csv", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the UTF-8 CSV case")
+    parser.add_argument("--other-rows", type=int, default=1_000_000, help="rows of the other cases")
+    parser.add_argument("--repeat", type=int, default=3, help="interleaved rounds; medians")
+    parser.add_argument("--cases", default="csv,gb18030,xlsx,dta")
+    parser.add_argument("--phase", help=argparse.SUPPRESS)
+    parser.add_argument("--case", help=argparse.SUPPRESS)
+    parser.add_argument("--file", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--workdir", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     if args.phase == "generate":
-        from datasets.demo import write_census_csv
-
-        write_census_csv(args.csv, rows=args.rows)
+        generate(args.case, args.file, args.rows)
         print(json.dumps({}))
         return
     if args.phase:
-        phase = phase_bare if args.phase == "bare" else phase_dpportal
-        print(json.dumps(phase(args.csv, args.workdir)))
+        print(json.dumps(PHASES[args.phase](args.file, args.workdir, args.case)))
         return
-
-    # Even generating runs in a subprocess: this process stays small.
-    with tempfile.TemporaryDirectory(prefix="dpportal-bench-") as tmp:
-        workdir = Path(tmp)
-        csv_path = workdir / "census.csv"
-        started = time.perf_counter()
-        run_phase("generate", csv_path, workdir, rows=args.rows)
-        size_mb = csv_path.stat().st_size / 1e6
-        took = time.perf_counter() - started
-        print(f"generated {args.rows:,} rows, {size_mb:,.1f} MB in {took:.1f}s")
-        runs: dict[str, list[dict]] = {"dpportal": [], "bare": []}
-        for _ in range(max(args.repeat, 1)):
-            for name in runs:
-                runs[name].append(run_phase(name, csv_path, workdir))
-    # Best time (least disturbed by other load), worst peak memory.
-    results = {
-        name: {
-            **min(rs, key=lambda r: r["seconds"]),
-            "peak_rss_mb": max(r["peak_rss_mb"] for r in rs),
-        }
-        for name, rs in runs.items()
-    }
-    print(f"best of {max(args.repeat, 1)} runs per phase; peak RSS is the highest seen")
-    for name, r in results.items():
-        print(
-            f"{name:>9}: {r['seconds']:7.2f}s  {args.rows / r['seconds']:>12,.0f} rows/s  "
-            f"{size_mb / r['seconds']:8.1f} MB/s  peak RSS {r['peak_rss_mb']:7.1f} MB"
-            + (f" (before ingest {r['rss_before_mb']:.1f} MB)" if "rss_before_mb" in r else "")
-        )
-    ratio = results["dpportal"]["seconds"] / results["bare"]["seconds"]
-    print(f"    ratio: {ratio:.2f}x bare pyarrow time (goal <= 1.25 at 1M rows)")
+    for case in args.cases.split(","):
+        with tempfile.TemporaryDirectory(prefix="dpportal-bench-") as tmp:
+            rows = args.rows if case == "csv" else args.other_rows
+            bench_case(case, rows, args.repeat, Path(tmp))
 
 
 if __name__ == "__main__":
