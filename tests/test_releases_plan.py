@@ -245,3 +245,36 @@ def test_the_choice_is_keyed_per_release(media):
     # the same key chooses the same rows; another key (almost surely: C(20, 3) subsets each) others
     assert runs[0] == runs[1] and runs[0] != runs[2]
     assert sum(runs[0]) == 30
+
+
+def test_a_persons_choice_depends_on_their_own_rows_alone(media):
+    """Other people's rows before and between p1's change no choice of p1's rows (same key)."""
+    mine = list(range(20))  # p1's rows, told apart by k
+    others = list(range(20, 60))
+    edges = [str(e) for e in range(61)]
+
+    def kept_of_p1(order):
+        n = len(order)
+        data = {
+            "cat": ["a"] * n,
+            "k": order,
+            "x": [0.0] * n,
+            "y": [0] * n,
+            "person": ["p1" if k < 20 else f"q{k % 7}" for k in order],
+        }
+        k = {"name": "k", "kind": "numeric", "missing": "drop", "bin_edges": edges}
+        spec = {
+            "parquet_file": write(media, data),
+            "statistics": [{"kind": "histogram", "columns": [k]}],
+            "privacy_unit": {"id_column": "person", "contribution_bound": 4},
+        }
+        (hist,) = duckdb_engine.run_plan(
+            spec, duckdb_engine.duckdb_plan(spec), rng=SeededTestRandom(3)
+        )
+        return [k for k in mine if hist[k]]
+
+    alone = kept_of_p1(mine)
+    mixed = kept_of_p1(
+        [v for pair in zip(others[:20], mine, strict=True) for v in pair] + others[20:]
+    )
+    assert len(alone) == 4 and alone == mixed

@@ -6,10 +6,12 @@ needs more. True aggregates come back only as the small per-cell result rows,
 in this process's memory; nothing is written but DuckDB's own spill files.
 
 Privacy unit (an ID column and a bound L): per person at most L rows, the ones
-with the smallest keyed hash h(person, row number, K), K a per-release 64-bit
+with the smallest keyed hash h(person, the row's read columns, K), K a per-release 64-bit
 secret from the CSPRNG (dpportal.privacy.rng.uniform_keys; passed as a query
 parameter, never in SQL text). Rows without an ID are dropped. The choice for a
-person depends only on that person's rows and K. Memory: a plain
+person depends only on that person's rows and K (DESIGN.md section 7); rows equal
+in every read column tie and are interchangeable (the row number breaks the tie).
+h is DuckDB's 64-bit hash() combined with K: keyed, but not a cryptographic PRF. Memory: a plain
 row_number() over all rows holds every row; instead three passes --
 
 1. `heavy`: hashes of the IDs seen more than L times (an aggregate over the ID
@@ -55,7 +57,7 @@ def duckdb_plan(spec: dict[str, Any]) -> Plan | None:
 
 def _connect(spill: str) -> duckdb.DuckDBPyConnection:
     threads = int(getattr(settings, "DPPORTAL_COMPUTE_THREADS", 0) or os.cpu_count() or 1)
-    memory = int(getattr(settings, "DPPORTAL_COMPUTE_MEMORY_MB", 256))
+    memory = int(getattr(settings, "DPPORTAL_COMPUTE_MEMORY_MB", 192))
     return duckdb.connect(
         config={
             "threads": threads,
@@ -93,7 +95,9 @@ def run_plan(
             relation = f"{source} AS s"
             if id_column:
                 bound = int(unit["contribution_bound"])
-                relation = _bound_rows(con, source, id_column, bound, d, rng, report)
+                relation = _bound_rows(
+                    con, source, id_column, plan.source_columns, bound, d, rng, report
+                )
             cursor = con.execute(plan.aggregate_sql(relation))
             names = [c[0] for c in cursor.description]
             rows = cursor.fetchall()
@@ -105,7 +109,7 @@ def run_plan(
     return plan.shape(rows, names)
 
 
-def _bound_rows(con, source: str, id_column: str, bound: int, d, rng, report) -> str:
+def _bound_rows(con, source: str, id_column: str, columns: list[str], bound: int, d, rng, report):
     """Steps 1 and 2 (module docstring); the relation of the rows the unit keeps."""
     person = d.ident(id_column)
     key = int(uniform_keys(1, rng)[0])
@@ -114,7 +118,10 @@ def _bound_rows(con, source: str, id_column: str, bound: int, d, rng, report) ->
         f"WHERE {person} IS NOT NULL GROUP BY hash({person}) HAVING count(*) > {bound}"
     )
     report(1)
-    order = d.keyed_hash.format(person=f"s.{person}", row=f"s.{ROW}", key="$key::UBIGINT")
+    # the order depends on the person's own rows alone (not on row positions); rows
+    # identical in every read column are interchangeable, so the position only breaks ties
+    values = ", ".join(f"s.{d.ident(c)}" for c in [id_column, *columns])
+    order = d.keyed_hash.format(values=values, key="$key::UBIGINT") + f", s.{ROW}"
     con.execute(
         f"CREATE TEMP TABLE dropped AS SELECT {ROW} FROM ("  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
         f"SELECT s.{ROW}, row_number() OVER (PARTITION BY s.{person} ORDER BY {order}) AS rn "
@@ -125,6 +132,6 @@ def _bound_rows(con, source: str, id_column: str, bound: int, d, rng, report) ->
     del key
     report(2)
     return (
-        f"{source} AS s WHERE s.{person} IS NOT NULL AND NOT EXISTS "  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
-        f"(SELECT 1 FROM dropped AS x WHERE x.{ROW} = s.{ROW})"
+        f"{source} AS s {d.anti_join} dropped AS x ON x.{ROW} = s.{ROW} "  # noqa: S608 - names quoted
+        f"WHERE s.{person} IS NOT NULL"
     )

@@ -50,9 +50,10 @@ class Dialect:
     array: str
     round_even: str
     exact_sum: str
-    keyed_hash: str
+    keyed_hash: str  # a 64-bit hash of the row's {values} under the secret {key}
     finite: str  # {x} is a finite number (not NaN, not +-inf)
     string: str  # the text type
+    anti_join: str  # rows of the left side with no match on the right
     grouping_id: str
     quote: str
 
@@ -73,9 +74,10 @@ DUCKDB = Dialect(
     array="[{}]",
     round_even="round_even({x}, 0)",
     exact_sum="sum({x})",  # BIGINT sums into HUGEINT
-    keyed_hash="hash({person}, {row}, {key})",
+    keyed_hash="hash({values}, {key})",
     finite="isfinite({x})",
     string="VARCHAR",
+    anti_join="ANTI JOIN",
     grouping_id="grouping({cols})",
     quote='"',
 )
@@ -85,9 +87,10 @@ SPARK = Dialect(
     array="array({})",
     round_even="bround({x}, 0)",
     exact_sum="sum(CAST({x} AS DECIMAL(38, 0)))",
-    keyed_hash="xxhash64({person}, {row}, {key})",
+    keyed_hash="xxhash64({values}, {key})",
     finite="(NOT isnan({x}) AND abs({x}) < CAST('Infinity' AS DOUBLE))",
     string="STRING",
+    anti_join="LEFT ANTI JOIN",
     grouping_id="grouping_id({cols})",
     quote="`",
 )
