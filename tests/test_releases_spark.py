@@ -20,9 +20,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from datasets.models import Dataset
 from dpportal.privacy.rng import SeededTestRandom
 from releases import lifecycle
 from releases.compute import duckdb_engine, spark_engine
+from releases.compute.run import compute_backend
 from releases.models import Release, ReleaseResult
 from tests.conftest import wait_for
 from tests.releases_support import make_dataset, submitted, true_values
@@ -148,3 +150,19 @@ def test_a_worker_computes_and_publishes_a_spark_release(celery_workers, project
     eps = [Decimal(release.spec["statistics"][i]["epsilon"]) for i in (0, 1, 2, 2, 2, 2, 2, 2)]
     for value, true, e in zip(noisy, exact, eps, strict=True):
         assert abs(value - true) <= math.log(1e9) / float(e), (value, true, e)
+
+
+def test_the_backend_follows_the_dataset_and_auto_the_size(db, settings, project, owner):
+    dataset = make_dataset(project=project, owner=owner, rows=3000)
+    release = submitted(project=project, owner=owner, dataset=dataset)  # spec frozen
+    settings.DPPORTAL_SPARK_MASTER = ""
+    settings.DPPORTAL_SPARK_MIN_ROWS = 3000
+    assert compute_backend(release) == "local"  # auto without a cluster: the worker
+    settings.DPPORTAL_SPARK_MASTER = "local[2]"
+    assert compute_backend(release) == "spark"  # auto, a cluster, rows >= the threshold
+    settings.DPPORTAL_SPARK_MIN_ROWS = 3001
+    assert compute_backend(release) == "local"
+    for choice in ("spark", "local"):  # an explicit choice wins over the size
+        Dataset.objects.filter(pk=dataset.pk).update(compute_backend=choice)
+        release.dataset.refresh_from_db()
+        assert compute_backend(release) == choice

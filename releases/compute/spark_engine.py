@@ -29,6 +29,7 @@ this worker process, to become the aggregates (`Plan.shape`) noise is added to.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import threading
@@ -71,6 +72,7 @@ def spark_session(url: str | None = None):
             .getOrCreate()
         )
         session.sparkContext.setLogLevel("WARN")
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # not a line per gateway connection
     return session
 
 
