@@ -177,13 +177,7 @@ DPPORTAL_COMPUTE_STALLED_AFTER_SECONDS = env_int("DPPORTAL_COMPUTE_STALLED_AFTER
 # DuckDB in the worker (releases.compute.duckdb_engine): threads (0: every core) and the
 # memory limit past which it spills to disk
 DPPORTAL_COMPUTE_THREADS = env_int("DPPORTAL_COMPUTE_THREADS", 0)
-DPPORTAL_COMPUTE_MEMORY_MB = env_int("DPPORTAL_COMPUTE_MEMORY_MB", 256)
-# Spark (releases.compute.spark_engine): the master URL ("" = no cluster: a dataset on
-# "auto" stays on DuckDB; one marked "spark" runs on local[*]); "auto" uses Spark only
-# when a master is set and the dataset has at least DPPORTAL_SPARK_MIN_ROWS rows
-DPPORTAL_SPARK_MASTER = os.environ.get("DPPORTAL_SPARK_MASTER", "")
-DPPORTAL_SPARK_MIN_ROWS = env_int("DPPORTAL_SPARK_MIN_ROWS", 100_000_000)
-DPPORTAL_SPARK_SHUFFLE_PARTITIONS = env_int("DPPORTAL_SPARK_SHUFFLE_PARTITIONS", 16)
+DPPORTAL_COMPUTE_MEMORY_MB = env_int("DPPORTAL_COMPUTE_MEMORY_MB", 192)
 DPPORTAL_REDISPATCH_SECONDS = env_int("DPPORTAL_REDISPATCH_SECONDS", 15)
 if DPPORTAL_COMPUTE_STALLED_AFTER_SECONDS < 3 * DPPORTAL_COMPUTE_HEARTBEAT_SECONDS:
     raise ImproperlyConfigured(
@@ -218,6 +212,12 @@ if REDIS_URL:
     )
 # Compute tasks retry after base * 2**attempt seconds (2, 4, 8, 16, 32 by default).
 DPPORTAL_COMPUTE_RETRY_BASE_SECONDS = env_int("DPPORTAL_COMPUTE_RETRY_BASE_SECONDS", 2)
+# Spark (releases.compute.spark_engine): the master URL ("" = no cluster: a dataset on
+# "auto" stays on DuckDB; one marked "spark" runs on local[*]); "auto" uses Spark only
+# when a master is set and the dataset has at least DPPORTAL_SPARK_MIN_ROWS rows
+DPPORTAL_SPARK_MASTER = os.environ.get("DPPORTAL_SPARK_MASTER", "")
+DPPORTAL_SPARK_MIN_ROWS = env_int("DPPORTAL_SPARK_MIN_ROWS", 100_000_000)
+DPPORTAL_SPARK_SHUFFLE_PARTITIONS = env_int("DPPORTAL_SPARK_SHUFFLE_PARTITIONS", 16)
 
 # --- files ----------------------------------------------------------------------
 MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", VAR_DIR / "media"))
