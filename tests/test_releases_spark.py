@@ -166,3 +166,17 @@ def test_the_backend_follows_the_dataset_and_auto_the_size(db, settings, project
         Dataset.objects.filter(pk=dataset.pk).update(compute_backend=choice)
         release.dataset.refresh_from_db()
         assert compute_backend(release) == choice
+
+
+def test_quantiles_are_not_on_the_spark_plan(settings, tmp_path):
+    """spark_plan is None for a quantile (release_aggregate then goes on to the numpy path)."""
+    settings.MEDIA_ROOT = str(tmp_path)
+    data = {"cat": ["a"], "k": [1], "x": [1.0], "y": [1], "person": ["p"]}
+    spec = {
+        "parquet_file": write(tmp_path, data),
+        "privacy_unit": {"id_column": "", "contribution_bound": 1},
+        "statistics": [{"kind": "quantiles", "columns": [], "groups": []}],
+    }
+    assert spark_engine.spark_plan(spec) is None
+    spec["statistics"] = [{"kind": "count", "columns": []}]
+    assert spark_engine.spark_plan(spec) is not None
