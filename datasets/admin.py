@@ -72,7 +72,7 @@ class ColumnInline(admin.TabularInline):
 @admin.register(Dataset)
 class DatasetAdmin(admin.ModelAdmin):
     list_display = ["name", "project", "status", "declared", "uploaded_by", "uploaded_at"]
-    list_filter = ["status", "declared"]
+    list_filter = ["status", "declared", "compute_backend"]
     readonly_fields = SERVICE_FIELDS
     inlines = [ColumnInline]
 

@@ -69,6 +69,17 @@ class Dataset(models.Model):
         blank=True,
         related_name="+",
     )
+
+    class ComputeBackend(models.TextChoices):
+        AUTO = "auto", "Automatic (Spark for very large datasets when a cluster is set up)"
+        LOCAL = "local", "In the worker (DuckDB)"
+        SPARK = "spark", "Spark"
+
+    # Where a release's true aggregates are computed (releases.compute.run): the results
+    # are the same either way, so this is an operational choice, not part of a spec.
+    compute_backend = models.CharField(
+        max_length=8, choices=ComputeBackend.choices, default=ComputeBackend.AUTO
+    )
     # Warnings about the upload that do not refuse it (e.g. a header that looks like data).
     warnings = models.JSONField(default=list, blank=True)
     failed_at = models.DateTimeField(

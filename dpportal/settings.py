@@ -218,6 +218,12 @@ if REDIS_URL:
     )
 # Compute tasks retry after base * 2**attempt seconds (2, 4, 8, 16, 32 by default).
 DPPORTAL_COMPUTE_RETRY_BASE_SECONDS = env_int("DPPORTAL_COMPUTE_RETRY_BASE_SECONDS", 2)
+# Spark (releases.compute.spark_engine): the master URL ("" = no cluster: a dataset on
+# "auto" stays on DuckDB; one marked "spark" runs on local[*]); "auto" uses Spark only
+# when a master is set and the dataset has at least DPPORTAL_SPARK_MIN_ROWS rows
+DPPORTAL_SPARK_MASTER = os.environ.get("DPPORTAL_SPARK_MASTER", "")
+DPPORTAL_SPARK_MIN_ROWS = env_int("DPPORTAL_SPARK_MIN_ROWS", 100_000_000)
+DPPORTAL_SPARK_SHUFFLE_PARTITIONS = env_int("DPPORTAL_SPARK_SHUFFLE_PARTITIONS", 16)
 
 # --- files ----------------------------------------------------------------------
 MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", VAR_DIR / "media"))
@@ -246,8 +252,6 @@ DPPORTAL_S3_PREFIX = os.environ.get("DPPORTAL_S3_PREFIX", "")  # key prefix insi
 DPPORTAL_S3_REGION = os.environ.get("DPPORTAL_S3_REGION", "us-east-1")
 DPPORTAL_S3_ACCESS_KEY_ID = os.environ.get("DPPORTAL_S3_ACCESS_KEY_ID", "")
 DPPORTAL_S3_SECRET_ACCESS_KEY = os.environ.get("DPPORTAL_S3_SECRET_ACCESS_KEY", "")
-# Spark (a later task adds the backend): check_connections reports it when set.
-DPPORTAL_SPARK_MASTER = os.environ.get("DPPORTAL_SPARK_MASTER", "")
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
 
 STATIC_URL = "/static/"

@@ -140,9 +140,9 @@ def test_check_connections_s3_and_a_missing_bucket(settings, s3_storage):
     assert "reachable, writable" in out.getvalue()
 
     settings.DPPORTAL_S3_BUCKET = "no-such-bucket-here"
-    settings.DPPORTAL_SPARK_MASTER = "spark://nowhere:7077"
+    settings.DPPORTAL_SPARK_MASTER = "local[2]"  # a real local Spark session
     out = io.StringIO()
     with pytest.raises(CommandError):
         call_command("check_connections", stdout=out)
     assert "FAILED: storage s3" in out.getvalue()
-    assert "spark: spark://nowhere:7077" in out.getvalue()
+    assert "spark: ok: Spark 4.3.0 at local" in out.getvalue()

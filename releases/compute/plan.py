@@ -54,7 +54,6 @@ class Dialect:
     finite: str  # {x} is a finite number (not NaN, not +-inf)
     string: str  # the text type
     anti_join: str  # rows of the left side with no match on the right
-    grouping_id: str
     quote: str
 
     def ident(self, name: str) -> str:
@@ -78,7 +77,6 @@ DUCKDB = Dialect(
     finite="isfinite({x})",
     string="VARCHAR",
     anti_join="ANTI JOIN",
-    grouping_id="grouping({cols})",
     quote='"',
 )
 SPARK = Dialect(
@@ -91,7 +89,6 @@ SPARK = Dialect(
     finite="(NOT isnan({x}) AND abs({x}) < CAST('Infinity' AS DOUBLE))",
     string="STRING",
     anti_join="LEFT ANTI JOIN",
-    grouping_id="grouping_id({cols})",
     quote="`",
 )
 
@@ -129,12 +126,14 @@ class Plan:
 
     def aggregate_sql(self, relation: str) -> str:
         """The one aggregation query over `relation` (the rows kept by the privacy unit)."""
-        d = self.dialect
         cells = self.cell_columns
         values = ", ".join(f"{sql} AS {name}" for name, sql in self.values.items()) or "1 AS one"
         rows = ", ".join(f"{sql} AS {name}" for name, sql in self.selects.items()) or "1 AS one"
         sets = ", ".join("(" + ", ".join(g) + ")" for g in self.groupings)
-        gid = d.grouping_id.format(cols=", ".join(cells)) if cells else "0"
+        # bit k (from the right) set: the k-th last cell column is not grouped; spelled with
+        # grouping() per column, since Spark's grouping_id(cols) needs the GROUP BY's order
+        bits = [f"grouping({c}) * {1 << (len(cells) - 1 - i)}" for i, c in enumerate(cells)]
+        gid = " + ".join(bits) if cells else "0"
         outputs = [
             f"{gid} AS gid",
             *cells,

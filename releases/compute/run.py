@@ -16,6 +16,7 @@ from datasets.storage import open_release_data
 from dpportal.errors import ApplicationError
 from dpportal.privacy.rng import RandomSource
 from releases import dp
+from releases.compute import spark_engine
 from releases.compute.duckdb_engine import duckdb_plan, run_plan
 from releases.compute.hooks import _failure_point, _pause_point
 from releases.compute.readers import StatisticReader
@@ -83,16 +84,37 @@ def _progress_reporter(release_id: int, total: int) -> Callable[[int], None]:
 def release_aggregate(*, release: Release, row_groups: list[int] | None = None) -> list[Any]:
     """The true aggregates of a claimed release (memory only).
 
-    On the aggregation plan (releases.compute.plan, run on DuckDB) when every
-    statistic and column is on it; otherwise (quantiles, dates, text codes,
-    numbers in text) through the numpy readers, row group by row group.
+    On the aggregation plan (releases.compute.plan, run on Spark or DuckDB as
+    `compute_backend` says) when every statistic and column is on it; otherwise
+    (quantiles, dates, text codes, numbers in text) through the numpy readers.
     """
     spec = release.spec
+    if row_groups is None and compute_backend(release) == "spark":
+        spark_plan = spark_engine.spark_plan(spec)
+        if spark_plan is not None:
+            logger.info("release %s: aggregating on spark", release.pk)
+            report = _progress_reporter(release.pk, 1)
+            return spark_engine.run_plan(spec, spark_plan, on_pass=report)
     plan = duckdb_plan(spec) if row_groups is None else None
     if plan is not None:
         passes = 3 if spec["privacy_unit"]["id_column"] else 1
         return run_plan(spec, plan, on_pass=_progress_reporter(release.pk, passes))
     return release_aggregate_numpy(spec=spec, release_id=release.pk, row_groups=row_groups)
+
+
+def compute_backend(release: Release) -> str:
+    """ "spark" or "local": the dataset's choice; on "auto", Spark only for a large
+    dataset (DPPORTAL_SPARK_MIN_ROWS) when a cluster is set up (DPPORTAL_SPARK_MASTER).
+
+    Not frozen in the spec: both engines give the same true aggregates.
+    """
+    choice = release.dataset.compute_backend
+    if choice != "auto":
+        return choice
+    if not settings.DPPORTAL_SPARK_MASTER:
+        return "local"
+    rows = open_release_data(release.spec).metadata.num_rows
+    return "spark" if rows >= settings.DPPORTAL_SPARK_MIN_ROWS else "local"
 
 
 def release_aggregate_numpy(

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from datasets import storage
+from releases.compute.spark_engine import spark_status
 
 
 class Command(BaseCommand):
@@ -25,6 +26,10 @@ class Command(BaseCommand):
         if not master:
             self.stdout.write("spark: not configured (DPPORTAL_SPARK_MASTER is not set)")
         else:
-            self.stdout.write(f"spark: {master} is set, but this build has no Spark backend yet")
+            try:
+                self.stdout.write(f"spark: ok: {spark_status()}")
+            except Exception as exc:  # any failure to reach the master is the finding
+                failed = True
+                self.stdout.write(f"spark: FAILED to reach {master} ({type(exc).__name__})")
         if failed:
             raise CommandError("a configured connection failed")

@@ -1,0 +1,118 @@
+"""Benchmark: a person-level release on the Spark backend (local[2]) against DuckDB's.
+
+    .venv/bin/python bench/compute_spark.py --rows 10000000 --repeat 3 --bound 1
+
+The same data and statistics as bench/compute.py (bench/compute_parts.py: a
+50-category histogram, a 50 x 16 2-D histogram, a clipped sum and a mean; a
+person ID, about 0.77 N people), each run in its own child process, the parts
+interleaved round by round; medians and the ratio of medians:
+
+- plan-person: the DuckDB engine the worker runs by default (releases.compute.
+  duckdb_engine.run_plan) plus the noise;
+- spark-person: the Spark engine (releases.compute.spark_engine.run_plan) on
+  --master plus the noise, timed after the session is up (a worker keeps its
+  session, warmed by a 10,000-row release); the session's start is reported
+  apart, with the driver JVM's peak RSS.
+No database is touched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics as st
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# run as a script, bench/ is first on sys.path: its modules must not shadow the stdlib's
+sys.path = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
+sys.path.insert(0, str(ROOT))
+
+from bench.compute_parts import _noise, _spec, generate, run_part  # noqa: E402
+
+
+def _vm_hwm_mb(pid: int) -> float:
+    """A process's peak resident memory (Linux VmHWM), in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def run_spark(path: Path, bound: int, master: str) -> dict:
+    spec = _spec(path, bound, person=True)
+    from django.conf import settings
+
+    from releases.compute import spark_engine
+
+    settings.DPPORTAL_SPARK_MASTER = master
+    start = time.perf_counter()
+    session = spark_engine.spark_session()
+    started = time.perf_counter() - start
+    warm = path.with_name("rows16-warm.parquet")  # a worker's session has run releases before
+    if not warm.exists():
+        generate(warm, 10_000)
+    spark_engine.run_plan({**spec, "parquet_file": warm.name}, spark_engine.spark_plan(spec))
+    start = time.perf_counter()
+    plan = spark_engine.spark_plan(spec)
+    assert plan is not None
+    _noise(spec, spark_engine.run_plan(spec, plan))
+    seconds = time.perf_counter() - start
+    jvm = session.sparkContext._gateway.proc.pid  # spark-submit execs the driver's JVM
+    return {
+        "seconds": seconds,
+        "session_start_seconds": started,
+        "peak_rss_mb": _vm_hwm_mb(os.getpid()),
+        "jvm_peak_rss_mb": _vm_hwm_mb(jvm),
+    }
+
+
+def _child(part: str, path: Path, bound: int, master: str) -> dict:
+    cmd = [sys.executable, __file__, "--part", part, "--file", str(path),
+           "--bound", str(bound), "--master", master]  # fmt: skip
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=ROOT)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--dir", default="/tmp/dpportal-bench")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--bound", type=int, default=1, help="L of the person-level unit")
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--part", help=argparse.SUPPRESS)
+    parser.add_argument("--file", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.part == "spark-person":
+        result = run_spark(Path(args.file), args.bound, args.master)
+    elif args.part:
+        result = run_part(args.part, Path(args.file), args.bound)
+    if args.part:
+        sys.stdout.write(json.dumps(result) + "\n")
+        return
+    folder = Path(args.dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"rows16-{args.rows}.parquet"  # the file bench/compute.py uses
+    if not path.exists():
+        generate(path, args.rows)
+    parts = ["plan-person", "spark-person"]
+    runs: dict[str, list[dict]] = {p: [] for p in parts}
+    for round_ in range(args.repeat):
+        for part in parts if round_ % 2 == 0 else parts[::-1]:
+            runs[part].append(_child(part, path, args.bound, args.master))
+            print(part, json.dumps(runs[part][-1]), flush=True)
+    med = {p: st.median(r["seconds"] for r in runs[p]) for p in parts}
+    print(f"rows={args.rows} bound={args.bound} master={args.master} repeat={args.repeat}")
+    for p in parts:
+        extra = {k: round(st.median(r[k] for r in runs[p]), 1) for k in runs[p][0]}
+        print(f"{p:13s} median {med[p]:.2f} s  {extra}")
+    print(f"spark / duckdb (ratio of medians): {med['spark-person'] / med['plan-person']:.2f}")
+
+
+if __name__ == "__main__":
+    main()

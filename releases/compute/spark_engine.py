@@ -1,0 +1,209 @@
+"""Running the aggregation plan (releases.compute.plan, `SPARK` dialect) on Apache Spark.
+
+The same plan as releases.compute.duckdb_engine, so both give the same true
+aggregates; only where the rows are read and aggregated differs. The session
+comes from settings (DPPORTAL_SPARK_MASTER, default "local[*]") with the web UI
+and the event log off and log level WARN; nothing is persisted or cached.
+
+Reading: ONE path for local files and object storage. The driver lists the
+(file, row group) fragments from the Parquet footers; `mapInArrow` over that
+list has each executor task open its fragment with pyarrow through the pyarrow
+filesystem passed in (LocalFileSystem by default; an S3FileSystem plugs in the
+same way), read only the plan's columns, and add the row's global number (the
+tie-break of the person bound). No Hadoop connector is needed.
+
+Privacy unit (an ID column and a bound L): per person the L rows with the
+smallest keyed hash xxhash64(person, the row's read columns, K), ties broken by
+the row number; K a per-release 64-bit secret from the CSPRNG
+(dpportal.privacy.rng.uniform_keys), bound as a query parameter, never in SQL
+text. One window (row_number over the person's rows, Spark's group-limit
+optimisation) then the plan's GROUPING SETS aggregate; both shuffle by key.
+
+What a cluster operator can see: the dataset's rows and task-level intermediate
+rows (partial aggregates, the shuffled rows of the person bound) in executors'
+memory and shuffle/spill files, and K inside the executed plan in the driver's
+memory. Never the result in a log or event log: the UI and event log are off,
+logs are at WARN, and only the small per-cell result rows are collected, into
+this worker process, to become the aggregates (`Plan.shape`) noise is added to.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+from django.conf import settings
+
+from datasets import storage
+from dpportal.privacy.rng import RandomSource, uniform_keys
+from releases.compute.plan import ROW, SPARK, Plan, plan_or_none
+
+_lock = threading.Lock()
+FRAGMENT_SCHEMA = "path STRING, row_group INT, offset BIGINT"
+
+
+def master() -> str:
+    return getattr(settings, "DPPORTAL_SPARK_MASTER", "") or "local[*]"
+
+
+def spark_session(url: str | None = None):
+    """The process's Spark session (created once; the JVM start takes seconds)."""
+    from pyspark.sql import SparkSession  # noqa: PLC0415 - pyspark (and a JVM) only when Spark runs
+
+    # executors of a local master run this interpreter (with pyarrow); a cluster sets its own
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    with _lock:
+        session = (
+            SparkSession.builder.master(url or master())
+            .appName("dpportal-release")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.eventLog.enabled", "false")
+            .config("spark.sql.shuffle.partitions", str(settings.DPPORTAL_SPARK_SHUFFLE_PARTITIONS))
+            .getOrCreate()
+        )
+        session.sparkContext.setLogLevel("WARN")
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # not a line per gateway connection
+    return session
+
+
+def spark_status(url: str | None = None) -> str:
+    """One line for a connection check: the master, Spark's version and its executors."""
+    session = spark_session(url)
+    tracker = session.sparkContext.statusTracker()
+    executors = len(tracker.getExecutorInfos())
+    # local mode has one executor (the driver); a cluster lists the driver plus its executors
+    workers = executors if executors == 1 else executors - 1
+    return f"Spark {session.version} at {session.sparkContext.master}: {workers} executor(s)"
+
+
+def open_source(spec: dict[str, Any]) -> tuple[list[str], pafs.FileSystem]:
+    """The release's Parquet files and the filesystem they are read through (the storage
+    layer's: the local disk or the S3 bucket; executors read with pyarrow, no hadoop-aws)."""
+    filesystem, path = storage.filesystem_and_path(spec["parquet_file"])
+    return [path], filesystem
+
+
+def read_schema(paths: list[str], filesystem: pafs.FileSystem) -> pa.Schema:
+    with filesystem.open_input_file(paths[0]) as f:
+        return pq.read_schema(f)
+
+
+def spark_plan(spec: dict[str, Any], filesystem: pafs.FileSystem | None = None) -> Plan | None:
+    """The spec's plan in the SPARK dialect, or None (not on the plan: the numpy path)."""
+    paths, fs = open_source(spec)
+    schema = read_schema(paths, filesystem or fs)
+    unit = spec["privacy_unit"]
+    if unit["id_column"] and unit["id_column"] not in schema.names:
+        return None
+    return plan_or_none(spec, schema, SPARK)
+
+
+def fragments(paths: list[str], filesystem: pafs.FileSystem) -> list[tuple[str, int, int]]:
+    """(file, row group, number of the group's first row) from the footers alone."""
+    out: list[tuple[str, int, int]] = []
+    offset = 0
+    for path in paths:
+        with filesystem.open_input_file(path) as f:
+            meta = pq.ParquetFile(f).metadata
+        for group in range(meta.num_row_groups):
+            out.append((path, group, offset))
+            offset += meta.row_group(group).num_rows
+    return out
+
+
+def _spark_type(kind: pa.DataType) -> pa.DataType:
+    """The Arrow type a column is handed to Spark as (what the plan's SQL expects)."""
+    if pa.types.is_integer(kind) and kind != pa.uint64():
+        return pa.int64()
+    if pa.types.is_floating(kind):
+        return pa.float64()
+    return pa.string()  # text, and IDs of any other type (equality is all the bound needs)
+
+
+def fragment_reader(
+    filesystem: pafs.FileSystem, schema: pa.Schema
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The executors' function: fragments in, their rows (plan's columns + row number) out."""
+    columns = [n for n in schema.names if n != ROW]
+
+    def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for path, group, offset in zip(
+                *(batch.column(i).to_pylist() for i in range(3)), strict=True
+            ):
+                with filesystem.open_input_file(path) as f:
+                    table = pq.ParquetFile(f).read_row_group(group, columns=columns)
+                rows = pa.array(np.arange(offset, offset + table.num_rows, dtype=np.int64))
+                table = table.append_column(ROW, rows).cast(schema)
+                yield from table.to_batches(max_chunksize=65536)
+
+    return read
+
+
+def source_frame(session, paths: list[str], filesystem: pafs.FileSystem, columns: list[str]):
+    """The rows of `columns` (plus the row number) as a DataFrame read by the executors."""
+    from pyspark.sql.pandas.types import from_arrow_schema  # noqa: PLC0415 - see spark_session
+
+    stored = read_schema(paths, filesystem)
+    schema = pa.schema(
+        [(c, _spark_type(stored.field(c).type)) for c in columns] + [(ROW, pa.int64())]
+    )
+    parts = fragments(paths, filesystem)
+    listing = session.sparkContext.parallelize(parts, max(1, len(parts)))
+    return session.createDataFrame(listing, FRAGMENT_SCHEMA).mapInArrow(
+        fragment_reader(filesystem, schema), from_arrow_schema(schema)
+    )
+
+
+def run_plan(
+    spec: dict[str, Any],
+    plan: Plan,
+    *,
+    on_pass: Callable[[int], None] | None = None,
+    rng: RandomSource | None = None,
+    filesystem: pafs.FileSystem | None = None,
+) -> list[Any]:
+    """The true aggregates of `spec` by `plan` on Spark (collected into this process only)."""
+    paths, fs = open_source(spec)
+    filesystem = filesystem or fs
+    unit = spec["privacy_unit"]
+    id_column = unit["id_column"]
+    d = plan.dialect
+    columns = list(plan.source_columns)
+    if id_column and id_column not in columns:
+        columns.append(id_column)
+    session = spark_session()
+    view = f"dpportal_source_{uuid.uuid4().hex}"
+    source_frame(session, paths, filesystem, columns).createOrReplaceTempView(view)
+    args: dict[str, Any] = {}
+    relation = f"{view} AS s"
+    if id_column:
+        person = d.ident(id_column)
+        key = int(uniform_keys(1, rng)[0])
+        args["key"] = key - (1 << 64) if key >= 1 << 63 else key  # as a signed BIGINT
+        values = ", ".join(f"s.{d.ident(c)}" for c in [id_column, *plan.source_columns])
+        order = d.keyed_hash.format(values=values, key=":key") + f", s.{ROW}"
+        relation = (
+            f"(SELECT * FROM (SELECT s.*, row_number() OVER (PARTITION BY s.{person} "  # noqa: S608 - names quoted (Dialect.ident), the key a parameter
+            f"ORDER BY {order}) AS __rank FROM {view} AS s WHERE s.{person} IS NOT NULL) "
+            f"WHERE __rank <= {int(unit['contribution_bound'])}) AS s"
+        )
+    try:
+        frame = session.sql(plan.aggregate_sql(relation), args=args or None)
+        names = list(frame.columns)
+        rows = [tuple(r) for r in frame.collect()]
+    finally:
+        args.clear()
+        session.catalog.dropTempView(view)
+    (on_pass or (lambda done: None))(1)
+    return plan.shape(rows, names)

@@ -1,0 +1,204 @@
+"""The aggregation plan on Spark (local[2]) equals DuckDB's and the numpy oracle's.
+
+A real local Spark session (session-scoped: the JVM starts once, ~10 s). Property
+tests with few examples (each Spark run takes about a second): the same random
+datasets and statistics as test_releases_plan (categories / Other / Missing,
+bins, clipping and half-even rounding, NaN / inf, missing codes, an ID column
+with L large enough that nothing is dropped); then the bound itself on Spark:
+each person keeps exactly min(L, their rows). End to end: a REAL Celery worker
+computes and publishes a release of a dataset marked "spark".
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from decimal import Decimal
+from pathlib import Path
+
+import numpy as np
+import pyarrow.fs as pafs
+import pytest
+from django.conf import settings as django_settings
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from datasets import storage
+from datasets.models import Dataset
+from dpportal.privacy.rng import SeededTestRandom
+from releases import lifecycle
+from releases.compute import duckdb_engine, spark_engine
+from releases.compute.run import compute_backend
+from releases.models import Release, ReleaseResult
+from tests.conftest import wait_for
+from tests.releases_support import make_dataset, submitted, true_values
+from tests.test_releases_plan import datasets, normal, oracle, statistics, write
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="session")
+def spark(django_db_blocker):
+    with django_db_blocker.unblock():
+        session = spark_engine.spark_session("local[2]")
+    yield session
+    session.stop()  # before the interpreter exits (py4j otherwise logs to a closed stream)
+
+
+@pytest.fixture
+def media(settings, tmp_path, spark):
+    settings.MEDIA_ROOT = str(tmp_path)
+    return tmp_path
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=datasets(), stats=statistics(), with_id=st.booleans())
+def test_the_spark_plan_equals_duckdb_and_the_numpy_readers(media, data, stats, with_id):
+    spec = {
+        "parquet_file": write(media, data),
+        "statistics": stats,
+        "privacy_unit": {"id_column": "person" if with_id else "", "contribution_bound": 1000},
+    }
+    plan = spark_engine.spark_plan(spec)
+    assert plan is not None and plan.dialect.name == "spark"
+    got = [normal(v) for v in spark_engine.run_plan(spec, plan)]
+    duck = [normal(v) for v in duckdb_engine.run_plan(spec, duckdb_engine.duckdb_plan(spec))]
+    expected = oracle(spec, media)
+    assert got == duck == expected, repr(
+        (data, [s for s, a, b in zip(stats, got, expected, strict=True) if a != b])
+    )
+
+
+@settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(rows=st.lists(st.one_of(st.integers(0, 6), st.none()), max_size=60), bound=st.integers(1, 4))
+def test_each_person_keeps_exactly_min_L_rows_on_spark(media, rows, bound):
+    people = [None if r is None else f"p{r}" for r in rows]
+    n = len(rows)
+    data = {"cat": ["a"] * n, "k": list(range(n)), "x": [0.0] * n, "y": [0] * n, "person": people}
+    # one histogram cell per row (k = the row's position): the kept rows themselves
+    edges = [str(e) for e in range(n + 1)] if rows else ["0", "1"]
+    k = {"name": "k", "kind": "numeric", "missing": "drop", "bin_edges": edges}
+    spec = {
+        "parquet_file": write(media, data),
+        "privacy_unit": {"id_column": "person", "contribution_bound": bound},
+        "statistics": [{"kind": "histogram", "columns": [k]}],
+    }
+    (kept,) = spark_engine.run_plan(spec, spark_engine.spark_plan(spec))
+    assert set(kept.tolist()) <= {0, 1}
+    per_person = Counter(people[i] for i in np.flatnonzero(kept))
+    assert None not in per_person
+    rows_of = Counter(p for p in people if p is not None)
+    assert {p: per_person.get(p, 0) for p in rows_of} == {
+        p: min(bound, n) for p, n in rows_of.items()
+    }
+
+
+def test_the_spark_choice_is_keyed_per_release(media):
+    n = 200
+    data = {
+        "cat": ["a"] * n,
+        "k": list(range(n)),
+        "x": [0.0] * n,
+        "y": [0] * n,
+        "person": [f"p{i % 10}" for i in range(n)],
+    }
+    edges = [str(e) for e in range(n + 1)]
+    k = {"name": "k", "kind": "numeric", "missing": "drop", "bin_edges": edges}
+    spec = {
+        "parquet_file": write(media, data),
+        "privacy_unit": {"id_column": "person", "contribution_bound": 3},
+        "statistics": [{"kind": "histogram", "columns": [k]}],
+    }
+    plan = spark_engine.spark_plan(spec)
+    runs = [
+        spark_engine.run_plan(spec, plan, rng=SeededTestRandom(s))[0].tolist() for s in (1, 1, 2)
+    ]
+    # the same key chooses the same rows; another key (almost surely: C(20, 3) subsets each) others
+    assert runs[0] == runs[1] and runs[0] != runs[2]
+    assert sum(runs[0]) == 30
+
+
+def test_spark_status_names_the_version_and_executors(spark):
+    status = spark_engine.spark_status()
+    assert status.startswith(f"Spark {spark.version} at local[2]:")
+    assert status.endswith("1 executor(s)")
+
+
+@pytest.mark.worker
+def test_a_worker_computes_and_publishes_a_spark_release(celery_workers, project, owner, reviewer):
+    worker = celery_workers.start(DPPORTAL_SPARK_MASTER="local[2]")
+    dataset = make_dataset(project=project, owner=owner, rows=4000, row_group_size=500)
+    dataset.compute_backend = "spark"
+    dataset.save(update_fields=["compute_backend"])
+    release = submitted(project=project, owner=owner, dataset=dataset)
+    lifecycle.release_approve(release=release, reviewer=reviewer)
+    wait_for(
+        lambda: Release.objects.get(pk=release.pk).status == "computed",
+        timeout=240,
+        message=f"not computed\n{worker.log()}",
+    )
+    assert f"release {release.pk}: aggregating on spark" in worker.log()
+    release.refresh_from_db()
+    lifecycle.release_publish(release=release, actor=owner)
+    assert Release.objects.get(pk=release.pk).status == "published"
+    stats = ReleaseResult.objects.get(release=release).payload["statistics"]
+    truth = true_values(dataset)
+    noisy = [stats[0]["values"][0], stats[1]["values"][0], *stats[2]["values"]]
+    exact = [truth["count"], truth["south"], *truth["region_hist"]]
+    # each within the 1 - 1e-9 tail bound of its discrete Laplace noise, b ln(1e9) with
+    # b = L / eps (L = 1): false failure <= 2e-9 per value, <= 2e-8 for these 8 values
+    eps = [Decimal(release.spec["statistics"][i]["epsilon"]) for i in (0, 1, 2, 2, 2, 2, 2, 2)]
+    for value, true, e in zip(noisy, exact, eps, strict=True):
+        assert abs(value - true) <= math.log(1e9) / float(e), (value, true, e)
+
+
+def test_the_backend_follows_the_dataset_and_auto_the_size(db, settings, project, owner):
+    dataset = make_dataset(project=project, owner=owner, rows=3000)
+    release = submitted(project=project, owner=owner, dataset=dataset)  # spec frozen
+    settings.DPPORTAL_SPARK_MASTER = ""
+    settings.DPPORTAL_SPARK_MIN_ROWS = 3000
+    assert compute_backend(release) == "local"  # auto without a cluster: the worker
+    settings.DPPORTAL_SPARK_MASTER = "local[2]"
+    assert compute_backend(release) == "spark"  # auto, a cluster, rows >= the threshold
+    settings.DPPORTAL_SPARK_MIN_ROWS = 3001
+    assert compute_backend(release) == "local"
+    for choice in ("spark", "local"):  # an explicit choice wins over the size
+        Dataset.objects.filter(pk=dataset.pk).update(compute_backend=choice)
+        release.dataset.refresh_from_db()
+        assert compute_backend(release) == choice
+
+
+def test_quantiles_are_not_on_the_spark_plan(settings, tmp_path):
+    """spark_plan is None for a quantile (release_aggregate then goes on to the numpy path)."""
+    settings.MEDIA_ROOT = str(tmp_path)
+    data = {"cat": ["a"], "k": [1], "x": [1.0], "y": [1], "person": ["p"]}
+    spec = {
+        "parquet_file": write(tmp_path, data),
+        "privacy_unit": {"id_column": "", "contribution_bound": 1},
+        "statistics": [{"kind": "quantiles", "columns": [], "groups": []}],
+    }
+    assert spark_engine.spark_plan(spec) is None
+    spec["statistics"] = [{"kind": "count", "columns": []}]
+    assert spark_engine.spark_plan(spec) is not None
+
+
+@pytest.mark.django_db
+def test_spark_reads_the_bucket_and_agrees_with_duckdb(project, owner, reviewer, s3_storage, spark):
+    """Object storage on Spark: executors read the bucket's row groups through pyarrow's S3
+    filesystem (no hadoop-aws); the true aggregates equal DuckDB's on the same objects."""
+    dataset = make_dataset(project=project, owner=owner, rows=3000, row_group_size=700)
+    local = Path(django_settings.MEDIA_ROOT) / dataset.parquet_file
+    storage.store_local_file(local, dataset.parquet_file)
+    local.unlink()
+    release = submitted(project=project, owner=owner, dataset=dataset)
+    spec = release.spec
+    paths, filesystem = spark_engine.open_source(spec)
+    assert isinstance(filesystem, pafs.S3FileSystem)
+    on_spark = spark_engine.run_plan(spec, spark_engine.spark_plan(spec))
+    on_duckdb = duckdb_engine.run_plan(spec, duckdb_engine.duckdb_plan(spec))
+    assert [normal(a) for a in on_spark] == [normal(a) for a in on_duckdb]
+    assert on_spark[0] == 3000  # the count of every row: nothing was left unread
