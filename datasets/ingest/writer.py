@@ -126,10 +126,18 @@ def _convert(
     stream = GuardedStream(source, limits=limits, encoding=dialect.encoding)
     pending: list[pa.RecordBatch] = []
     pending_rows = 0
-    # Encoding a row group releases the GIL: one writer thread overlaps it with
-    # parsing the next blocks; at most one row group is in flight (bounded memory).
-    # The pool is left (waiting for that write) before the writer closes.
+    # Cleaning, profiling and encoding a row group mostly release the GIL: one worker
+    # thread does them for row group N while this thread parses the blocks of N + 1;
+    # at most one row group is in flight (bounded memory). Row groups are handed over
+    # in order to a single worker, so the profiles see the rows in file order.
     in_flight: Future | None = None
+
+    def clean_and_write(raw: pa.Table, writer: pq.ParquetWriter) -> None:
+        batches = [
+            _clean_batch(batch, profiles, schema, tolerant, dialect) for batch in raw.to_batches()
+        ]
+        writer.write_table(pa.Table.from_batches(batches, schema), ROW_GROUP_ROWS)
+
     try:
         with (
             pq.ParquetWriter(temporary, schema, compression="snappy") as writer,
@@ -141,25 +149,22 @@ def _convert(
                     batch = reader.read_next_batch()
                 except StopIteration:
                     break
-                batch = _clean_batch(batch, profiles, schema, tolerant, dialect)
                 if on_progress is not None:
                     on_progress(stream.fraction)
                 pending.append(batch)
                 pending_rows += batch.num_rows
                 while pending_rows >= ROW_GROUP_ROWS:
-                    table = pa.Table.from_batches(pending, schema)
+                    table = pa.Table.from_batches(pending, reader.schema)
                     if in_flight is not None:
                         in_flight.result()
-                    in_flight = pool.submit(
-                        writer.write_table, table.slice(0, ROW_GROUP_ROWS), ROW_GROUP_ROWS
-                    )
+                    in_flight = pool.submit(clean_and_write, table.slice(0, ROW_GROUP_ROWS), writer)
                     rest = table.slice(ROW_GROUP_ROWS)
                     pending = rest.to_batches()
                     pending_rows = rest.num_rows
             if in_flight is not None:
                 in_flight.result()
             if pending_rows:
-                writer.write_table(pa.Table.from_batches(pending, schema), ROW_GROUP_ROWS)
+                clean_and_write(pa.Table.from_batches(pending, reader.schema), writer)
     except IngestRejected:
         raise
     except (pa.ArrowInvalid, OSError, ValueError) as exc:
