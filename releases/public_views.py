@@ -22,7 +22,9 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.templatetags.static import static
 from django.urls import NoReverseMatch, reverse
+from django.utils.cache import patch_vary_headers
 from django.utils.http import parse_etags
+from django.utils.translation import get_language
 from django.views import View
 
 from budgets import selectors as budget_selectors
@@ -73,6 +75,8 @@ def _not_modified(request: HttpRequest, etag: str) -> bool:
 def _public_headers(response: HttpResponse, etag: str) -> HttpResponse:
     response["ETag"] = etag
     response["Cache-Control"] = f"public, max-age={MAX_AGE}"
+    # the language comes from the switcher's cookie or Accept-Language (LocaleMiddleware adds that)
+    patch_vary_headers(response, ("Cookie",))
     return response
 
 
@@ -108,6 +112,7 @@ def _cached(
 ) -> HttpResponse:
     """Answer from the cache (or build once): 304 on a matching If-None-Match."""
     version = _published_version(slug=slug, release_id=release_id)
+    variant = f"{variant}|{get_language()}"  # the same release in each language
     etag = _etag(version, variant)
     if _not_modified(request, etag):
         return _public_headers(HttpResponse(status=304), etag)
