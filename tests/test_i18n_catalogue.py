@@ -43,10 +43,6 @@ NOT_YET = {
     "datasets/list.html",
     "datasets/reading.html",
     "datasets/upload.html",
-    "public/bad_request.html",
-    "public/home.html",
-    "public/project.html",
-    "public/release.html",
     "registration/login.html",
     "releases/builder.html",
     "releases/detail.html",
@@ -154,6 +150,7 @@ def glossary_misses(pairs) -> list[tuple[str, str, str]]:
     """(msgid, term, word) wherever the English names a glossary term the Chinese lacks."""
     misses = []
     for english, translations in pairs:
+        english = re.sub(r"%\(\w+\)[sd]|<[^>]*>", " ", english)  # placeholders and tags
         for term, chinese in _glossary():
             if re.search(r"\b" + re.escape(term.lower()) + r"s?\b", english.lower()):
                 if not all(chinese in text for text in translations):
@@ -166,6 +163,7 @@ def test_the_glossary_check_catches_a_wrong_term():
         ("The privacy budget left", "privacy budget", "隐私预算")
     ]
     assert glossary_misses([("The privacy budget left", ("剩余的隐私预算",))]) == []
+    assert glossary_misses([("by %(reviewer)s", ("由 %(reviewer)s",))]) == []
 
 
 def test_zh_hans_uses_the_glossary_terms():

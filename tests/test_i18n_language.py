@@ -89,3 +89,18 @@ def test_a_cached_release_page_is_cached_per_language(client, project, owner, re
     assert "Cookie" in zh["Vary"] and "Accept-Language" in zh["Vary"]
     # the English page is still served from the cache in English
     assert FOOTER_EN in client.get(url).content.decode()
+
+
+def test_public_pages_in_chinese(client, project, owner, reviewer):
+    release = build_release(project=project, owner=owner, reviewer=reviewer)
+    zh = {"HTTP_ACCEPT_LANGUAGE": "zh-CN"}
+    home = client.get("/", **zh).content.decode()
+    assert "已发布的统计数据" in home and "ε 登记册" in home
+    dashboard = client.get(reverse("public:project", args=[project.slug]), **zh).content.decode()
+    assert "隐私预算" in dashboard and "ε 上限已用去" in dashboard
+    assert "Privacy budget" not in dashboard
+    url = reverse("public:release", args=[project.slug, release.pk])
+    page = client.get(url, **zh).content.decode()
+    assert "这些数字是如何受到保护的" in page and "置信水平" in page
+    assert re.search(r"ε = <span class=\"amount\"[^>]*>[0-9.]+</span>（全部统计量合计）", page)
+    assert "How these numbers were protected" not in page
