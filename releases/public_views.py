@@ -273,6 +273,9 @@ def _download(request: HttpRequest, slug: str, release_id: int, *, fmt: str) -> 
     _published_version(slug=slug, release_id=release_id)  # 404 before 400
     try:
         confidence = public_options.confidence_parse(value=request.GET.get("confidence"))
+        bom = fmt == "csv" and downloads.bom_parse(
+            value=request.GET.get("bom"), language=get_language()
+        )
     except ValidationFailed as error:
         return _bad_request(request, error, as_json=True)
 
@@ -287,13 +290,13 @@ def _download(request: HttpRequest, slug: str, release_id: int, *, fmt: str) -> 
                 {"Content-Disposition": f'inline; filename="{filename}.json"'},
             )
         return (
-            downloads.release_download_csv(data=data, confidence=confidence),
+            downloads.release_download_csv(data=data, confidence=confidence, bom=bom),
             "text/csv; charset=utf-8",
             {"Content-Disposition": f'attachment; filename="{filename}.csv"'},
         )
 
     return _cached(
-        request, slug=slug, release_id=release_id, variant=f"{fmt}:{confidence}", build=build
+        request, slug=slug, release_id=release_id, variant=f"{fmt}:{confidence}:{bom}", build=build
     )
 
 
