@@ -264,6 +264,7 @@ class ReleasePageView(View):
                 for stat in data["statistics"]
             ],
             "chart_data": {**data, "default_confidence": options.confidence},
+            "chart_text": page.chart_text(),
             "registry_url": registry_url(slug=release.project.slug),
         }
         return render_to_string(template, {**context, **(extra or {})}, request=request)

@@ -3,6 +3,7 @@ Accept-Language, else English; the switcher is on every page and remembers the c
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -104,3 +105,18 @@ def test_public_pages_in_chinese(client, project, owner, reviewer):
     assert "这些数字是如何受到保护的" in page and "置信水平" in page
     assert re.search(r"ε = <span class=\"amount\"[^>]*>[0-9.]+</span>（全部统计量合计）", page)
     assert "How these numbers were protected" not in page
+
+
+def test_chart_words_come_from_the_server_in_the_readers_language(client, project, owner, reviewer):
+    release = build_release(project=project, owner=owner, reviewer=reviewer)
+    url = reverse("public:release", args=[project.slug, release.pk])
+    for language, interval in (
+        ("en", "interval {lower} to {upper}"),
+        ("zh-CN", "区间 {lower} 至 {upper}"),
+    ):
+        html = client.get(url, HTTP_ACCEPT_LANGUAGE=language).content.decode()
+        node = re.search(
+            r'<script id="chart-text" type="application/json">(.*?)</script>', html, re.S
+        )
+        assert node, language
+        assert json.loads(node.group(1))["interval"] == interval
