@@ -72,6 +72,12 @@ def test_public_pages_in_chinese(browser, live_server, owner, reviewer):  # noqa
         pages.shot("project")
         project_english = english_words(body)
 
+        pages.goto(f"/registry/{project.slug}/")
+        headings = " ".join(page.locator("main h1, main h2, main th").all_inner_texts())
+        assert "ε 登记册" in headings and "群体隐私" in headings
+        assert english_words(headings) == set(), english_words(headings)
+        pages.shot("registry")
+
         pages.goto(f"/p/{project.slug}/releases/{release.pk}/")
         page.wait_for_selector("body[data-charts-ready='1']")
         draw_every_chart(page)
@@ -79,7 +85,8 @@ def test_public_pages_in_chinese(browser, live_server, owner, reviewer):  # noqa
             text = page.locator(selector).first.inner_text()
             assert english_words(text) == set(), (selector, english_words(text))
         ticks = page.evaluate(
-            "() => Array.from(document.querySelectorAll('#chart-2 .ytick text')).map(n => n.textContent)"
+            "() => Array.from(document.querySelectorAll('#chart-2 .ytick text'))"
+            ".map(n => n.textContent)"
         )
         assert set(ticks) == set(ROWS)
         hover = _hover(page, 2)

@@ -33,7 +33,6 @@ NOT_YET = {
     "budgets/project_budget.html",
     "budgets/project_detail.html",
     "budgets/project_form.html",
-    "budgets/registry.html",
     "budgets/request_detail.html",
     "datasets/_profile.html",
     "datasets/codebook.html",
