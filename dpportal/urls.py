@@ -1,7 +1,12 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, register_converter
 from django.views.decorators.csrf import csrf_exempt
 from django.views.i18n import set_language
+
+from dpportal.converters import UnicodeSlugConverter
+
+# before the apps' URLconfs are included: they name project slugs <uslug:...>
+register_converter(UnicodeSlugConverter, "uslug")
 
 urlpatterns = [
     path("admin/", admin.site.urls),

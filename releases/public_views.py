@@ -23,7 +23,7 @@ from django.template.loader import render_to_string
 from django.templatetags.static import static
 from django.urls import NoReverseMatch, reverse
 from django.utils.cache import patch_vary_headers
-from django.utils.http import parse_etags
+from django.utils.http import content_disposition_header, parse_etags
 from django.utils.translation import get_language
 from django.views import View
 
@@ -288,12 +288,13 @@ def _download(request: HttpRequest, slug: str, release_id: int, *, fmt: str) -> 
             return (
                 json.dumps(record, indent=1),
                 "application/json",
-                {"Content-Disposition": f'inline; filename="{filename}.json"'},
+                {"Content-Disposition": content_disposition_header(False, f"{filename}.json")},
             )
         return (
             downloads.release_download_csv(data=data, confidence=confidence, bom=bom),
             "text/csv; charset=utf-8",
-            {"Content-Disposition": f'attachment; filename="{filename}.csv"'},
+            # a slug in any script: filename*=utf-8'' (RFC 6266) when it is not ASCII
+            {"Content-Disposition": content_disposition_header(True, f"{filename}.csv")},
         )
 
     return _cached(
