@@ -4,6 +4,7 @@ WORKDIR /app
 COPY requirements.txt .
 RUN pip install --no-cache-dir -r requirements.txt
 COPY . .
+RUN python -m dpportal.catalogues
 RUN DEBUG=1 DPPORTAL_STATIC_COLLECTED=1 python manage.py collectstatic --noinput
 RUN useradd --system --uid 1000 dpportal && mkdir -p /data && chown dpportal /data
 USER dpportal

@@ -11,7 +11,10 @@ from budgets.services import COMMENT_MAX_LENGTH
 class ProjectCreateForm(forms.Form):
     name = forms.CharField(max_length=200)
     slug = forms.SlugField(
-        max_length=80, required=False, help_text="Short name used in addresses; from the name."
+        max_length=80,
+        required=False,
+        allow_unicode=True,
+        help_text="Short name used in addresses; from the name.",
     )
     description = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 3}), help_text="What the data is used for (public)."

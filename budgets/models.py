@@ -18,7 +18,7 @@ class Project(models.Model):
     """A body of data uses under one privacy budget (epsilon and delta caps)."""
 
     name = models.CharField(max_length=200)
-    slug = models.SlugField(max_length=80, unique=True)
+    slug = models.SlugField(max_length=80, unique=True, allow_unicode=True)
     description = models.TextField(help_text="What the data is used for (public).")
     privacy_unit_description = models.TextField(
         help_text="Who is protected: e.g. 'one person in the 2026 survey' (public)."

@@ -6,6 +6,6 @@ from budgets import views
 
 app_name = "registry"
 urlpatterns = [
-    path("<slug:slug>.json", views.registry_json_view, name="project_json"),
-    path("<slug:slug>/", views.registry_view, name="project"),
+    path("<uslug:slug>.json", views.registry_json_view, name="project_json"),
+    path("<uslug:slug>/", views.registry_view, name="project"),
 ]

@@ -9,7 +9,7 @@ urlpatterns = [
     path("requests/<int:pk>/", views.request_detail_view, name="request_detail"),
     path("requests/<int:pk>/approve/", views.request_approve_view, name="request_approve"),
     path("requests/<int:pk>/reject/", views.request_reject_view, name="request_reject"),
-    path("<slug:slug>/", views.project_detail_view, name="project_detail"),
-    path("<slug:slug>/budget/", views.project_budget_view, name="project_budget"),
-    path("<slug:slug>/members/", views.project_member_add_view, name="member_add"),
+    path("<uslug:slug>/", views.project_detail_view, name="project_detail"),
+    path("<uslug:slug>/budget/", views.project_budget_view, name="project_budget"),
+    path("<uslug:slug>/members/", views.project_member_add_view, name="member_add"),
 ]

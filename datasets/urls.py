@@ -4,8 +4,8 @@ from datasets import codebook_views, declare_views, reading_views, views
 
 app_name = "datasets"
 urlpatterns = [
-    path("upload/<slug:project_slug>/", views.DatasetUploadView.as_view(), name="upload"),
-    path("project/<slug:project_slug>/", views.DatasetListView.as_view(), name="list"),
+    path("upload/<uslug:project_slug>/", views.DatasetUploadView.as_view(), name="upload"),
+    path("project/<uslug:project_slug>/", views.DatasetListView.as_view(), name="list"),
     path("<int:pk>/", views.DatasetDetailView.as_view(), name="detail"),
     path("<int:pk>/reading/", reading_views.DatasetReadingView.as_view(), name="reading"),
     path("<int:pk>/status.json", views.DatasetStatusView.as_view(), name="status"),

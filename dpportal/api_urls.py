@@ -17,33 +17,33 @@ v1 = [
     path("auth/token/revoke/", TokenRevokeApi.as_view(), name="auth-token-revoke"),
     # projects, memberships, the ledger
     path("projects/", budgets_api.ProjectCollectionApi.as_view(), name="projects"),
-    path("projects/<slug:slug>/", budgets_api.ProjectDetailApi.as_view(), name="projects-detail"),
+    path("projects/<uslug:slug>/", budgets_api.ProjectDetailApi.as_view(), name="projects-detail"),
     path(
-        "projects/<slug:slug>/caps/",
+        "projects/<uslug:slug>/caps/",
         budgets_api.ProjectCapsUpdateApi.as_view(),
         name="projects-caps",
     ),
     path(
-        "projects/<slug:slug>/members/",
+        "projects/<uslug:slug>/members/",
         budgets_api.ProjectMemberListApi.as_view(),
         name="projects-members",
     ),
     path(
-        "projects/<slug:slug>/members/add/",
+        "projects/<uslug:slug>/members/add/",
         budgets_api.ProjectMemberAddApi.as_view(),
         name="projects-members-add",
     ),
     path(
-        "projects/<slug:slug>/ledger/", budgets_api.LedgerListApi.as_view(), name="projects-ledger"
+        "projects/<uslug:slug>/ledger/", budgets_api.LedgerListApi.as_view(), name="projects-ledger"
     ),
     # datasets
     path(
-        "projects/<slug:slug>/datasets/",
+        "projects/<uslug:slug>/datasets/",
         datasets_api.DatasetListApi.as_view(),
         name="datasets-list",
     ),
     path(
-        "projects/<slug:slug>/datasets/upload/",
+        "projects/<uslug:slug>/datasets/upload/",
         datasets_api.DatasetUploadApi.as_view(),
         name="datasets-upload",
     ),
@@ -89,17 +89,17 @@ v1 = [
     ),
     # releases
     path(
-        "projects/<slug:slug>/releases/",
+        "projects/<uslug:slug>/releases/",
         releases_api.ReleaseListApi.as_view(),
         name="releases-list",
     ),
     path(
-        "projects/<slug:slug>/releases/create/",
+        "projects/<uslug:slug>/releases/create/",
         releases_api.ReleaseCreateApi.as_view(),
         name="releases-create",
     ),
     path(
-        "projects/<slug:slug>/releases/preview/",
+        "projects/<uslug:slug>/releases/preview/",
         releases_api.ReleasePreviewApi.as_view(),
         name="releases-preview",
     ),
@@ -180,17 +180,17 @@ v1 = [
     # public, anonymous (throttled)
     path("public/projects/", releases_api.PublicProjectListApi.as_view(), name="public-projects"),
     path(
-        "public/projects/<slug:slug>/registry/",
+        "public/projects/<uslug:slug>/registry/",
         budgets_api.RegistryApi.as_view(),
         name="public-registry",
     ),
     path(
-        "public/projects/<slug:slug>/releases/",
+        "public/projects/<uslug:slug>/releases/",
         releases_api.PublicReleaseListApi.as_view(),
         name="public-releases",
     ),
     path(
-        "public/projects/<slug:slug>/releases/<int:release_id>/",
+        "public/projects/<uslug:slug>/releases/<int:release_id>/",
         releases_api.PublicReleaseDetailApi.as_view(),
         name="public-release",
     ),

@@ -82,6 +82,9 @@ MIDDLEWARE = [
     "django.middleware.gzip.GZipMiddleware",
     "dpportal.middleware.MalformedSessionCookieMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # after sessions, before common (Django's documented place): the language comes from
+    # the cookie set by the switcher, else the reader's Accept-Language, else English
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -298,6 +301,13 @@ LOGOUT_REDIRECT_URL = "public:home"
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
+# Issue 17: English and Simplified Chinese. Catalogues in locale/ (the .po in the repo,
+# the .mo compiled by `python -m dpportal.catalogues` at install); terms in locale/glossary.csv.
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+# The switcher's choice is remembered for a year, for anonymous readers too.
+LANGUAGE_COOKIE_AGE = 365 * 24 * 3600
+LANGUAGE_COOKIE_SAMESITE = "Lax"
 USE_TZ = True
 
 # --- REST API -----------------------------------------------------------------------
@@ -356,6 +366,7 @@ if _proxy_ssl_header:
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG)
 CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
+LANGUAGE_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 31536000)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = not DEBUG
 # The header only consents to preloading; submitting the domain stays the operator's act.

@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 from budgets.models import DELTA_FIELD, EPSILON_FIELD, BudgetRequest, Project
 from datasets.models import Column, Dataset
@@ -28,8 +29,8 @@ class Release(models.Model):
         FAILED = "failed", "Failed"
 
     class Mechanism(models.TextChoices):
-        LAPLACE = "laplace", "Laplace (pure epsilon-DP)"
-        GAUSSIAN = "gaussian", "Gaussian ((epsilon, delta)-DP)"
+        LAPLACE = "laplace", _("Laplace (pure epsilon-DP)")
+        GAUSSIAN = "gaussian", _("Gaussian ((epsilon, delta)-DP)")
 
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="releases")
     dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="releases")

@@ -7,19 +7,19 @@ app_name = "public"
 urlpatterns = [
     path("", public_views.PublicHomeView.as_view(), name="home"),
     path("favicon.ico", public_views.FaviconView.as_view(), name="favicon"),
-    path("p/<slug:slug>/", public_views.ProjectDashboardView.as_view(), name="project"),
+    path("p/<uslug:slug>/", public_views.ProjectDashboardView.as_view(), name="project"),
     path(
-        "p/<slug:slug>/releases/<int:release_id>/",
+        "p/<uslug:slug>/releases/<int:release_id>/",
         plotly_styles(public_views.ReleasePageView.as_view()),
         name="release",
     ),
     path(
-        "p/<slug:slug>/releases/<int:release_id>/data.json",
+        "p/<uslug:slug>/releases/<int:release_id>/data.json",
         public_views.ReleaseDataJsonView.as_view(),
         name="release-json",
     ),
     path(
-        "p/<slug:slug>/releases/<int:release_id>/data.csv",
+        "p/<uslug:slug>/releases/<int:release_id>/data.csv",
         public_views.ReleaseDataCsvView.as_view(),
         name="release-csv",
     ),

@@ -22,7 +22,9 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.templatetags.static import static
 from django.urls import NoReverseMatch, reverse
-from django.utils.http import parse_etags
+from django.utils.cache import patch_vary_headers
+from django.utils.http import content_disposition_header, parse_etags
+from django.utils.translation import get_language
 from django.views import View
 
 from budgets import selectors as budget_selectors
@@ -73,6 +75,8 @@ def _not_modified(request: HttpRequest, etag: str) -> bool:
 def _public_headers(response: HttpResponse, etag: str) -> HttpResponse:
     response["ETag"] = etag
     response["Cache-Control"] = f"public, max-age={MAX_AGE}"
+    # the language comes from the switcher's cookie or Accept-Language (LocaleMiddleware adds that)
+    patch_vary_headers(response, ("Cookie",))
     return response
 
 
@@ -108,6 +112,7 @@ def _cached(
 ) -> HttpResponse:
     """Answer from the cache (or build once): 304 on a matching If-None-Match."""
     version = _published_version(slug=slug, release_id=release_id)
+    variant = f"{variant}|{get_language()}"  # the same release in each language
     etag = _etag(version, variant)
     if _not_modified(request, etag):
         return _public_headers(HttpResponse(status=304), etag)
@@ -259,6 +264,7 @@ class ReleasePageView(View):
                 for stat in data["statistics"]
             ],
             "chart_data": {**data, "default_confidence": options.confidence},
+            "chart_text": page.chart_text(),
             "registry_url": registry_url(slug=release.project.slug),
         }
         return render_to_string(template, {**context, **(extra or {})}, request=request)
@@ -268,6 +274,9 @@ def _download(request: HttpRequest, slug: str, release_id: int, *, fmt: str) -> 
     _published_version(slug=slug, release_id=release_id)  # 404 before 400
     try:
         confidence = public_options.confidence_parse(value=request.GET.get("confidence"))
+        bom = fmt == "csv" and downloads.bom_parse(
+            value=request.GET.get("bom"), language=get_language()
+        )
     except ValidationFailed as error:
         return _bad_request(request, error, as_json=True)
 
@@ -279,16 +288,17 @@ def _download(request: HttpRequest, slug: str, release_id: int, *, fmt: str) -> 
             return (
                 json.dumps(record, indent=1),
                 "application/json",
-                {"Content-Disposition": f'inline; filename="{filename}.json"'},
+                {"Content-Disposition": content_disposition_header(False, f"{filename}.json")},
             )
         return (
-            downloads.release_download_csv(data=data, confidence=confidence),
+            downloads.release_download_csv(data=data, confidence=confidence, bom=bom),
             "text/csv; charset=utf-8",
-            {"Content-Disposition": f'attachment; filename="{filename}.csv"'},
+            # a slug in any script: filename*=utf-8'' (RFC 6266) when it is not ASCII
+            {"Content-Disposition": content_disposition_header(True, f"{filename}.csv")},
         )
 
     return _cached(
-        request, slug=slug, release_id=release_id, variant=f"{fmt}:{confidence}", build=build
+        request, slug=slug, release_id=release_id, variant=f"{fmt}:{confidence}:{bom}", build=build
     )
 
 

@@ -4,8 +4,8 @@ from releases import views
 
 app_name = "releases"
 urlpatterns = [
-    path("new/<slug:project_slug>/", views.release_builder_view, name="new"),
-    path("preview/<slug:project_slug>/", views.release_preview_view, name="preview"),
+    path("new/<uslug:project_slug>/", views.release_builder_view, name="new"),
+    path("preview/<uslug:project_slug>/", views.release_preview_view, name="preview"),
     path("<int:release_id>/", views.release_detail_view, name="detail"),
     path("<int:release_id>/edit/", views.release_edit_view, name="edit"),
     path("<int:release_id>/status.json", views.release_status_view, name="status"),

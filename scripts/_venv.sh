@@ -19,3 +19,5 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv/bin/python -c "import django, celery, pyarrow, numpy" # fail loudly if the install did not work
   echo "$want" > "$stamp"
 fi
+# The translation catalogues (.mo are not in the repository; rebuilt when a .po changes)
+.venv/bin/python -m dpportal.catalogues

@@ -42,7 +42,7 @@ def project_create(
         raise ValidationFailed("A project needs a name.")
     if len(name) > 200:
         raise ValidationFailed("A project's name may be at most 200 characters.")
-    slug = slugify(slug or name)[:80]
+    slug = slugify(slug or name, allow_unicode=True)[:80]  # any script: 人口普查 stays readable
     if not slug:
         raise ValidationFailed("The project's short name (slug) must contain letters or digits.")
     if slug in RESERVED_SLUGS:

@@ -12,7 +12,10 @@ import math
 import re
 from typing import Any
 
+from django.utils.translation import gettext
+
 from dpportal import formatting
+from dpportal.errors import ValidationFailed
 
 
 def _finite(x: float | None) -> float | None:
@@ -166,12 +169,34 @@ def _cell_text(cell: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def release_download_csv(*, data: dict[str, Any], confidence: str) -> str:
-    """The CSV download: one row per published value (the argmax: one row with its label)."""
+#: a byte-order mark: Excel reads a CSV as UTF-8 only when it starts with one (else as
+#: the system's code page, GBK on a Chinese Windows: mojibake)
+BOM = "\ufeff"
+_BOM_VALUES = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
+
+
+def bom_parse(*, value: str | None, language: str | None) -> bool:
+    """The CSV's `bom` option: 1/0 (true/false, yes/no); by default on for Chinese readers."""
+    if value is None or value.strip() == "":
+        return (language or "").lower().startswith("zh")
+    choice = _BOM_VALUES.get(value.strip().lower())
+    if choice is None:
+        raise ValidationFailed(gettext("bom must be 1 or 0."))
+    return choice
+
+
+def release_download_csv(*, data: dict[str, Any], confidence: str, bom: bool = False) -> str:
+    """The CSV download: one row per published value (the argmax: one row with its label).
+
+    With `bom`, the text starts with a UTF-8 byte-order mark so that Excel opens it right.
+    The column names are machine names (the same in every language), like the JSON's keys.
+    """
     record = release_download_data(data=data, confidence=confidence)
     meta = record["release"]
     approval = meta["approval"] or {}
     buffer = io.StringIO()
+    if bom:
+        buffer.write(BOM)
     writer = csv.writer(buffer, lineterminator="\r\n")
     writer.writerow(CSV_COLUMNS)
     for stat in record["statistics"]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
+from django.utils.translation import gettext
+
 from dpportal.errors import ValidationFailed
 
 CONFIDENCE_LEVELS: tuple[str, ...] = ("0.9", "0.95", "0.99")
@@ -39,7 +41,9 @@ def confidence_parse(*, value: str | None) -> str:
             or _same_number(text, str(100 * float(level)))
         ):
             return level
-    raise ValidationFailed("confidence must be one of 0.9, 0.95 or 0.99 (90 %, 95 % or 99 %).")
+    raise ValidationFailed(
+        gettext("confidence must be one of 0.9, 0.95 or 0.99 (90 %, 95 % or 99 %).")
+    )
 
 
 def _same_number(text: str, level: str) -> bool:
@@ -54,8 +58,8 @@ def view_options_parse(*, query: dict[str, str]) -> ViewOptions:
     confidence = confidence_parse(value=query.get("confidence"))
     intervals = (query.get("intervals") or "per_cell").strip()
     if intervals not in INTERVAL_KINDS:
-        raise ValidationFailed("intervals must be 'per_cell' or 'simultaneous'.")
+        raise ValidationFailed(gettext("intervals must be 'per_cell' or 'simultaneous'."))
     display = (query.get("display") or "raw").strip()
     if display not in DISPLAY_MODES:
-        raise ValidationFailed("display must be 'raw' or 'rounded'.")
+        raise ValidationFailed(gettext("display must be 'raw' or 'rounded'."))
     return ViewOptions(confidence=confidence, intervals=intervals, display=display)

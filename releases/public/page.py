@@ -11,6 +11,7 @@ from typing import Any
 
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext
 
 from releases.public import notes, stats_text
 from releases.public.options import CONFIDENCE_LABELS, ViewOptions
@@ -163,4 +164,17 @@ def statistic_context(
         "two_way": bool(rows) and "row_label" in rows[0],
         "warnings": stats_text.warnings(stat) if stats_text.handles(stat["kind"]) else [],
         "quantile_rows": stats_text.quantile_rows(stat, options=options),
+    }
+
+
+def chart_text() -> dict[str, str]:
+    """The words around the numbers in the charts' hover text and axis titles, in the
+    reader's language, for the page's scripts (json_script "chart-text"): {name} marks
+    where the script puts a number."""
+    return {
+        "interval": gettext("interval %(lower)s to %(upper)s")
+        % {"lower": "{lower}", "upper": "{upper}"},
+        "rank_error": gettext("rank error ± %(ranks)s values") % {"ranks": "{ranks}"},
+        "quantile_axis": gettext("percent of the values below"),
+        "between": gettext("%(low)s and %(high)s") % {"low": "{low}", "high": "{high}"},
     }

@@ -23,6 +23,25 @@
     return String(value).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
   }
 
+  // Words around the numbers in hover text and axis titles, translated on the server
+  // (json_script "chart-text"); {name} is replaced by the given, already escaped value.
+  var PHRASES = (function () {
+    var node = document.getElementById("chart-text");
+    var fallback = {
+      interval: "interval {lower} to {upper}",
+      rank_error: "rank error \u00b1 {ranks} values",
+      quantile_axis: "percent of the values below",
+      between: "{low} and {high}",
+    };
+    return node ? JSON.parse(node.textContent) : fallback;
+  })();
+
+  function phrase(key, values) {
+    return PHRASES[key].replace(/\{(\w+)\}/g, function (whole, name) {
+      return name in (values || {}) ? String(values[name]) : whole;
+    });
+  }
+
   function chosen(stat, st) {
     return {
       iv: stat.intervals[st.confidence][st.intervals],
@@ -48,7 +67,8 @@
 
   function hover(stat, st, i, name) {
     var c = chosen(stat, st);
-    return esc(name) + ": " + c.text.value[i] + "<br>interval " + c.ends.lower[i] + " to " + c.ends.upper[i];
+    return esc(name) + ": " + c.text.value[i] + "<br>" +
+      phrase("interval", { lower: esc(c.ends.lower[i]), upper: esc(c.ends.upper[i]) });
   }
 
   function groupedTraces(stat, st) {
@@ -96,7 +116,7 @@
       marker: { size: 10, color: COLORS[0] },
       line: { color: COLORS[0] },
       hovertext: stat.cells.map(function (name, i) {
-        return esc(name) + ": " + text.value[i] + "<br>rank error \u00b1 " + band.ranks_text[i] + " values";
+        return esc(name) + ": " + text.value[i] + "<br>" + phrase("rank_error", { ranks: esc(band.ranks_text[i]) });
       }),
       hoverinfo: "text",
       name: esc(stat.label),
@@ -134,7 +154,7 @@
       }
     } else if (stat.layout === "quantiles") {
       traces = [quantileTrace(stat, st)];
-      layout.xaxis = { title: { text: "percent of the values below" }, range: [0, 100], ticksuffix: " %" };
+      layout.xaxis = { title: { text: esc(phrase("quantile_axis")) }, range: [0, 100], ticksuffix: " %" };
       layout.yaxis = { title: { text: esc(stat.value_title) } };
     } else {
       return false;
@@ -168,7 +188,7 @@
         var cells = tr.querySelectorAll("td");
         cells[0].textContent = text.value[i];
         cells[1].textContent = "\u00b1 " + chosenBand.ranks_text[i];
-        if (cells[2]) cells[2].textContent = chosenBand.low_text[i] + " and " + chosenBand.high_text[i];
+        if (cells[2]) cells[2].textContent = phrase("between", { low: chosenBand.low_text[i], high: chosenBand.high_text[i] });
       });
     }
   }

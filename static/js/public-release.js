@@ -27,6 +27,25 @@
     return String(value).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
   }
 
+  // Words around the numbers in hover text and axis titles, translated on the server
+  // (json_script "chart-text"); {name} is replaced by the given, already escaped value.
+  var PHRASES = (function () {
+    var node = document.getElementById("chart-text");
+    var fallback = {
+      interval: "interval {lower} to {upper}",
+      rank_error: "rank error \u00b1 {ranks} values",
+      quantile_axis: "percent of the values below",
+      between: "{low} and {high}",
+    };
+    return node ? JSON.parse(node.textContent) : fallback;
+  })();
+
+  function phrase(key, values) {
+    return PHRASES[key].replace(/\{(\w+)\}/g, function (whole, name) {
+      return name in (values || {}) ? String(values[name]) : whole;
+    });
+  }
+
   function escAll(values) {
     return values.map(esc);
   }
@@ -79,7 +98,8 @@
   }
 
   function hoverLine(name, t, i) {
-    var line = esc(name) + ": " + t.value[i] + "<br>interval " + t.lower[i] + " to " + t.upper[i];
+    var line = esc(name) + ": " + t.value[i] + "<br>" +
+      phrase("interval", { lower: esc(t.lower[i]), upper: esc(t.upper[i]) });
     return t.halfwidth[i] ? line + " (\u00b1 " + t.halfwidth[i] + ")" : line;
   }
 
