@@ -21,6 +21,10 @@ from datasets.services.declaration import (
     dataset_declare,
     dataset_import_codebook,
 )
+from datasets.services.external import (
+    dataset_register_external,
+    user_may_register_external,
+)
 from datasets.services.ingesting import (
     dataset_dispatch_ingest,
     dataset_ingest,
@@ -54,8 +58,10 @@ __all__ = [
     "dataset_parquet_path",
     "dataset_read_preview",
     "dataset_redispatch_stale",
+    "dataset_register_external",
     "export_codebook",
     "failed_upload_retention",
     "ingest_limits",
     "parse_read_options",
+    "user_may_register_external",
 ]
