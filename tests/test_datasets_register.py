@@ -273,11 +273,14 @@ def test_register_profile_declare_compute_publish_with_a_real_worker(
     )
     assert response.status_code == 302, response.content.decode()[:2000]
     dataset = Dataset.objects.get(name="lake survey")
+    assert client.get(response.url).status_code == 200  # the dataset's page
     wait_for(
         lambda: Dataset.objects.get(pk=dataset.pk).status == Dataset.Status.READY,
         timeout=60,
         message="the worker did not profile the registered data",
     )
+    page = client.get(response.url).content.decode()
+    assert "region" in page  # the profiled columns, for the owner to declare
     dataset = declare(Dataset.objects.get(pk=dataset.pk), owner)
     release = submitted(project=project, owner=owner, dataset=dataset)
     lifecycle.release_approve(release=release, reviewer=reviewer)
@@ -326,3 +329,22 @@ def test_each_person_keeps_min_L_rows_across_several_files(tmp_path, bound):
     assert {p: per_person.get(p, 0) for p in rows_of} == {
         p: min(bound, n) for p, n in rows_of.items()
     }
+
+
+@pytest.mark.django_db
+def test_the_api_registers_with_the_permission_and_refuses_bad_input(project, owner, lake):
+    endpoint, bucket = lake
+    grant(owner)
+    api = APIClient()
+    api.force_authenticate(fresh(owner))
+    url = f"{V1}/projects/{project.slug}/datasets/register/"
+    response = api.post(url, {"name": "lake", "location": "s3://"}, format="json")
+    assert response.status_code == 400, response.content
+    assert not Dataset.objects.exists()
+    response = api.post(url, {"name": "lake", "location": f"s3://{bucket}/survey/"}, format="json")
+    assert response.status_code == 201, response.content
+    assert response.json()["status"] == "uploaded"
+    dataset = Dataset.objects.get()
+    assert (dataset.external_kind, dataset.external_location) == ("s3", f"{bucket}/survey/")
+    schema = api.get("/api/schema/")
+    assert schema.status_code == 200 and b"datasets_register" in schema.content
