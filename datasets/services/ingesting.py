@@ -253,17 +253,7 @@ def _run(*, dataset: Dataset) -> Dataset | None:
                     destination.unlink(missing_ok=True)
                     storage.delete(stored)
                 return dataset
-            Column.objects.filter(dataset=dataset).delete()  # none, unless a run raced us
-            Column.objects.bulk_create(
-                Column(
-                    dataset=dataset,
-                    name=p.name,
-                    position=p.position,
-                    suggested_type=p.suggested_type,
-                    profile=p.to_dict(),
-                )
-                for p in result.profiles
-            )
+            _create_columns(dataset, result.profiles)
             dataset.status = Dataset.Status.READY
             dataset.progress = 1.0
             dataset.failure_reason = ""
@@ -299,22 +289,26 @@ def _run_external(*, dataset: Dataset) -> Dataset | None:
         mine = Dataset.Status.INGESTING, attempt
         if dataset is None or (dataset.status, dataset.ingest_attempts) != mine:
             return dataset
-        Column.objects.filter(dataset=dataset).delete()
-        Column.objects.bulk_create(
-            Column(
-                dataset=dataset,
-                name=p.name,
-                position=p.position,
-                suggested_type=p.suggested_type,
-                profile=p.to_dict(),
-            )
-            for p in profiles
-        )
+        _create_columns(dataset, profiles)
         dataset.status, dataset.progress, dataset.failure_reason = Dataset.Status.READY, 1.0, ""
         dataset.heartbeat_at = timezone.now()
         dataset.save(update_fields=["status", "progress", "failure_reason", "heartbeat_at"])
     logger.info("dataset %s (registered in place) profiled", dataset_id)
     return dataset
+
+
+def _create_columns(dataset: Dataset, profiles) -> None:
+    Column.objects.filter(dataset=dataset).delete()  # none, unless a run raced us
+    Column.objects.bulk_create(
+        Column(
+            dataset=dataset,
+            name=p.name,
+            position=p.position,
+            suggested_type=p.suggested_type,
+            profile=p.to_dict(),
+        )
+        for p in profiles
+    )
 
 
 def _progress_reporter(*, dataset_id: int, attempt: int):
