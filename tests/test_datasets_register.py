@@ -348,3 +348,13 @@ def test_the_api_registers_with_the_permission_and_refuses_bad_input(project, ow
     assert (dataset.external_kind, dataset.external_location) == ("s3", f"{bucket}/survey/")
     schema = api.get("/api/schema/")
     assert schema.status_code == 200 and b"datasets_register" in schema.content
+
+
+@pytest.mark.django_db
+def test_the_list_links_the_register_page_only_with_the_permission(project, owner, client):
+    client.force_login(owner)
+    url = reverse("datasets:list", args=[project.slug])
+    register = reverse("datasets:register", args=[project.slug])
+    assert register not in client.get(url).content.decode()
+    grant(owner)
+    assert register in client.get(url).content.decode()
