@@ -358,3 +358,19 @@ def test_the_list_links_the_register_page_only_with_the_permission(project, owne
     assert register not in client.get(url).content.decode()
     grant(owner)
     assert register in client.get(url).content.decode()
+
+
+@pytest.mark.django_db
+def test_the_admin_cannot_point_a_dataset_at_another_location(project, owner, client):
+    dataset = Dataset.objects.create(
+        project=project, name="lake", uploaded_by=owner, external_kind="s3",
+        external_location="lake/survey/",
+    )  # fmt: skip
+    admin = type(owner).objects.create_superuser("root-admin", "r@example.org", "x-pass-12345")
+    client.force_login(admin)
+    url = reverse("admin:datasets_dataset_change", args=[dataset.pk])
+    data = {"name": "lake", "external_kind": "local", "external_location": "/etc"}
+    data.update({"columns-TOTAL_FORMS": "0", "columns-INITIAL_FORMS": "0"})
+    client.post(url, data)
+    dataset.refresh_from_db()
+    assert (dataset.external_kind, dataset.external_location) == ("s3", "lake/survey/")
