@@ -214,7 +214,9 @@ def test_registered_in_place_is_profiled_and_computed_without_writing_there(
     assert [f["path"] for f in files] == [
         f"{bucket}/survey/part-0.parquet", f"{bucket}/survey/part-1.parquet",
     ]  # fmt: skip
-    assert duckdb_engine.duckdb_plan(release.spec) is not None  # DuckDB reads the list
+    # several S3 objects take the numpy path for now (duckdb_engine.duckdb_plan says why);
+    # local file lists are read by DuckDB (the last tests of this module)
+    assert duckdb_engine.duckdb_plan(release.spec) is None
     assert compute.release_compute(release_id=release.pk) == "computed"
     # the numpy path (the oracle) reads the same frozen files: 2700 rows in all
     assert storage.open_release_data(release.spec).num_rows == 2700
