@@ -19,6 +19,8 @@ SERVICE_FIELDS = (
     "uploaded_at",
     "source_file",
     "parquet_file",
+    "external_kind",
+    "external_location",
     "status",
     "progress",
     "failure_reason",

@@ -85,9 +85,19 @@ class Dataset(models.Model):
     failed_at = models.DateTimeField(
         null=True, blank=True, help_text="When the ingest failed; the row is removed later."
     )
+    # A dataset registered in place (datasets.external): its Parquet stays where it is
+    # (read-only; deleting the dataset leaves it). kind "s3" (location "bucket/prefix/")
+    # or "local" (an absolute path under DPPORTAL_EXTERNAL_ROOTS); blank for an upload.
+    external_kind = models.CharField(
+        max_length=8, blank=True, choices=[("s3", "S3 bucket"), ("local", "Local folder")]
+    )
+    external_location = models.CharField(max_length=1000, blank=True)
 
     class Meta:
         ordering = ["-uploaded_at"]
+        permissions = [
+            ("register_external", "Can register an existing Parquet dataset in place"),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(contribution_bound__gte=1), name="dataset_contribution_bound_gte_1"

@@ -48,7 +48,8 @@ def dataset_usability_problem(*, dataset: Dataset) -> str | None:
     Usable: ingested, every column declared (excluded counts), and the privacy unit
     explicitly confirmed by an owner (never a default).
     """
-    if dataset.status != Dataset.Status.READY or not dataset.parquet_file:
+    has_data = dataset.parquet_file or dataset.external_kind
+    if dataset.status != Dataset.Status.READY or not has_data:
         return f"The dataset '{dataset.name}' is not ready (it is {dataset.get_status_display()})."
     undeclared = list(
         dataset.columns.filter(kind=Column.Kind.UNDECLARED)
@@ -102,7 +103,7 @@ def dataset_list_usable(*, project: Project) -> QuerySet[Dataset]:
     return (
         dataset_list_for_project(project=project)
         .filter(status=Dataset.Status.READY, declared=True, unit_confirmed_at__isnull=False)
-        .exclude(parquet_file="")
+        .exclude(parquet_file="", external_kind="")
         .exclude(columns__kind=Column.Kind.UNDECLARED)
     )
 

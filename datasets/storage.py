@@ -172,9 +172,97 @@ def listing(name: str) -> list[str]:
     )
 
 
-def open_release_data(spec: dict[str, Any]) -> pq.ParquetFile:
-    """The release's data, from its frozen spec: the one entry point compute uses."""
+def open_release_data(spec: dict[str, Any]) -> pq.ParquetFile | ExternalParquet:
+    """The release's data, from its frozen spec: the one entry point compute uses.
+
+    A dataset registered in place (spec["external"]) is read from its frozen file list.
+    """
+    if spec.get("external"):
+        return ExternalParquet(spec["external"])
     return open_parquet(spec["parquet_file"])
+
+
+# --- data registered in place (read-only: nothing here writes or deletes there) ---------
+
+EXTERNAL_S3, EXTERNAL_LOCAL = "s3", "local"
+
+
+def external_filesystem(kind: str) -> pafs.FileSystem:
+    """s3: the configured S3 filesystem (bucket/key paths); local: the local disk."""
+    return s3_filesystem() if kind == EXTERNAL_S3 else pafs.LocalFileSystem()
+
+
+def external_listing(kind: str, location: str) -> list[dict[str, Any]]:
+    """The Parquet files at an s3 location ("bucket/key" or "bucket/prefix/"), sorted,
+    each {"path", "size", "etag"}: frozen into a release's spec, so a location whose
+    files changed after approval no longer matches it. Local listings are made by
+    datasets.external (which checks every path against the allow-list)."""
+    bucket, _, key = location.partition("/")
+    client = s3_client()
+    files = []
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=key):
+        for item in page.get("Contents", []):
+            name = item["Key"]
+            exact = name == key
+            inside = key.endswith("/") or not key or name.startswith(key + "/")
+            if exact or (inside and name.lower().endswith(".parquet")):
+                files.append(
+                    {
+                        "path": f"{bucket}/{name}",
+                        "size": int(item["Size"]),
+                        "etag": str(item.get("ETag", "")).strip('"'),
+                    }
+                )
+    return sorted(files, key=lambda f: f["path"])
+
+
+def check_external_unchanged(external: dict[str, Any]) -> None:
+    """Refuse (StorageError) when a frozen file is gone or its size changed."""
+    if not external.get("files"):
+        raise StorageError("The registered dataset's location holds no Parquet file now.")
+    filesystem = external_filesystem(external["kind"])
+    paths = [f["path"] for f in external["files"]]
+    infos = filesystem.get_file_info(paths)
+    for info, frozen in zip(infos, external["files"], strict=True):
+        if not info.is_file or info.size != frozen["size"]:
+            raise StorageError(
+                "A file of the registered dataset changed or vanished after the release was "
+                "approved; the release is not computed."
+            )
+
+
+class ExternalParquet:
+    """The frozen files of a registered dataset as one Parquet file for the numpy path:
+    row groups numbered across the files in order (only what that path uses)."""
+
+    def __init__(self, external: dict[str, Any]) -> None:
+        check_external_unchanged(external)
+        filesystem = external_filesystem(external["kind"])
+        self.files = [
+            pq.ParquetFile(filesystem.open_input_file(f["path"])) for f in external["files"]
+        ]
+        self.groups = [(f, g) for f in self.files for g in range(f.num_row_groups)]
+        self.schema_arrow = self.files[0].schema_arrow
+
+    @property
+    def num_row_groups(self) -> int:
+        return len(self.groups)
+
+    @property
+    def metadata(self) -> ExternalParquet:
+        return self
+
+    @property
+    def num_rows(self) -> int:
+        return sum(f.metadata.num_rows for f in self.files)
+
+    def row_group(self, index: int):
+        parquet, group = self.groups[index]
+        return parquet.metadata.row_group(group)
+
+    def read_row_group(self, index: int, columns=None, **kwargs):
+        parquet, group = self.groups[index]
+        return parquet.read_row_group(group, columns=columns, **kwargs)
 
 
 def check() -> str:

@@ -1,10 +1,15 @@
 from django.urls import path
 
-from datasets import codebook_views, declare_views, reading_views, views
+from datasets import codebook_views, declare_views, reading_views, register_views, views
 
 app_name = "datasets"
 urlpatterns = [
     path("upload/<uslug:project_slug>/", views.DatasetUploadView.as_view(), name="upload"),
+    path(
+        "register/<uslug:project_slug>/",
+        register_views.DatasetRegisterView.as_view(),
+        name="register",
+    ),
     path("project/<uslug:project_slug>/", views.DatasetListView.as_view(), name="list"),
     path("<int:pk>/", views.DatasetDetailView.as_view(), name="detail"),
     path("<int:pk>/reading/", reading_views.DatasetReadingView.as_view(), name="reading"),

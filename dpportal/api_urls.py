@@ -48,6 +48,11 @@ v1 = [
         name="datasets-upload",
     ),
     path(
+        "projects/<uslug:slug>/datasets/register/",
+        datasets_api.DatasetRegisterApi.as_view(),
+        name="datasets-register",
+    ),
+    path(
         "datasets/<int:dataset_id>/",
         datasets_api.DatasetDetailApi.as_view(),
         name="datasets-detail",

@@ -253,6 +253,10 @@ DPPORTAL_S3_ENDPOINT_URL = os.environ.get("DPPORTAL_S3_ENDPOINT_URL", "")  # e.g
 DPPORTAL_S3_BUCKET = os.environ.get("DPPORTAL_S3_BUCKET", "")
 DPPORTAL_S3_PREFIX = os.environ.get("DPPORTAL_S3_PREFIX", "")  # key prefix inside the bucket
 DPPORTAL_S3_REGION = os.environ.get("DPPORTAL_S3_REGION", "us-east-1")
+# Local folders whose Parquet an owner with datasets.register_external may register in
+# place (read-only); empty (the default) turns local registration off. s3:// locations
+# are read with the DPPORTAL_S3_* endpoint and credentials.
+DPPORTAL_EXTERNAL_ROOTS = env_list("DPPORTAL_EXTERNAL_ROOTS", [])
 DPPORTAL_S3_ACCESS_KEY_ID = os.environ.get("DPPORTAL_S3_ACCESS_KEY_ID", "")
 DPPORTAL_S3_SECRET_ACCESS_KEY = os.environ.get("DPPORTAL_S3_SECRET_ACCESS_KEY", "")
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440

@@ -11,6 +11,7 @@ from datasets.api.declarations import (
 )
 from datasets.api.profile import DatasetProfileApi
 from datasets.api.reading import DatasetReadingApi
+from datasets.api.register import DatasetRegisterApi
 from datasets.api.uploads import (
     DatasetDeleteApi,
     DatasetDetailApi,
@@ -28,6 +29,7 @@ __all__ = [
     "DatasetListApi",
     "DatasetProfileApi",
     "DatasetReadingApi",
+    "DatasetRegisterApi",
     "DatasetStatusApi",
     "DatasetUploadApi",
 ]

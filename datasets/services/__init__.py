@@ -22,6 +22,10 @@ from datasets.services.declaration import (
     dataset_declare,
     dataset_import_codebook,
 )
+from datasets.services.external import (
+    dataset_register_external,
+    user_may_register_external,
+)
 from datasets.services.ingesting import (
     dataset_dispatch_ingest,
     dataset_ingest,
@@ -58,9 +62,11 @@ __all__ = [
     "dataset_parquet_path",
     "dataset_read_preview",
     "dataset_redispatch_stale",
+    "dataset_register_external",
     "export_codebook",
     "awaiting_upload_retention",
     "failed_upload_retention",
     "ingest_limits",
     "parse_read_options",
+    "user_may_register_external",
 ]

@@ -46,7 +46,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
-from datasets import dispatch, storage
+from datasets import dispatch, external, storage
 from datasets.ingest import (
     CsvDialect,
     IngestLimits,
@@ -197,6 +197,8 @@ def dataset_ingest(*, dataset_id: int) -> Dataset | None:
 
 
 def _run(*, dataset: Dataset) -> Dataset | None:
+    if dataset.external_kind:
+        return _run_external(dataset=dataset)
     dataset_id, attempt = dataset.pk, dataset.ingest_attempts
     destination = dataset_folder(dataset=dataset) / "data.parquet"
     stale = temporary_parquet_paths(destination)
@@ -251,17 +253,7 @@ def _run(*, dataset: Dataset) -> Dataset | None:
                     destination.unlink(missing_ok=True)
                     storage.delete(stored)
                 return dataset
-            Column.objects.filter(dataset=dataset).delete()  # none, unless a run raced us
-            Column.objects.bulk_create(
-                Column(
-                    dataset=dataset,
-                    name=p.name,
-                    position=p.position,
-                    suggested_type=p.suggested_type,
-                    profile=p.to_dict(),
-                )
-                for p in result.profiles
-            )
+            _create_columns(dataset, result.profiles)
             dataset.status = Dataset.Status.READY
             dataset.progress = 1.0
             dataset.failure_reason = ""
@@ -277,6 +269,46 @@ def _run(*, dataset: Dataset) -> Dataset | None:
         raise
     logger.info("dataset %s ready in %.1fs", dataset_id, time.monotonic() - started)
     return dataset
+
+
+def _run_external(*, dataset: Dataset) -> Dataset | None:
+    """Profile Parquet registered in place (datasets.external): nothing is written there."""
+    dataset_id, attempt = dataset.pk, dataset.ingest_attempts
+    try:
+        profiles = external.profile(
+            dataset.external_kind,
+            dataset.external_location,
+            ingest_limits(),
+            _progress_reporter(dataset_id=dataset_id, attempt=attempt),
+        )
+    except IngestRejected as exc:
+        logger.info("dataset %s rejected", dataset_id)
+        return _fail(dataset_id=dataset_id, attempt=attempt, reason=exc.message)
+    with transaction.atomic():
+        dataset = Dataset.objects.select_for_update().filter(pk=dataset_id).first()
+        mine = Dataset.Status.INGESTING, attempt
+        if dataset is None or (dataset.status, dataset.ingest_attempts) != mine:
+            return dataset
+        _create_columns(dataset, profiles)
+        dataset.status, dataset.progress, dataset.failure_reason = Dataset.Status.READY, 1.0, ""
+        dataset.heartbeat_at = timezone.now()
+        dataset.save(update_fields=["status", "progress", "failure_reason", "heartbeat_at"])
+    logger.info("dataset %s (registered in place) profiled", dataset_id)
+    return dataset
+
+
+def _create_columns(dataset: Dataset, profiles) -> None:
+    Column.objects.filter(dataset=dataset).delete()  # none, unless a run raced us
+    Column.objects.bulk_create(
+        Column(
+            dataset=dataset,
+            name=p.name,
+            position=p.position,
+            suggested_type=p.suggested_type,
+            profile=p.to_dict(),
+        )
+        for p in profiles
+    )
 
 
 def _progress_reporter(*, dataset_id: int, attempt: int):

@@ -9,6 +9,7 @@ from decimal import Decimal
 from typing import Any
 
 from budgets.amounts import fmt
+from datasets.external import external_spec
 from datasets.models import Column
 from releases import dp, dp_stats
 from releases.models import Release
@@ -74,6 +75,11 @@ def release_spec_build(*, release: Release) -> dict[str, Any]:
         "project": release.project_id,
         "dataset": dataset.pk,
         "parquet_file": dataset.parquet_file,
+        **(
+            {"external": external_spec(dataset.external_kind, dataset.external_location)}
+            if dataset.external_kind
+            else {}
+        ),
         "mechanism": release.mechanism,
         "confidence": fmt(Decimal(release.confidence)),
         "epsilon": fmt(release.epsilon),
