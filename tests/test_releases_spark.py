@@ -28,7 +28,7 @@ from datasets.models import Dataset
 from dpportal.privacy.rng import SeededTestRandom
 from releases import lifecycle
 from releases.compute import duckdb_engine, spark_engine
-from releases.compute.run import compute_backend
+from releases.compute.run import compute_backend, release_aggregate_numpy
 from releases.models import Release, ReleaseResult
 from tests.conftest import wait_for
 from tests.releases_support import make_dataset, submitted, true_values
@@ -187,9 +187,12 @@ def test_quantiles_are_not_on_the_spark_plan(settings, tmp_path):
 
 
 @pytest.mark.django_db
-def test_spark_reads_the_bucket_and_agrees_with_duckdb(project, owner, reviewer, s3_storage, spark):
+def test_spark_reads_the_bucket_and_agrees_with_the_local_path(
+    project, owner, reviewer, s3_storage, spark
+):
     """Object storage on Spark: executors read the bucket's row groups through pyarrow's S3
-    filesystem (no hadoop-aws); the true aggregates equal DuckDB's on the same objects."""
+    filesystem (no hadoop-aws); the true aggregates equal the worker's local path's on the
+    same objects (for object storage that is the numpy readers: duckdb_plan says why)."""
     dataset = make_dataset(project=project, owner=owner, rows=3000, row_group_size=700)
     local = Path(django_settings.MEDIA_ROOT) / dataset.parquet_file
     storage.store_local_file(local, dataset.parquet_file)
@@ -199,6 +202,7 @@ def test_spark_reads_the_bucket_and_agrees_with_duckdb(project, owner, reviewer,
     paths, filesystem = spark_engine.open_source(spec)
     assert isinstance(filesystem, pafs.S3FileSystem)
     on_spark = spark_engine.run_plan(spec, spark_engine.spark_plan(spec))
-    on_duckdb = duckdb_engine.run_plan(spec, duckdb_engine.duckdb_plan(spec))
-    assert [normal(a) for a in on_spark] == [normal(a) for a in on_duckdb]
+    assert duckdb_engine.duckdb_plan(spec) is None
+    local = release_aggregate_numpy(spec=spec, release_id=release.pk)
+    assert [normal(a) for a in on_spark] == [normal(a) for a in local]
     assert on_spark[0] == 3000  # the count of every row: nothing was left unread

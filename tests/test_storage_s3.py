@@ -119,8 +119,8 @@ def test_compute_reads_the_bucket_in_process(project, owner, reviewer, s3_storag
     move_to_bucket(dataset)
     release = submitted(project=project, owner=owner, dataset=dataset)
     release = lifecycle.release_approve(release=release, reviewer=reviewer)
-    # the plan covers it: DuckDB reads the bucket through the storage layer's filesystem
-    assert duckdb_engine.duckdb_plan(release.spec) is not None
+    # object storage is read by pyarrow (DuckDB's reads through fsspec failed intermittently)
+    assert duckdb_engine.duckdb_plan(release.spec) is None
     assert compute.release_compute(release_id=release.pk) == "computed"
 
 

@@ -88,10 +88,11 @@ def open_source(spec: dict[str, Any]) -> tuple[list[str], pa.Schema, pafs.FileSy
 def duckdb_plan(spec: dict[str, Any]) -> Plan | None:
     """The spec's plan on DuckDB, or None (a kind or a column the plan does not cover)."""
     paths, schema, filesystem = open_source(spec)
-    if filesystem is not None and len(paths) > 1:
-        # several objects through _StoredFiles: DuckDB intermittently reads past the end of
-        # one of them ("Cannot read past end of file", about 1 run in 4 on moto); until
-        # that is understood, such data takes the numpy path (pyarrow reads each file)
+    if filesystem is not None:
+        # objects through _StoredFiles: DuckDB intermittently fails to read them ("Cannot
+        # read past end of file" / "Out of buffer": 1 run in 12 for one object, 1 in 4 for
+        # several, on moto); until that is understood, object storage takes the numpy path
+        # (pyarrow reads the row groups) or Spark -- correct, slower
         return None
     unit = spec["privacy_unit"]
     if unit["id_column"] and unit["id_column"] not in schema.names:
