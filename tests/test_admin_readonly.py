@@ -82,6 +82,7 @@ def test_an_unused_dataset_keeps_its_privacy_fields_read_only(staff, project, ow
             "unit_confirmed_at": "",
             "declared": "",
             "status": "failed",
+            "compute_backend": "auto",  # an operational choice the admin may still make
             "columns-TOTAL_FORMS": "0",
             "columns-INITIAL_FORMS": "0",
         },
