@@ -157,27 +157,35 @@ def dataset_cleanup_failed(*, now: datetime | None = None) -> int:
     may dismiss a failed upload sooner (dataset_delete). Returns how many went.
     """
     cutoff = (now or timezone.now()) - failed_upload_retention()
+    removed = _remove_stale(Dataset.Status.FAILED, failed_at__lte=cutoff)
+    if removed:
+        logger.info("removed %s failed upload(s) past the retention period", removed)
+    return removed
+
+
+def _remove_stale(status: str, **older: datetime) -> int:
+    """Remove unused datasets in `status` matching `older` (a time filter), row and files.
+
+    Each row is re-checked under its lock, so one that moved on meanwhile (a
+    confirmation, a retried ingest) is left alone.
+    """
     ids = list(
-        Dataset.objects.filter(status=Dataset.Status.FAILED, failed_at__lte=cutoff)
-        .filter(releases__isnull=True)
-        .values_list("pk", flat=True)
+        Dataset.objects.filter(status=status, releases__isnull=True, **older).values_list(
+            "pk", flat=True
+        )
     )
     removed = 0
     for dataset_id in ids:
         with transaction.atomic():
             dataset = (
-                Dataset.objects.select_for_update()
-                .filter(pk=dataset_id, status=Dataset.Status.FAILED)
-                .first()
-            )
+                Dataset.objects.select_for_update().filter(pk=dataset_id, status=status, **older)
+            ).first()
             if dataset is None:
                 continue
             folder = dataset_folder(dataset=dataset)
             dataset.delete()
         _remove_files(folder, dataset_id)
         removed += 1
-    if removed:
-        logger.info("removed %s failed upload(s) past the retention period", removed)
     return removed
 
 
@@ -195,25 +203,7 @@ def dataset_cleanup_awaiting(*, now: datetime | None = None) -> int:
     Returns how many went.
     """
     cutoff = (now or timezone.now()) - awaiting_upload_retention()
-    ids = list(
-        Dataset.objects.filter(status=Dataset.Status.AWAITING, uploaded_at__lte=cutoff)
-        .filter(releases__isnull=True)
-        .values_list("pk", flat=True)
-    )
-    removed = 0
-    for dataset_id in ids:
-        with transaction.atomic():
-            dataset = (
-                Dataset.objects.select_for_update()
-                .filter(pk=dataset_id, status=Dataset.Status.AWAITING, uploaded_at__lte=cutoff)
-                .first()
-            )
-            if dataset is None:
-                continue
-            folder = dataset_folder(dataset=dataset)
-            dataset.delete()
-        shutil.rmtree(folder, ignore_errors=True)
-        removed += 1
+    removed = _remove_stale(Dataset.Status.AWAITING, uploaded_at__lte=cutoff)
     if removed:
         logger.info("removed %s upload(s) left awaiting confirmation", removed)
     return removed
