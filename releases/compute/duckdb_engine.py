@@ -36,37 +36,15 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from django.conf import settings
-from fsspec.implementations.arrow import ArrowFSWrapper
 
 from datasets import storage
 from dpportal.privacy.rng import RandomSource, uniform_keys
 from releases.compute.plan import DUCKDB, ROW, Plan, plan_or_none
 
-STORED = "dpstored"  # DuckDB's protocol name for the storage layer's files (object storage)
-
-
-class _StoredFiles(ArrowFSWrapper):
-    """The storage layer's pyarrow filesystem (e.g. S3) as an fsspec filesystem for DuckDB.
-
-    DuckDB reads object storage through its httpfs extension, which it downloads at
-    run time; these machines (and many data centres) cannot. Registered with the
-    connection, this lets read_parquet('dpstored://bucket/key') read row groups through
-    pyarrow's own S3 client instead, with the same column projection.
-    """
-
-    protocol = STORED
-
-    @classmethod
-    def _strip_protocol(cls, path):
-        if isinstance(path, list):
-            return [cls._strip_protocol(p) for p in path]
-        path = str(path).removeprefix(f"{STORED}://")
-        return path.lstrip("/")
-
 
 def open_source(spec: dict[str, Any]) -> tuple[list[str], pa.Schema, pafs.FileSystem | None]:
-    """The ONE place the data is opened: (the files DuckDB reads, the stored schema, and the
-    filesystem DuckDB must be given to read them -- None for the local disk).
+    """The ONE place the data is opened: (the files, the stored schema, and the object
+    storage's filesystem -- None for the local disk, the only place DuckDB reads from).
 
     A dataset registered in place (spec["external"]) is read from the file list frozen
     in the spec, never a fresh glob; a frozen file that vanished or changed size is refused.
@@ -82,17 +60,17 @@ def open_source(spec: dict[str, Any]) -> tuple[list[str], pa.Schema, pafs.FileSy
     schema = pq.read_schema(paths[0], filesystem=filesystem)
     if isinstance(filesystem, pafs.LocalFileSystem):
         return [str(Path(p)) for p in paths], schema, None
-    return [f"{STORED}://{p}" for p in paths], schema, filesystem
+    return paths, schema, filesystem
 
 
 def duckdb_plan(spec: dict[str, Any]) -> Plan | None:
     """The spec's plan on DuckDB, or None (a kind or a column the plan does not cover)."""
     paths, schema, filesystem = open_source(spec)
     if filesystem is not None:
-        # objects through _StoredFiles: DuckDB intermittently fails to read them ("Cannot
-        # read past end of file" / "Out of buffer": 1 run in 12 for one object, 1 in 4 for
-        # several, on moto); until that is understood, object storage takes the numpy path
-        # (pyarrow reads the row groups) or Spark -- correct, slower
+        # DuckDB's own S3 reader (httpfs) is a run-time download; through pyarrow wrapped
+        # as an fsspec filesystem its reads failed intermittently ("Cannot read past end of
+        # file" / "Out of buffer": 1 run in 12 for one object, on moto). Until that is
+        # understood, object storage takes the numpy path (pyarrow) or Spark: correct, slower
         return None
     unit = spec["privacy_unit"]
     if unit["id_column"] and unit["id_column"] not in schema.names:
@@ -123,6 +101,8 @@ def run_plan(
 ) -> list[Any]:
     """The true aggregates of `spec` by `plan` (memory only). on_pass(done) after each pass."""
     path, _, filesystem = open_source(spec)
+    if filesystem is not None:
+        raise ValueError("DuckDB reads the local disk only (duckdb_plan says why)")
     unit = spec["privacy_unit"]
     id_column = unit["id_column"]
     d = plan.dialect
@@ -140,8 +120,6 @@ def run_plan(
     try:
         con = _connect(spill)
         try:
-            if filesystem is not None:
-                con.register_filesystem(_StoredFiles(filesystem))
             relation = f"{source} AS s"
             if id_column:
                 bound = int(unit["contribution_bound"])
