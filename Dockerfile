@@ -1,6 +1,11 @@
-FROM python:3.11-slim
+# bookworm: its Debian has OpenJDK 17, which the Spark backend (pyspark) needs in the worker
+# (the driver) and in the spark-master / spark-worker services run from this same image.
+FROM python:3.11-slim-bookworm
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 WORKDIR /app
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends openjdk-17-jre-headless procps \
+ && rm -rf /var/lib/apt/lists/*
 COPY requirements.txt .
 RUN pip install --no-cache-dir -r requirements.txt
 COPY . .
