@@ -165,3 +165,30 @@ def test_zh_hans_uses_the_glossary_terms():
         (m.id if isinstance(m.id, str) else m.id[0], _strings(m)) for m in _catalogue() if m.id
     ]
     assert glossary_misses(pairs) == []
+
+
+def duplicate_msgids(text: str) -> list[str]:
+    """msgids (with their context) that appear more than once in a .po file's text."""
+    seen: dict[tuple[str, str], int] = {}
+    context = ""
+    for block in re.split(r"\n\s*\n", text):
+        context_match = re.search(r'^msgctxt "(.*)"$', block, re.M)
+        context = context_match.group(1) if context_match else ""
+        match = re.search(r'^msgid "(.*)"\n((?:".*"\n?)*)', block, re.M)
+        if match:
+            msgid = match.group(1) + "".join(re.findall(r'^"(.*)"$', match.group(2), re.M))
+            if msgid:
+                seen[(context, msgid)] = seen.get((context, msgid), 0) + 1
+    return [msgid for (_, msgid), count in seen.items() if count > 1]
+
+
+def test_the_duplicate_check_finds_a_repeated_msgid():
+    entry = 'msgid "Save"\nmsgstr "保存"\n'
+    assert duplicate_msgids(entry + "\n" + entry) == ["Save"]
+    assert duplicate_msgids(entry + '\nmsgctxt "verb"\n' + entry) == []
+
+
+def test_zh_hans_has_each_msgid_once():
+    """Branches append to the catalogue in parallel (merged by union): a string added by two
+    of them would be there twice, and Babel would silently keep only one translation."""
+    assert duplicate_msgids(PO.read_text(encoding="utf-8")) == []
