@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zipfile
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -102,3 +103,28 @@ class CsvDialect:
     def plain(self) -> bool:
         """UTF-8, comma-separated, double quotes, decimal point, a header: no question to ask."""
         return self == CsvDialect()
+
+
+def zip_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
+    """The files of an archive, without folders and macOS resource forks."""
+    return [
+        info
+        for info in archive.infolist()
+        if not info.is_dir() and not info.filename.startswith("__MACOSX/")
+    ]
+
+
+def single_zip_member(archive: zipfile.ZipFile, allowed: int, limits: IngestLimits):
+    """The one data file of a zip archive, refusing several, an encrypted one, or one that
+    declares more than `allowed` bytes unpacked (the zip-bomb guard's first check)."""
+    members = zip_members(archive)
+    if len(members) != 1:
+        raise IngestRejected(
+            f"The zip archive holds {len(members)} files; it must hold exactly one data file."
+        )
+    info = members[0]
+    if info.flag_bits & 0x1:
+        raise IngestRejected("The zip archive is encrypted: upload it without a password.")
+    if info.file_size > allowed:
+        raise IngestRejected(limits.decompressed_message())
+    return info

@@ -12,6 +12,7 @@ import gzip
 import io
 import os
 import re
+import zipfile
 import zlib
 from pathlib import Path
 from typing import BinaryIO
@@ -31,6 +32,7 @@ from datasets.ingest.common import (
     CsvDialect,
     IngestLimits,
     IngestRejected,
+    single_zip_member,
 )
 from datasets.ingest.decoding import Transcoder
 from datasets.ingest.numbers import plain_numbers
@@ -60,18 +62,36 @@ class GuardedStream(io.RawIOBase):
         self._raw: BinaryIO = open(path, "rb")  # noqa: SIM115 - closed in close()
         size = os.fstat(self._raw.fileno()).st_size
         self._total = max(size, 1)
-        self.gzipped = self._raw.read(2) == b"\x1f\x8b"
+        head = self._raw.read(4)
         self._raw.seek(0)
-        self._stream: BinaryIO = gzip.GzipFile(fileobj=self._raw) if self.gzipped else self._raw
+        self.gzipped = head[:2] == b"\x1f\x8b"
+        self._stream: BinaryIO = self._raw
+        self._archive: zipfile.ZipFile | None = None
+        compressed = self.gzipped or head == b"PK\x03\x04"
+        self._max = limits.decompressed_limit(size) if compressed else size
+        if self.gzipped:
+            self._stream = gzip.GzipFile(fileobj=self._raw)
+        elif compressed:  # a zipped CSV: detection and preview read its one member
+            self._stream = self._open_zip_member(limits)
         self._transcoder = Transcoder(encoding) if encoding else None
         self._limits = limits
-        self._max = limits.decompressed_limit(size) if self.gzipped else size
         self._line = 0  # bytes since the last newline
         self._out = bytearray()  # transcoded bytes not yet returned
         self._eof = False
         self.fraction = 0.0
         self.consumed = 0
         self.error: IngestRejected | None = None
+
+    def _open_zip_member(self, limits: IngestLimits) -> BinaryIO:
+        try:
+            self._archive = zipfile.ZipFile(self._raw)
+            return self._archive.open(single_zip_member(self._archive, self._max, limits))
+        except IngestRejected:
+            self.close()
+            raise
+        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, OSError):
+            self.close()
+            raise IngestRejected("The zip archive is damaged or uses an unsupported compression.")
 
     def readable(self) -> bool:
         return True
@@ -94,8 +114,12 @@ class GuardedStream(io.RawIOBase):
     def _next(self, size: int) -> bytes:
         try:
             data = self._stream.read(size)
-        except (OSError, EOFError, zlib.error):
-            self._fail("The file looks compressed (gzip) but could not be decompressed.")
+        except (OSError, EOFError, zlib.error, zipfile.BadZipFile):
+            self._fail(
+                "The zip archive is damaged or uses an unsupported compression."
+                if self._archive is not None
+                else "The file looks compressed (gzip) but could not be decompressed."
+            )
         self.consumed += len(data)
         if self.consumed > self._max:
             self._fail(self._limits.decompressed_message())
@@ -143,6 +167,8 @@ class GuardedStream(io.RawIOBase):
     def close(self) -> None:
         if self._stream is not self._raw:
             self._stream.close()
+        if self._archive is not None:
+            self._archive.close()
         self._raw.close()
         super().close()
 

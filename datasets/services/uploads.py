@@ -47,7 +47,7 @@ def dataset_create(
     datasets.services.reading.OPTION_NAMES) applied over the detection. The ingest
     is queued at once when the detection is plain or options were given, unless
     `review` asks to see the preview first; otherwise the dataset is `awaiting`
-    (datasets.services.reading). Only a CSV or TSV (plain or gzip; a TSV's
+    (datasets.services.reading). Only a CSV or TSV (plain, gzip or zip; a TSV's
     delimiter preset to tab, and plain when UTF-8 with a header) is detected and may
     await: other formats say their own types and text encoding, so they keep no
     read options (giving any is refused) and are queued at once. `sheet` names an
@@ -74,12 +74,12 @@ def dataset_create(
     stored_name = source_name(uploaded_file.name or "", uploaded_file.read(32))
     uploaded_file.seek(0)
     fmt, wrapper = file_format(stored_name)
-    is_csv = fmt in ("csv", "tsv") and wrapper in ("", "gz")
+    is_csv = fmt in ("csv", "tsv")  # plain, gzip or a single-file zip
     preset = CsvDialect(delimiter="\t" if fmt == "tsv" else ",")  # a .tsv is a CSV with tabs
     if given and not is_csv:
         raise ValidationFailed(
             "The encoding, delimiter, quote, decimal mark and header options apply to "
-            "plain or gzip CSV and TSV files only."
+            "CSV and TSV files only (plain, gzip or zip)."
         )
     sheet = (sheet or "").strip()
     if len(sheet) > 200:

@@ -14,21 +14,12 @@ import zlib
 from pathlib import Path
 from typing import BinaryIO
 
-from datasets.ingest.common import IngestLimits, IngestRejected
+from datasets.ingest.common import IngestLimits, IngestRejected, single_zip_member
 
 COPY_CHUNK = 1 << 20
 GZIP_MAGIC = b"\x1f\x8b"
 ZIP_MAGIC = b"PK\x03\x04"
 EMPTY_ZIP_MAGIC = b"PK\x05\x06"
-
-
-def zip_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
-    """The files of an archive, without folders and macOS resource forks."""
-    return [
-        info
-        for info in archive.infolist()
-        if not info.is_dir() and not info.filename.startswith("__MACOSX/")
-    ]
 
 
 def unzip_single(source: Path, target: Path, limits: IngestLimits) -> str:
@@ -37,17 +28,7 @@ def unzip_single(source: Path, target: Path, limits: IngestLimits) -> str:
     allowed = limits.decompressed_limit(size)
     try:
         with zipfile.ZipFile(source) as archive:
-            members = zip_members(archive)
-            if len(members) != 1:
-                raise IngestRejected(
-                    f"The zip archive holds {len(members)} files; it must hold exactly one "
-                    "data file."
-                )
-            info = members[0]
-            if info.flag_bits & 0x1:
-                raise IngestRejected("The zip archive is encrypted: upload it without a password.")
-            if info.file_size > allowed:
-                raise IngestRejected(limits.decompressed_message())
+            info = single_zip_member(archive, allowed, limits)
             with archive.open(info) as stream:
                 _copy_limited(stream, target, allowed, limits)
             return info.filename
