@@ -3,41 +3,45 @@
 from __future__ import annotations
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from budgets.models import Membership
 from budgets.services import COMMENT_MAX_LENGTH
 
 
 class ProjectCreateForm(forms.Form):
-    name = forms.CharField(max_length=200)
+    name = forms.CharField(label=_("Name"), max_length=200)
     slug = forms.SlugField(
+        label=_("Address"),
         max_length=80,
         required=False,
         allow_unicode=True,
-        help_text="Short name used in addresses; from the name.",
+        help_text=_("Short name used in addresses; from the name."),
     )
     description = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 3}), help_text="What the data is used for (public)."
+        label=_("Description"),
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text=_("What the data is used for (public)."),
     )
     privacy_unit_description = forms.CharField(
-        label="Privacy unit",
+        label=_("Privacy unit"),
         widget=forms.Textarea(attrs={"rows": 2}),
-        help_text="Who is protected, e.g. 'one respondent of the 2026 survey' (public).",
+        help_text=_("Who is protected, e.g. 'one respondent of the 2026 survey' (public)."),
     )
     # Text, not DecimalField: exact decimals are parsed and explained by the services.
-    epsilon_cap = forms.CharField(label="Epsilon cap", max_length=40, initial="1")
-    delta_cap = forms.CharField(label="Delta cap", max_length=40, initial="0")
+    epsilon_cap = forms.CharField(label=_("Epsilon cap"), max_length=40, initial="1")
+    delta_cap = forms.CharField(label=_("Delta cap"), max_length=40, initial="0")
 
 
 class MemberAddForm(forms.Form):
-    username = forms.CharField(max_length=150)
-    role = forms.ChoiceField(choices=Membership.Role.choices)
+    username = forms.CharField(label=_("Username"), max_length=150)
+    role = forms.ChoiceField(label=_("Role"), choices=Membership.Role.choices)
 
 
 class CapsForm(forms.Form):
-    epsilon_cap = forms.CharField(label="Epsilon cap", max_length=40)
-    delta_cap = forms.CharField(label="Delta cap", max_length=40)
-    note = forms.CharField(max_length=500, required=False)
+    epsilon_cap = forms.CharField(label=_("Epsilon cap"), max_length=40)
+    delta_cap = forms.CharField(label=_("Delta cap"), max_length=40)
+    note = forms.CharField(label=_("Note"), max_length=500, required=False)
 
 
 class DecisionForm(forms.Form):
@@ -46,6 +50,6 @@ class DecisionForm(forms.Form):
         required=False,
         max_length=COMMENT_MAX_LENGTH,
         error_messages={
-            "max_length": f"The comment may be at most {COMMENT_MAX_LENGTH} characters long."
+            "max_length": _("The comment may be at most %(limit_value)s characters long.")
         },
     )

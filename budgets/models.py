@@ -5,9 +5,13 @@ Amounts are exact decimals (NUMERIC on PostgreSQL), never floats.
 
 from __future__ import annotations
 
+import re
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext, pgettext, pgettext_lazy
+from django.utils.translation import gettext_lazy as _
 
 # Enough digits for any epsilon an owner may set, and for deltas such as 1e-12.
 EPSILON_FIELD = {"max_digits": 24, "decimal_places": 12}
@@ -47,8 +51,8 @@ class Membership(models.Model):
     """A user's role in one project. One user may hold both roles."""
 
     class Role(models.TextChoices):
-        OWNER = "owner", "Owner"
-        REVIEWER = "reviewer", "Reviewer"
+        OWNER = "owner", _("Owner")
+        REVIEWER = "reviewer", _("Reviewer")
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(
@@ -74,10 +78,10 @@ class BudgetRequest(models.Model):
     """
 
     class Status(models.TextChoices):
-        PENDING = "pending", "Pending review"
-        APPROVED = "approved", "Approved"
-        REJECTED = "rejected", "Rejected"
-        WITHDRAWN = "withdrawn", "Withdrawn"
+        PENDING = "pending", _("Pending review")
+        APPROVED = "approved", _("Approved")
+        REJECTED = "rejected", _("Rejected")
+        WITHDRAWN = "withdrawn", _("Withdrawn")
 
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="budget_requests")
     title = models.CharField(max_length=200)
@@ -151,9 +155,9 @@ class LedgerEntry(models.Model):
     """
 
     class Kind(models.TextChoices):
-        RESERVE = "reserve", "Reserve"
-        CHARGE = "charge", "Charge"
-        RELEASE = "release", "Release"
+        RESERVE = "reserve", _("Reserve")
+        CHARGE = "charge", _("Charge")
+        RELEASE = "release", pgettext_lazy("ledger entry", "Release")
 
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="ledger")
     request = models.ForeignKey(BudgetRequest, on_delete=models.PROTECT, related_name="ledger")
@@ -204,6 +208,22 @@ class LedgerEntry(models.Model):
 
     def delete(self, *args, **kwargs):
         raise AppendOnlyError("The ledger is append-only: entries cannot be deleted.")
+
+    @property
+    def note_text(self) -> str:
+        """The note in the reader's language where the services wrote a fixed one."""
+        fixed = {
+            "approved": pgettext("ledger note", "approved"),
+            "withdrawn": pgettext("ledger note", "withdrawn"),
+            "failed": pgettext("ledger note", "failed"),
+            "computed": pgettext("ledger note", "computed"),
+        }
+        if self.note in fixed:
+            return fixed[self.note]
+        computed = re.fullmatch(r"release (\d+) computed", self.note)
+        if computed:
+            return gettext("release %(number)s computed") % {"number": computed.group(1)}
+        return self.note
 
 
 class CapChange(models.Model):

@@ -15,6 +15,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseNotModified, Json
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import parse_etags
+from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from budgets import selectors, services
@@ -42,7 +43,7 @@ def _first_error(form) -> str:
     for field, errors in form.errors.items():
         label = form.fields[field].label or field.replace("_", " ") if field in form.fields else ""
         return f"{label}: {errors[0]}" if label else errors[0]
-    return "Please correct the form."
+    return gettext("Please correct the form.")
 
 
 # --- projects ----------------------------------------------------------------------
@@ -61,7 +62,11 @@ def project_create_view(request: HttpRequest) -> HttpResponse:
             except ApplicationError as exc:
                 form.add_error(None, exc.message)
             else:
-                messages.success(request, f"Project '{project.name}' created; you are its owner.")
+                messages.success(
+                    request,
+                    gettext("Project “%(name)s” created; you are its owner.")
+                    % {"name": project.name},
+                )
                 return redirect("budgets:project_detail", slug=project.slug)
     return render(request, "budgets/project_form.html", {"form": form}, status=status)
 
@@ -106,8 +111,11 @@ def project_member_add_view(request: HttpRequest, slug: str) -> HttpResponse:
         except ApplicationError as exc:
             messages.error(request, exc.message)
         else:
+            role = Membership.Role(form.cleaned_data["role"]).label
             messages.success(
-                request, f"{form.cleaned_data['username']} added as {form.cleaned_data['role']}."
+                request,
+                gettext("%(user)s added as %(role)s.")
+                % {"user": form.cleaned_data["username"], "role": role},
             )
     return redirect("budgets:project_detail", slug=project.slug)
 
@@ -149,7 +157,7 @@ def project_budget_view(request: HttpRequest, slug: str) -> HttpResponse:
                 messages.error(request, exc.message)
                 status = exc.status_code
             else:
-                messages.success(request, "Caps changed; the change is recorded below.")
+                messages.success(request, gettext("Caps changed; the change is recorded below."))
                 return redirect("budgets:project_budget", slug=project.slug)
     context = _project_context(request, project)
     context.update(
@@ -232,8 +240,12 @@ def _decide(request: HttpRequest, pk: int, *, approve: bool) -> HttpResponse:
         form.add_error(None, exc.message)
         budget_request.refresh_from_db()
         return _render_request(request, budget_request, form, status=exc.status_code)
-    verb = "approved; its cost is reserved" if approve else "rejected"
-    messages.success(request, f"Request '{budget_request.title}' {verb}.")
+    done = (
+        gettext("Request “%(title)s” approved; its cost is reserved.")
+        if approve
+        else gettext("Request “%(title)s” rejected.")
+    )
+    messages.success(request, done % {"title": budget_request.title})
     return redirect("budgets:request_detail", pk=budget_request.pk)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import ngettext
 from django.views import View
 
 from budgets.models import Membership
@@ -47,8 +48,14 @@ class DatasetCodebookView(View):
             )
         messages.success(
             request,
-            f"The codebook declared {count} column{'s' if count != 1 else ''}: check them below, "
-            "then save the declaration with the privacy unit.",
+            ngettext(
+                "The codebook declared %(count)s column: check it below, "
+                "then save the declaration with the privacy unit.",
+                "The codebook declared %(count)s columns: check them below, "
+                "then save the declaration with the privacy unit.",
+                count,
+            )
+            % {"count": count},
         )
         return redirect("datasets:declare", pk=dataset.pk)
 

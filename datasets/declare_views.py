@@ -13,6 +13,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext, gettext_lazy
 from django.views import View
 
 from budgets.models import Membership
@@ -23,6 +24,13 @@ from datasets.services import dataset_declare
 from datasets.services.declaration import DERIVED_CONFIRMATION
 from datasets.services.declaration_columns import DATE, column_kind
 from dpportal.errors import ApplicationError
+
+DATE_BIN_LABELS = {
+    "year": gettext_lazy("year"),
+    "quarter": gettext_lazy("quarter"),
+    "month": gettext_lazy("month"),
+    "day": gettext_lazy("day"),
+}
 
 OWNER = {Membership.Role.OWNER.value}
 
@@ -186,7 +194,9 @@ class DatasetDeclareView(View):
                 exclude_rest=bool(data.get("exclude_rest")),
                 status=exc.status_code,
             )
-        messages.success(request, "The public domains are declared and the privacy unit confirmed.")
+        messages.success(
+            request, gettext("The public domains are declared and the privacy unit confirmed.")
+        )
         return redirect("datasets:detail", pk=dataset.pk)
 
     def _render(self, request, dataset, rows, *, id_column, bound, unit, error="", general=(),
@@ -203,12 +213,12 @@ class DatasetDeclareView(View):
             "general": general,
             "frozen": dataset_is_frozen(dataset=dataset),
             "kinds": [
-                (Column.Kind.CATEGORICAL, "Categorical"),
-                (Column.Kind.NUMERIC, "Numeric"),
-                (DATE, "Date"),
-                (Column.Kind.EXCLUDED, "Excluded"),
+                (Column.Kind.CATEGORICAL, Column.Kind.CATEGORICAL.label),
+                (Column.Kind.NUMERIC, Column.Kind.NUMERIC.label),
+                (DATE, gettext("Date")),
+                (Column.Kind.EXCLUDED, Column.Kind.EXCLUDED.label),
             ],
-            "date_bins": DATE_BINS,
+            "date_bins": [(value, DATE_BIN_LABELS.get(value, value)) for value in DATE_BINS],
             "date_formats": list(DATE_FORMATS),
             "missing_choices": Column.Missing.choices,
             "derived_confirmation": DERIVED_CONFIRMATION,

@@ -15,17 +15,19 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from budgets.models import Project
 
 
 class Dataset(models.Model):
     class Status(models.TextChoices):
-        AWAITING = "awaiting", "Waiting for you to confirm how to read it"
-        UPLOADED = "uploaded", "Uploaded"
-        INGESTING = "ingesting", "Ingesting"
-        READY = "ready", "Ready"
-        FAILED = "failed", "Failed"
+        AWAITING = "awaiting", _("Waiting for you to confirm how to read it")
+        UPLOADED = "uploaded", pgettext_lazy("status", "Uploaded")
+        INGESTING = "ingesting", _("Ingesting")
+        READY = "ready", _("Ready")
+        FAILED = "failed", _("Failed")
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="datasets")
     name = models.CharField(max_length=200)
@@ -71,9 +73,9 @@ class Dataset(models.Model):
     )
 
     class ComputeBackend(models.TextChoices):
-        AUTO = "auto", "Automatic (Spark for very large datasets when a cluster is set up)"
-        LOCAL = "local", "In the worker (DuckDB)"
-        SPARK = "spark", "Spark"
+        AUTO = "auto", _("Automatic (Spark for very large datasets when a cluster is set up)")
+        LOCAL = "local", _("In the worker (DuckDB)")
+        SPARK = "spark", _("Spark")
 
     # Where a release's true aggregates are computed (releases.compute.run): the results
     # are the same either way, so this is an operational choice, not part of a spec.
@@ -89,7 +91,7 @@ class Dataset(models.Model):
     # (read-only; deleting the dataset leaves it). kind "s3" (location "bucket/prefix/")
     # or "local" (an absolute path under DPPORTAL_EXTERNAL_ROOTS); blank for an upload.
     external_kind = models.CharField(
-        max_length=8, blank=True, choices=[("s3", "S3 bucket"), ("local", "Local folder")]
+        max_length=8, blank=True, choices=[("s3", _("S3 bucket")), ("local", _("Local folder"))]
     )
     external_location = models.CharField(max_length=1000, blank=True)
 
@@ -110,23 +112,23 @@ class Dataset(models.Model):
 
 class Column(models.Model):
     class Type(models.TextChoices):
-        INTEGER = "integer", "Integer"
-        FLOAT = "float", "Decimal number"
-        STRING = "string", "Text"
+        INTEGER = "integer", _("Integer")
+        FLOAT = "float", _("Decimal number")
+        STRING = "string", _("Text")
 
     class Kind(models.TextChoices):
-        UNDECLARED = "undeclared", "Not declared yet"
-        CATEGORICAL = "categorical", "Categorical"
-        NUMERIC = "numeric", "Numeric"
-        EXCLUDED = "excluded", "Excluded"
+        UNDECLARED = "undeclared", _("Not declared yet")
+        CATEGORICAL = "categorical", _("Categorical")
+        NUMERIC = "numeric", _("Numeric")
+        EXCLUDED = "excluded", _("Excluded")
 
     class Derived(models.TextChoices):
-        CATEGORIES = "categories", "the categories"
-        BOUNDS = "bounds", "the bounds"
+        CATEGORIES = "categories", _("the categories")
+        BOUNDS = "bounds", _("the bounds")
 
     class Missing(models.TextChoices):
-        DROP = "drop", "Dropped from the statistic"
-        CATEGORY = "category", "Counted in an explicit 'missing' category"
+        DROP = "drop", _("Dropped from the statistic")
+        CATEGORY = "category", _("Counted in an explicit 'missing' category")
 
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="columns")
     name = models.CharField(max_length=200)

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext
 from django.views import View
 
 from budgets.models import Membership
@@ -55,7 +56,7 @@ class DatasetReadingView(View):
                 messages.error(request, exc.message)
                 return redirect("datasets:detail", pk)
             return self._render(request, dataset, options, error=exc.message, status=400)
-        messages.success(request, "Confirmed. The file is being checked and converted.")
+        messages.success(request, gettext("Confirmed. The file is being checked and converted."))
         return redirect("datasets:detail", pk)
 
     def _render(self, request, dataset, options, *, error: str = "", status: int = 200):

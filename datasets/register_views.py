@@ -11,6 +11,8 @@ from django import forms
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 from django.views import View
 
 from budgets.models import Membership
@@ -22,11 +24,14 @@ OWNER = {Membership.Role.OWNER.value}
 
 
 class DatasetRegisterForm(forms.Form):
-    name = forms.CharField(max_length=200)
+    name = forms.CharField(label=_("Name"), max_length=200)
     location = forms.CharField(
+        label=_("Location"),
         max_length=900,
-        help_text="s3://bucket/prefix/ (or one file's key), or a folder or file on the "
-        "server under the folders the administrator allows.",
+        help_text=_(
+            "s3://bucket/prefix/ (or one file's key), or a folder or file on the "
+            "server under the folders the administrator allows."
+        ),
     )
 
 
@@ -51,7 +56,7 @@ class DatasetRegisterView(View):
             )
         except ApplicationError as exc:
             return self._render(request, project, form, status=exc.status_code, error=exc.message)
-        messages.success(request, "Registered. The workers are profiling the data.")
+        messages.success(request, gettext("Registered. The workers are profiling the data."))
         return redirect("datasets:detail", pk=dataset.pk)
 
     def _render(self, request, project, form, status: int = 200, error: str = "") -> HttpResponse:

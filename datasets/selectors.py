@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Q, QuerySet
 from django.db.models.functions import Coalesce
+from django.utils.translation import gettext
 
 from budgets.models import Membership, Project
 from budgets.selectors import project_roles
@@ -49,32 +50,36 @@ def dataset_usability_problem(*, dataset: Dataset) -> str | None:
     explicitly confirmed by an owner (never a default).
     """
     has_data = dataset.parquet_file or dataset.external_kind
+    name = dataset.name
     if dataset.status != Dataset.Status.READY or not has_data:
-        return f"The dataset '{dataset.name}' is not ready (it is {dataset.get_status_display()})."
+        return gettext("The dataset “%(name)s” is not ready (it is %(status)s).") % {
+            "name": name,
+            "status": dataset.get_status_display(),
+        }
     undeclared = list(
         dataset.columns.filter(kind=Column.Kind.UNDECLARED)
         .order_by("position")
         .values_list("name", flat=True)[:6]
     )
     if not dataset.declared or undeclared:
-        which = (
-            " (not yet: "
-            + ", ".join(f"'{n}'" for n in undeclared[:5])
-            + (", ..." if len(undeclared) > 5 else "")
-            + ")"
-            if undeclared
-            else ""
+        if not undeclared:
+            return gettext(
+                "The dataset “%(name)s” cannot be used yet: declare every column on its "
+                "declaration page (excluding the ones no release needs)."
+            ) % {"name": name}
+        columns = ", ".join(f"“{n}”" for n in undeclared[:5]) + (
+            ", …" if len(undeclared) > 5 else ""
         )
-        return (
-            f"The dataset '{dataset.name}' cannot be used yet: declare every column{which} on "
-            "its declaration page (excluding the ones no release needs)."
-        )
+        return gettext(
+            "The dataset “%(name)s” cannot be used yet: declare every column (not yet: "
+            "%(columns)s) on its declaration page (excluding the ones no release needs)."
+        ) % {"name": name, "columns": columns}
     if dataset.unit_confirmed_at is None:
-        return (
-            f"The dataset '{dataset.name}' cannot be used yet: an owner must confirm its privacy "
+        return gettext(
+            "The dataset “%(name)s” cannot be used yet: an owner must confirm its privacy "
             "unit (one row, or one person identified by an ID column with at most L rows) on "
             "the dataset's page."
-        )
+        ) % {"name": name}
     return None
 
 

@@ -14,6 +14,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.decorators import method_decorator
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 from django.views import View
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
@@ -45,17 +47,22 @@ OWNER = {Membership.Role.OWNER.value}
 
 
 class DatasetUploadForm(forms.Form):
-    name = forms.CharField(max_length=200, required=False, help_text="Defaults to the file's name.")
+    name = forms.CharField(
+        label=_("Name"), max_length=200, required=False, help_text=_("Defaults to the file's name.")
+    )
     file = forms.FileField(
+        label=_("File"),
         allow_empty_file=True,
-        help_text="A table with a header line: CSV or TSV (any common encoding), Excel .xlsx, "
-        "Parquet, Stata .dta, SPSS .sav, SAS .sas7bdat or .xpt; plain, gzip or alone in a zip.",
+        help_text=_(
+            "A table with a header line: CSV or TSV (any common encoding), Excel .xlsx, "
+            "Parquet, Stata .dta, SPSS .sav, SAS .sas7bdat or .xpt; plain, gzip or alone in a zip."
+        ),
     )
     sheet = forms.CharField(
         max_length=200,
         required=False,
-        label="Sheet (Excel only)",
-        help_text="The sheet to read, by name or by number from 1; blank reads the first sheet.",
+        label=_("Sheet (Excel only)"),
+        help_text=_("The sheet to read, by name or by number from 1; blank reads the first sheet."),
     )
 
 
@@ -96,9 +103,11 @@ class DatasetUploadView(View):
         except ApplicationError as exc:
             return self._render(request, project, form, status=exc.status_code, error=exc.message)
         if dataset.status == Dataset.Status.AWAITING:
-            messages.success(request, "Uploaded. Check how the file is read, then confirm.")
+            messages.success(
+                request, gettext("Uploaded. Check how the file is read, then confirm.")
+            )
             return redirect("datasets:reading", pk=dataset.pk)
-        messages.success(request, "Uploaded. The file is being checked and converted.")
+        messages.success(request, gettext("Uploaded. The file is being checked and converted."))
         return redirect("datasets:detail", pk=dataset.pk)
 
     def _render(self, request, project, form, status: int = 200, error: str = "") -> HttpResponse:
@@ -173,7 +182,7 @@ class DatasetConfirmUnitView(View):
         except ApplicationError as exc:
             messages.error(request, exc.message)
         else:
-            messages.success(request, "The privacy unit is confirmed.")
+            messages.success(request, gettext("The privacy unit is confirmed."))
         return redirect("datasets:detail", pk=dataset.pk)
 
 
@@ -205,7 +214,14 @@ class DatasetDeleteView(View):
             messages.error(request, exc.message)
             return redirect("datasets:detail", pk=dataset.pk)
         if dataset.status == Dataset.Status.FAILED:
-            messages.success(request, f"The failed upload '{dataset.name}' is dismissed.")
+            messages.success(
+                request,
+                gettext("The failed upload “%(name)s” is dismissed.") % {"name": dataset.name},
+            )
         else:
-            messages.success(request, f"The dataset '{dataset.name}' and its files are deleted.")
+            messages.success(
+                request,
+                gettext("The dataset “%(name)s” and its files are deleted.")
+                % {"name": dataset.name},
+            )
         return redirect(reverse("datasets:list", kwargs={"project_slug": dataset.project.slug}))

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from budgets.models import DELTA_FIELD, EPSILON_FIELD, BudgetRequest, Project
 from datasets.models import Column, Dataset
@@ -17,16 +18,16 @@ from datasets.models import Column, Dataset
 
 class Release(models.Model):
     class Status(models.TextChoices):
-        DRAFT = "draft", "Draft"
-        SUBMITTED = "submitted", "Submitted for review"
-        APPROVED = "approved", "Approved"
-        QUEUED = "queued", "Queued"
-        COMPUTING = "computing", "Computing"
-        COMPUTED = "computed", "Computed"
-        PUBLISHED = "published", "Published"
-        REJECTED = "rejected", "Rejected"
-        WITHDRAWN = "withdrawn", "Withdrawn"
-        FAILED = "failed", "Failed"
+        DRAFT = "draft", _("Draft")
+        SUBMITTED = "submitted", _("Submitted for review")
+        APPROVED = "approved", _("Approved")
+        QUEUED = "queued", _("Queued")
+        COMPUTING = "computing", _("Computing")
+        COMPUTED = "computed", _("Computed")
+        PUBLISHED = "published", pgettext_lazy("status", "Published")
+        REJECTED = "rejected", _("Rejected")
+        WITHDRAWN = "withdrawn", _("Withdrawn")
+        FAILED = "failed", _("Failed")
 
     class Mechanism(models.TextChoices):
         LAPLACE = "laplace", _("Laplace (pure epsilon-DP)")
@@ -78,16 +79,16 @@ class Release(models.Model):
 
 class Statistic(models.Model):
     class Kind(models.TextChoices):
-        COUNT = "count", "Count"
-        HISTOGRAM = "histogram", "Histogram"
-        SUM = "sum", "Clipped sum"
-        MEAN = "mean", "Mean"
-        ARGMAX = "argmax", "Most common category"
-        GROUPED_SUM = "grouped_sum", "Clipped sum by group"
-        GROUPED_MEAN = "grouped_mean", "Mean by group"
-        QUANTILES = "quantiles", "Median and quantiles"
-        STDDEV = "stddev", "Standard deviation"
-        VARIANCE = "variance", "Variance"
+        COUNT = "count", _("Count")
+        HISTOGRAM = "histogram", _("Histogram")
+        SUM = "sum", _("Clipped sum")
+        MEAN = "mean", _("Mean")
+        ARGMAX = "argmax", _("Most common category")
+        GROUPED_SUM = "grouped_sum", _("Clipped sum by group")
+        GROUPED_MEAN = "grouped_mean", _("Mean by group")
+        QUANTILES = "quantiles", _("Median and quantiles")
+        STDDEV = "stddev", _("Standard deviation")
+        VARIANCE = "variance", _("Variance")
 
     release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="statistics")
     position = models.PositiveIntegerField(default=0)
@@ -144,6 +145,19 @@ class ReleaseEvent(models.Model):
 
     class Meta:
         ordering = ["created_at", "id"]
+
+    @staticmethod
+    def _label(status: str) -> str:
+        """The status's label in the active language (the code itself if unknown)."""
+        return str(Release.Status(status).label) if status in Release.Status.values else status
+
+    @property
+    def from_status_label(self) -> str:
+        return self._label(self.from_status)
+
+    @property
+    def to_status_label(self) -> str:
+        return self._label(self.to_status)
 
 
 class ReleaseResult(models.Model):

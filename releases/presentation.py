@@ -13,7 +13,7 @@ from typing import Any
 
 from dpportal.privacy.accuracy import mean_interval, result_halfwidth
 from releases import stats_results
-from releases.results_text import noise_parameters
+from releases.results_text import mechanism_name, noise_parameters
 
 
 def _mean_row(explanation: dict[str, Any], *, confidence: object) -> dict[str, Any]:
@@ -52,7 +52,7 @@ def results_for_display(payload: dict[str, Any]) -> list[dict[str, Any]]:
             "columns": entry["columns"],
             "epsilon": entry["epsilon"],
             "delta": entry["delta"],
-            "mechanism": explanation.get("mechanism", payload["mechanism"]),
+            "mechanism": mechanism_name(explanation.get("mechanism", payload["mechanism"])),
             "noise": noise,
             "noise_text": "; ".join(p.text for p in noise),
             "rows": [],

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from django.utils.translation import gettext, pgettext
+
 from dpportal import formatting
 
 DISTRIBUTIONS = {
@@ -35,9 +37,24 @@ class NoiseParameter:
 
     @property
     def text(self) -> str:
-        """'scale 1,350' or 'sum: sigma 2.5' (formatting.scale, 3 significant digits)."""
-        words = f"{self.symbol} {formatting.scale(self.value)}"
-        return f"{self.part}: {words}" if self.part else words
+        """'scale 1,350' or 'sum: sigma 2.5' (formatting.scale, 3 significant digits), in
+        the active language."""
+        symbol = {"scale": pgettext("noise", "scale"), "sigma": pgettext("noise", "sigma")}
+        words = gettext("%(symbol)s %(value)s") % {
+            "symbol": symbol.get(self.symbol, self.symbol),
+            "value": formatting.scale(self.value),
+        }
+        if not self.part:
+            return words
+        parts = {
+            "sum": pgettext("noise part", "sum"),
+            "count": pgettext("noise part", "count"),
+            "squares": pgettext("noise part", "squares"),
+        }
+        return gettext("%(part)s: %(words)s") % {
+            "part": parts.get(self.part, self.part),
+            "words": words,
+        }
 
 
 def _exact(value: Any) -> Fraction:
@@ -93,3 +110,9 @@ def noise_parameters(explanation: Mapping[str, Any], *, kind: str) -> list[Noise
 def noise_text(explanation: Mapping[str, Any], *, kind: str) -> str:
     """'scale 1,350', or for a mean 'sum: scale 2,690; count: scale 4'."""
     return "; ".join(p.text for p in noise_parameters(explanation, kind=kind))
+
+
+def mechanism_name(code: str) -> str:
+    """'Laplace' or 'Gaussian' in the active language (the code itself if unknown)."""
+    names = {"laplace": pgettext("noise", "Laplace"), "gaussian": pgettext("noise", "Gaussian")}
+    return names.get(code, code)

@@ -19,6 +19,8 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
+from django.utils.translation import gettext
+
 from budgets import amounts
 from budgets.models import BudgetRequest
 from budgets.selectors import budget_standing, spend_standing, statistic_lines
@@ -261,7 +263,7 @@ def review_document_get(*, budget_request: BudgetRequest) -> ReviewDocument:
                 ApplicationError):  # fmt: skip
             plan, statistics = None, ()
     if plan is None:
-        notice = (
+        notice = gettext(
             "This request does not carry a readable specification of its statistics: "
             "only its recorded preview is shown."
         )

@@ -11,6 +11,7 @@ from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -108,7 +109,9 @@ def release_builder_view(request: HttpRequest, project_slug: str) -> HttpRespons
             return _render_builder(
                 request, project=project, data=data, error=exc.message, status=400
             )
-        messages.success(request, "Draft saved. Check the preview, then submit it for review.")
+        messages.success(
+            request, gettext("Draft saved. Check the preview, then submit it for review.")
+        )
         return redirect("releases:detail", release.pk)
     return _render_builder(request, project=project)
 
@@ -121,7 +124,7 @@ def release_edit_view(request: HttpRequest, release_id: int) -> HttpResponse:
     )
     project = release.project
     if release.status != Release.Status.DRAFT:
-        messages.error(request, "This release was submitted: it can no longer be edited.")
+        messages.error(request, gettext("This release was submitted: it can no longer be edited."))
         return redirect("releases:detail", release.pk)
     if request.method == "POST":
         data = _builder_payload(request)
@@ -133,7 +136,7 @@ def release_edit_view(request: HttpRequest, release_id: int) -> HttpResponse:
             return _render_builder(
                 request, project=project, release=release, data=data, error=exc.message, status=400
             )
-        messages.success(request, "Draft saved.")
+        messages.success(request, gettext("Draft saved."))
         return redirect("releases:detail", release.pk)
     return _render_builder(request, project=project, release=release)
 
@@ -215,7 +218,7 @@ def release_submit_view(request: HttpRequest, release_id: int) -> HttpResponse:
         request,
         release_id,
         lambda r: lifecycle.release_submit(release=r, actor=request.user),
-        "Submitted: a reviewer of the project will decide on its budget.",
+        gettext("Submitted: a reviewer of the project will decide on its budget."),
     )
 
 
@@ -226,7 +229,7 @@ def release_withdraw_view(request: HttpRequest, release_id: int) -> HttpResponse
         request,
         release_id,
         lambda r: lifecycle.release_withdraw(release=r, actor=request.user),
-        "Withdrawn.",
+        gettext("Withdrawn."),
     )
 
 
@@ -247,17 +250,17 @@ def release_publish_view(request: HttpRequest, release_id: int) -> HttpResponse:
     if release.status == Release.Status.PUBLISHED:
         return redirect("public:release", release.project.slug, release.pk)
     if release.status != Release.Status.COMPUTED:
-        messages.error(request, "Only a computed release can be published.")
+        messages.error(request, gettext("Only a computed release can be published."))
         return redirect("releases:detail", release.pk)
     if request.method == "POST":
         if request.POST.get("confirm") != PUBLISH_CONFIRMATION:
-            messages.error(request, "Check the preview, then confirm to publish.")
+            messages.error(request, gettext("Check the preview, then confirm to publish."))
             return redirect("releases:publish", release.pk)
         return _action(
             request,
             release.pk,
             lambda r: lifecycle.release_publish(release=r, actor=request.user),
-            "Published: the results are now public.",
+            gettext("Published: the results are now public."),
         )
     try:
         options = public_options.view_options_parse(query=request.GET.dict())
@@ -286,7 +289,8 @@ def release_clone_view(request: HttpRequest, release_id: int) -> HttpResponse:
         messages.error(request, exc.message)
         return redirect("releases:detail", release.pk)
     messages.success(
-        request, "A new draft with the same statistics. Check it, then submit it for review."
+        request,
+        gettext("A new draft with the same statistics. Check it, then submit it for review."),
     )
     return redirect("releases:edit", clone.pk)
 
@@ -299,7 +303,7 @@ def release_approve_view(request: HttpRequest, release_id: int) -> HttpResponse:
         request,
         release_id,
         lambda r: lifecycle.release_approve(release=r, reviewer=request.user, comment=comment),
-        "Approved: the release is queued for computation.",
+        gettext("Approved: the release is queued for computation."),
     )
 
 
@@ -311,5 +315,5 @@ def release_reject_view(request: HttpRequest, release_id: int) -> HttpResponse:
         request,
         release_id,
         lambda r: lifecycle.release_reject(release=r, reviewer=request.user, comment=comment),
-        "Rejected.",
+        gettext("Rejected."),
     )

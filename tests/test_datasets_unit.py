@@ -144,7 +144,7 @@ def test_exclude_the_rest(dataset, owner):
 def test_an_undeclared_column_makes_the_dataset_unusable(dataset, owner):
     dataset = dataset_declare(dataset=dataset, actor=owner, columns=VALID, unit="row")
     Column.objects.filter(dataset=dataset, name="score").update(kind=Column.Kind.UNDECLARED)
-    assert "declare every column (not yet: 'score')" in dataset_usability_problem(dataset=dataset)
+    assert "declare every column (not yet: “score”)" in dataset_usability_problem(dataset=dataset)
 
 
 def test_data_derived_parts_need_the_columns_confirmation(dataset, owner):

@@ -11,6 +11,7 @@ from typing import ClassVar
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import connection
 from django.db.models import Q, QuerySet, Sum
+from django.utils.translation import gettext_lazy as _
 
 from budgets import amounts
 from budgets.models import BudgetRequest, LedgerEntry, Membership, Project
@@ -142,11 +143,11 @@ class MomentLabels:
 
     @property
     def before_label(self) -> str:
-        return self.LABELS[self.moment][0]
+        return str(self.LABELS[self.moment][0])  # the active language's (the labels are lazy)
 
     @property
     def after_label(self) -> str:
-        return self.LABELS[self.moment][1]
+        return str(self.LABELS[self.moment][1])
 
 
 @dataclass(frozen=True)
@@ -174,28 +175,30 @@ class BudgetStanding(MomentLabels):
     fits_tight: bool = False
 
     LABELS: ClassVar[dict[str, tuple[str, str, str]]] = {
-        "now": ("Remaining now", "Remaining after approval", ""),
+        "now": (_("Remaining now"), _("Remaining after approval"), ""),
         "approval": (
-            "Remaining before the approval",
-            "Remaining after the approval",
-            "As the budget stood when this request was approved: its cost was reserved then "
-            "and is not subtracted again.",
+            _("Remaining before the approval"),
+            _("Remaining after the approval"),
+            _(
+                "As the budget stood when this request was approved: its cost was reserved then "
+                "and is not subtracted again."
+            ),
         ),
         "rejection": (
-            "Remaining at the rejection",
-            "Remaining after the rejection",
-            "As the budget stood when this request was rejected: nothing was reserved.",
+            _("Remaining at the rejection"),
+            _("Remaining after the rejection"),
+            _("As the budget stood when this request was rejected: nothing was reserved."),
         ),
         "withdrawn": (
-            "Remaining now",
-            "Remaining after (nothing reserved)",
-            "Withdrawn before any decision: nothing was reserved.",
+            _("Remaining now"),
+            _("Remaining after (nothing reserved)"),
+            _("Withdrawn before any decision: nothing was reserved."),
         ),
     }
 
     @property
     def note(self) -> str:
-        return self.LABELS[self.moment][2]
+        return str(self.LABELS[self.moment][2])
 
     @property
     def fits(self) -> bool:

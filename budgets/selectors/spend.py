@@ -25,6 +25,7 @@ from fractions import Fraction
 from typing import ClassVar
 
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 from budgets.models import BudgetRequest, LedgerEntry
 from budgets.selectors.accounting import entry_records
@@ -70,10 +71,10 @@ class SpendStanding(MomentLabels):
     fit: int | None
 
     LABELS: ClassVar[dict[str, tuple[str, str]]] = {
-        "now": ("Committed now", "After approval"),
-        "approval": ("Before the approval", "After the approval"),
-        "rejection": ("At the rejection", "After the rejection (nothing reserved)"),
-        "withdrawn": ("Committed now", "After (nothing reserved)"),
+        "now": (_("Committed now"), _("After approval")),
+        "approval": (_("Before the approval"), _("After the approval")),
+        "rejection": (_("At the rejection"), _("After the rejection (nothing reserved)")),
+        "withdrawn": (_("Committed now"), _("After (nothing reserved)")),
     }
 
     @property

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from datasets.models import Column, Dataset
 from datasets.selectors import dataset_is_frozen
@@ -36,7 +37,7 @@ logger = logging.getLogger(__name__)
 MAX_CONTRIBUTION_BOUND = 10_000
 UNITS = ("row", "person")
 DERIVED_PARTS = tuple(Column.Derived.values)
-DERIVED_CONFIRMATION = (
+DERIVED_CONFIRMATION = gettext_lazy(
     "publishing a value reveals that the data holds it: a category that few rows have "
     "reveals that someone has it"
 )

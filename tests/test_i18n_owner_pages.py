@@ -1,0 +1,197 @@
+"""Issue 17: the owner's and the reviewer's pages in zh-hans leave no English UI text.
+
+Each page is rendered by the test client with the language cookie set to zh-hans, for
+a project named in Chinese; what is visible (text nodes and visible attributes, not
+scripts or styles) may keep only the data's own names (the project's, the dataset's and
+its columns', user names, the statistics' labels) and words that stay as they are in
+every language (ALLOWED)."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pytest
+from django.conf import settings
+from django.urls import reverse
+
+from budgets.models import BudgetRequest
+from datasets.models import Column
+from dpportal.catalogues import compile_all
+from tests.public_builders import build_release
+
+pytestmark = pytest.mark.django_db
+
+#: words kept in every language: formats, codes, the epsilon/delta symbols' names in codes
+ALLOWED = {
+    "dpportal",
+    "CSV",
+    "TSV",
+    "JSON",
+    "API",
+    "ID",
+    "UTF",
+    "UTC",
+    "Parquet",
+    "Excel",
+    "Stata",
+    "SPSS",
+    "SAS",
+    "GBK",
+    "GB",
+    "Big",
+    "Shift",
+    "JIS",
+    "Windows",
+    "Latin",
+    "gzip",
+    "zip",
+    "xlsx",
+    "dta",
+    "sav",
+    "sas",
+    "sas7bdat",
+    "xpt",
+    "csv",
+    "tsv",
+    "YYYY",
+    "MM",
+    "DD",
+    "Spark",
+    "DuckDB",
+    "column",
+    "kind",
+    "categorical",
+    "numeric",
+    "date",
+    "excluded",
+    "s3",
+    "S3",
+    "bucket",
+    "prefix",
+    "n/a",
+    "Swagger",
+    "OpenAPI",
+    "English",
+    "KiB",
+    "MiB",
+    "GiB",
+    "bdat",
+    "DD/MM/YYYY",
+    "MM/DD/YYYY",
+    "YYYYMMDD",
+    "categories",
+    "lower",
+    "upper",
+    "bin",
+    "edges",
+    "missing",
+    "codes",
+    "format",
+}
+_STRIP = re.compile(r"<(script|style)\b.*?</\1>|<!--.*?-->", re.S | re.I)
+_VISIBLE_ATTRIBUTE = re.compile(r'\b(?:title|aria-label|placeholder|alt)="([^"]*)"')
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _catalogues():
+    compile_all()
+
+
+def english_left(page: str, data_words: set[str]) -> list[str]:
+    """Visible English words of a page that are neither allowed nor the data's own."""
+    page = _STRIP.sub(" ", page)
+    texts = _VISIBLE_ATTRIBUTE.findall(page)
+    texts.append(re.sub(r"<[^>]*>", " ", page))
+    found = []
+    for text in texts:
+        for word in re.findall(r"[A-Za-z][A-Za-z'/]+", html.unescape(text)):
+            if word not in ALLOWED and word not in data_words:
+                found.append(word)
+    return sorted(set(found))
+
+
+def test_the_check_sees_english_and_lets_data_names_through():
+    page = '<p title="Hello">数据 region</p><script>var x = "skip";</script>'
+    assert english_left(page, {"region"}) == ["Hello"]
+
+
+@pytest.fixture
+def zh_owner_client(client, owner, project):
+    project.name = "人口普查"
+    project.save()
+    client.force_login(owner)
+    client.cookies[settings.LANGUAGE_COOKIE_NAME] = "zh-hans"
+    return client
+
+
+def _data_words(project, release) -> set[str]:
+    words = set()
+    texts = [
+        release.dataset.name,
+        release.title,
+        release.description,
+        project.description,
+        project.privacy_unit_description,
+        project.slug,
+        "olivia-owner",
+        "ravi-reviewer",
+        *Column.objects.filter(dataset=release.dataset).values_list("name", flat=True),
+        *release.statistics.values_list("label", flat=True),
+        # the cells' labels are the declared categories (the data's own words)
+        *(str(cell) for entry in release.result.payload["statistics"] for cell in entry["cells"]),
+        "Looks fine.",
+        "computed",
+    ]
+    for text in texts:
+        words.update(re.findall(r"[A-Za-z][A-Za-z'/]+", text or ""))
+    return words
+
+
+def test_owner_pages_in_chinese(zh_owner_client, project, owner, reviewer):
+    release = build_release(project=project, owner=owner, reviewer=reviewer)
+    # the builder's request summary is a stand-in ({"statistics": 6}); no preview table here
+    BudgetRequest.objects.filter(pk=release.budget_request_id).update(summary={})
+    words = _data_words(project, release)
+    dataset = release.dataset
+    pages = {
+        "home": reverse("accounts:home"),
+        "project": reverse("budgets:project_detail", args=[project.slug]),
+        "budget": reverse("budgets:project_budget", args=[project.slug]),
+        "new project": reverse("budgets:project_create"),
+        "datasets": reverse("datasets:list", args=[project.slug]),
+        "upload": reverse("datasets:upload", args=[project.slug]),
+        "dataset": reverse("datasets:detail", args=[dataset.pk]),
+        "codebook": reverse("datasets:codebook", args=[dataset.pk]),
+        "declare": reverse("datasets:declare", args=[dataset.pk]),
+        "release": reverse("releases:detail", args=[release.pk]),
+        "builder": f"/releases/new/{project.slug}/",
+    }
+    left = {}
+    for name, url in pages.items():
+        response = zh_owner_client.get(url)
+        assert response.status_code == 200, (name, response.status_code)
+        english = english_left(response.content.decode(), words)
+        if english:
+            left[name] = english
+    assert left == {}
+
+
+def test_reviewer_pages_in_chinese(client, project, owner, reviewer):
+    project.name = "人口普查"
+    project.save()
+    release = build_release(project=project, owner=owner, reviewer=reviewer)
+    words = _data_words(project, release)
+    client.force_login(reviewer)
+    client.cookies[settings.LANGUAGE_COOKIE_NAME] = "zh-hans"
+    left = {}
+    for name, url in {
+        "inbox": reverse("budgets:inbox"),
+        "request": reverse("budgets:request_detail", args=[release.budget_request_id]),
+    }.items():
+        response = client.get(url)
+        assert response.status_code == 200, name
+        english = english_left(response.content.decode(), words)
+        if english:
+            left[name] = english
+    assert left == {}
