@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from django.utils.translation import gettext, ngettext
+
 from datasets.models import Column, Dataset
 from dpportal import formatting
 from releases.services.plan import StatisticPlan
@@ -31,60 +33,77 @@ def grid_text(granularity: Fraction) -> str:
     """The public grid step: a power of two written as one ("2^-14, about 0.000061")."""
     g = Fraction(granularity)
     if g.numerator == 1 and g.denominator > 1 and g.denominator & (g.denominator - 1) == 0:
-        return f"2^-{g.denominator.bit_length() - 1} (about {formatting.scale(g)})"
+        return gettext("2^-%(power)s (about %(value)s)") % {
+            "power": g.denominator.bit_length() - 1,
+            "value": formatting.scale(g),
+        }
     if g.denominator == 1:
         return formatting.integer(g.numerator)
-    return f"about {formatting.scale(g)}"
+    return gettext("about %(value)s") % {"value": formatting.scale(g)}
 
 
 def _rows(n: int) -> str:
-    return f"{formatting.integer(n)} row{'' if n == 1 else 's'}"
+    return ngettext("%(n)s row", "%(n)s rows", n) % {"n": formatting.integer(n)}
 
 
 def value_unit(stat: StatisticPlan) -> str:
     """The unit of the released value: rows for counts, the column's units for sums and means."""
     if stat.kind in ("sum", "mean") and stat.column is not None:
-        return f"units of {stat.column.name}"
-    return "rows"
+        return gettext("units of %(name)s") % {"name": stat.column.name}
+    return gettext("rows")
 
 
 def kind_text(stat: StatisticPlan) -> str:
     if stat.kind == "count":
-        return "Count of rows in one category" if stat.column else "Count of rows"
+        return gettext("Count of rows in one category") if stat.column else gettext("Count of rows")
     if stat.kind == "histogram":
         if stat.column2 is not None:
-            return "Two-way histogram (a cross-table of two columns)"
+            return gettext("Two-way histogram (a cross-table of two columns)")
         if stat.column.kind == Column.Kind.CATEGORICAL:
-            return "Histogram over declared categories"
-        return "Histogram over declared bins"
+            return gettext("Histogram over declared categories")
+        return gettext("Histogram over declared bins")
     return {
-        "sum": "Sum of a numeric column, clipped to a range",
-        "mean": "Mean of a numeric column, clipped to a range",
-        "argmax": "Most common category (Report Noisy Max)",
+        "sum": gettext("Sum of a numeric column, clipped to a range"),
+        "mean": gettext("Mean of a numeric column, clipped to a range"),
+        "argmax": gettext("Most common category (Report Noisy Max)"),
     }[stat.kind]
 
 
 def estimates_text(stat: StatisticPlan, *, bound: int) -> str:
     """What true value the statistic estimates."""
-    kept = f", after keeping at most {_rows(bound)} per person" if bound > 1 else ""
+    kept = (
+        gettext(", after keeping at most %(rows)s per person") % {"rows": _rows(bound)}
+        if bound > 1
+        else ""
+    )
     name = stat.column.name if stat.column else ""
+    values = {"name": name, "kept": kept, "category": stat.category}
     if stat.kind == "count":
         if stat.column:
-            return f"The number of rows whose {name} is “{stat.category}”{kept}."
-        return f"The number of rows{kept}."
+            return gettext("The number of rows whose %(name)s is “%(category)s”%(kept)s.") % values
+        return gettext("The number of rows%(kept)s.") % values
     if stat.kind == "histogram":
-        names = " and ".join(c.name for c in stat.columns)
-        return f"The number of rows in each cell of {names}{kept}."
+        values["name"] = gettext(" and ").join(c.name for c in stat.columns)
+        return gettext("The number of rows in each cell of %(name)s%(kept)s.") % values
     if stat.kind == "sum":
-        return f"The sum of {name} over all rows, each value clipped to the range{kept}."
+        return (
+            gettext("The sum of %(name)s over all rows, each value clipped to the range%(kept)s.")
+            % values
+        )
     if stat.kind == "mean":
         return (
-            f"The mean of {name}: a noisy sum of the clipped values divided by a noisy count "
-            f"of the rows that have a value{kept}."
+            gettext(
+                "The mean of %(name)s: a noisy sum of the clipped values divided by a noisy "
+                "count of the rows that have a value%(kept)s."
+            )
+            % values
         )
     return (
-        f"Which declared category of {name} has the most rows{kept}. Only its name is "
-        "released, not the counts."
+        gettext(
+            "Which declared category of %(name)s has the most rows%(kept)s. Only its name is "
+            "released, not the counts."
+        )
+        % values
     )
 
 
@@ -97,7 +116,9 @@ def _codes(column: Column) -> str:
     codes = column.missing_codes or []
     if not codes:
         return ""
-    return "; missing-value codes (counted as missing): " + ", ".join(codes)
+    return gettext("; missing-value codes (counted as missing): %(codes)s") % {
+        "codes": ", ".join(codes)
+    }
 
 
 def _derived(column: Column) -> str:
@@ -105,84 +126,110 @@ def _derived(column: Column) -> str:
     parts = [labels[p] for p in column.derived_from_data or [] if p in labels]
     if not parts:
         return ""
-    return (
-        f". Data-derived: {' and '.join(parts)} were filled in from the data itself; the "
-        "owner confirmed publishing them (a value taken from the data reveals that the data "
-        "holds it: a category that few rows have reveals that someone has it)"
-    )
+    return gettext(
+        ". Data-derived: %(parts)s were filled in from the data itself; the owner confirmed "
+        "publishing them (a value taken from the data reveals that the data holds it: a "
+        "category that few rows have reveals that someone has it)"
+    ) % {"parts": gettext(" and ").join(str(p) for p in parts)}
 
 
 def _domain(column: Column) -> str:
     date = column.date or {}
     if date:
         n = len(column.categories)
-        return (
-            f"dates from {date.get('lower')} to {date.get('upper')} (written "
-            f"{date.get('format')}) in {n} bin{'' if n == 1 else 's'} by {date.get('bin')}: "
-            + ", ".join(column.categories)
-        )
+        return ngettext(
+            "dates from %(lower)s to %(upper)s (written %(layout)s) in %(n)s bin by %(bin)s: "
+            "%(bins)s",
+            "dates from %(lower)s to %(upper)s (written %(layout)s) in %(n)s bins by %(bin)s: "
+            "%(bins)s",
+            n,
+        ) % {
+            "lower": date.get("lower"),
+            "upper": date.get("upper"),
+            "layout": date.get("format"),
+            "n": n,
+            "bin": date.get("bin"),
+            "bins": ", ".join(column.categories),
+        }
     if column.kind == Column.Kind.CATEGORICAL:
         n = len(column.categories)
-        return f"{n} declared categor{'y' if n == 1 else 'ies'}: " + ", ".join(column.categories)
+        return ngettext(
+            "%(n)s declared category: %(categories)s",
+            "%(n)s declared categories: %(categories)s",
+            n,
+        ) % {"n": n, "categories": ", ".join(column.categories)}
     parts = []
     edges = column.bin_edges
     if len(edges) >= 2:
         bins = len(edges) - 1
         parts.append(
-            "bin edges " + ", ".join(_public(e) for e in edges) + f" ({bins} bin"
-            f"{'' if bins == 1 else 's'}, each from its lower edge up to but not including its "
-            "upper edge; the last bin includes its upper edge)"
+            ngettext(
+                "bin edges %(edges)s (%(n)s bin, each from its lower edge up to but not "
+                "including its upper edge; the last bin includes its upper edge)",
+                "bin edges %(edges)s (%(n)s bins, each from its lower edge up to but not "
+                "including its upper edge; the last bin includes its upper edge)",
+                bins,
+            )
+            % {"edges": ", ".join(_public(e) for e in edges), "n": bins}
         )
     if column.lower is not None and column.upper is not None:
-        parts.append(f"declared range {_public(column.lower)} to {_public(column.upper)}")
-    return "; ".join(parts) or "numeric, no range or bins declared"
+        parts.append(
+            gettext("declared range %(lower)s to %(upper)s")
+            % {"lower": _public(column.lower), "upper": _public(column.upper)}
+        )
+    return "; ".join(parts) or gettext("numeric, no range or bins declared")
 
 
 def clip_text(stat: StatisticPlan, *, granularity: Fraction) -> str:
     if stat.kind not in ("sum", "mean"):
-        return "Not applicable: counts need no clipping."
+        return gettext("Not applicable: counts need no clipping.")
     lo, hi = _public(stat.lower), _public(stat.upper)
     column = stat.column
     declared = ""
     if column.lower is not None and column.upper is not None:
         if (column.lower, column.upper) == (stat.lower, stat.upper):
-            declared = " (the column's declared range)"
+            declared = gettext(" (the column's declared range)")
         else:
-            declared = (
-                f" (narrower than the column's declared range "
-                f"{_public(column.lower)} to {_public(column.upper)})"
-            )
-    return (
-        f"{lo} to {hi}{declared}; values are rounded to a public grid of "
-        f"{grid_text(granularity)} before summing."
-    )
+            declared = gettext(
+                " (narrower than the column's declared range %(lower)s to %(upper)s)"
+            ) % {"lower": _public(column.lower), "upper": _public(column.upper)}
+    return gettext(
+        "%(lower)s to %(upper)s%(declared)s; values are rounded to a public grid of %(grid)s "
+        "before summing."
+    ) % {"lower": lo, "upper": hi, "declared": declared, "grid": grid_text(granularity)}
 
 
 def out_of_range_text(stat: StatisticPlan) -> str:
     """How values outside the declared domain are handled, as the compute readers do."""
     if stat.kind == "count" and not stat.column:
-        return "Not applicable: every row is counted."
+        return gettext("Not applicable: every row is counted.")
     name = stat.column.name
     if stat.kind == "count":
-        return f"Only rows whose {name} is exactly “{stat.category}” are counted."
+        return gettext("Only rows whose %(name)s is exactly “%(category)s” are counted.") % {
+            "name": name,
+            "category": stat.category,
+        }
     if stat.kind == "argmax":
         n = len(stat.column.categories)
-        return (
-            f"Only the {n} declared categories of {name} compete; rows with any other value "
+        return gettext(
+            "Only the %(n)s declared categories of %(name)s compete; rows with any other value "
             "are not counted."
-        )
+        ) % {"n": n, "name": name}
     if stat.kind in ("sum", "mean"):
         lo, hi = _public(stat.lower), _public(stat.upper)
-        return (
-            f"Values of {name} below {lo} count as {lo} and values above {hi} count as {hi} "
-            "(clipped), then each is rounded to the public grid."
-        )
+        return gettext(
+            "Values of %(name)s below %(lower)s count as %(lower)s and values above %(upper)s "
+            "count as %(upper)s (clipped), then each is rounded to the public grid."
+        ) % {"name": name, "lower": lo, "upper": hi}
     sentences = []
     for column in stat.columns:
         if column.kind == Column.Kind.CATEGORICAL:
             sentences.append(
-                f"Values of {column.name} that are not a declared category are counted in "
-                "the “Other” cell."
+                gettext(
+                    "Values of %(name)s that are not a declared category are counted in "
+                    "the “Other” cell."
+                )
+                % {"name": column.name}
             )
         else:
             first, last = (
@@ -190,8 +237,11 @@ def out_of_range_text(stat: StatisticPlan) -> str:
                 _public(column.bin_edges[-1]),
             )
             sentences.append(
-                f"Values of {column.name} below {first} are counted in the first bin and values "
-                f"above {last} in the last bin (clamped into the edge bins)."
+                gettext(
+                    "Values of %(name)s below %(first)s are counted in the first bin and values "
+                    "above %(last)s in the last bin (clamped into the edge bins)."
+                )
+                % {"name": column.name, "first": first, "last": last}
             )
     return " ".join(sentences)
 
@@ -199,47 +249,59 @@ def out_of_range_text(stat: StatisticPlan) -> str:
 def missing_text(stat: StatisticPlan) -> str:
     """How missing values are handled, as the compute readers do."""
     if stat.kind == "count" and not stat.column:
-        return "Not applicable: a row is counted whatever its values."
-    name = stat.column.name
+        return gettext("Not applicable: a row is counted whatever its values.")
+    name = {"name": stat.column.name}
     if stat.kind in ("count", "argmax"):
-        return f"Rows where {name} is missing are not counted."
+        return gettext("Rows where %(name)s is missing are not counted.") % name
     if stat.kind == "sum":
-        return f"Rows where {name} is missing are left out of the sum."
+        return gettext("Rows where %(name)s is missing are left out of the sum.") % name
     if stat.kind == "mean":
-        return f"Rows where {name} is missing are left out of both the sum and the count."
+        return (
+            gettext("Rows where %(name)s is missing are left out of both the sum and the count.")
+            % name
+        )
     sentences = []
     for column in stat.columns:
         if column.missing == Column.Missing.CATEGORY:
             sentences.append(
-                f"Rows where {column.name} is missing are counted in the “Missing” cell."
+                gettext("Rows where %(name)s is missing are counted in the “Missing” cell.")
+                % {"name": column.name}
             )
         else:
-            sentences.append(f"Rows where {column.name} is missing are dropped.")
+            sentences.append(
+                gettext("Rows where %(name)s is missing are dropped.") % {"name": column.name}
+            )
     if stat.column2 is not None:
-        sentences.append("A row dropped for either column is left out of the table.")
+        sentences.append(gettext("A row dropped for either column is left out of the table."))
     return " ".join(sentences)
 
 
 def mechanism_text(kind: str, mechanism: str) -> str:
     if kind == "argmax":
-        return "Report Noisy Max with discrete Laplace noise (pure epsilon-differential privacy)"
+        return gettext(
+            "Report Noisy Max with discrete Laplace noise (pure epsilon-differential privacy)"
+        )
     if mechanism == "gaussian":
-        return (
+        return gettext(
             "Gaussian mechanism: discrete Gaussian noise, sigma from the analytic Gaussian "
             "mechanism ((epsilon, delta)-differential privacy)"
         )
-    return "Laplace mechanism: discrete Laplace noise (pure epsilon-differential privacy)"
+    return gettext("Laplace mechanism: discrete Laplace noise (pure epsilon-differential privacy)")
 
 
 def sensitivity_text(*, l1: Fraction, l2: Fraction, unit: str, gaussian: bool, bound: int) -> str:
     """The sensitivity in the data's units, and what it means."""
     amount = f"{formatting.scale(l1)} {unit}"
     if gaussian:  # the Gaussian is calibrated to the l2 sensitivity
-        amount += " (l1 and l2)" if l1 == l2 else f" (l1), {formatting.scale(l2)} {unit} (l2)"
-    return (
-        f"{amount}: the most that adding or removing one privacy unit "
-        f"(at most {_rows(bound)}) can change it"
-    )
+        amount += (
+            gettext(" (l1 and l2)")
+            if l1 == l2
+            else gettext(" (l1), %(l2)s %(unit)s (l2)") % {"l2": formatting.scale(l2), "unit": unit}
+        )
+    return gettext(
+        "%(amount)s: the most that adding or removing one privacy unit (at most %(rows)s) can "
+        "change it"
+    ) % {"amount": amount, "rows": _rows(bound)}
 
 
 def halfwidth_text(
@@ -252,36 +314,42 @@ def halfwidth_text(
 ) -> tuple[str, str]:
     """(per value or cell, all at once) half-widths in words."""
     if per_cell is None or simultaneous is None:
-        missing = "Not available: the request recorded no planning guess of the number of rows."
+        missing = gettext(
+            "Not available: the request recorded no planning guess of the number of rows."
+        )
         return missing, missing
     per = f"±{formatting.halfwidth(per_cell)} {unit}"
     together = f"±{formatting.halfwidth(simultaneous)} {unit}"
+    values = {"per": per, "together": together, "cells": formatting.integer(cells)}
+    one_value = gettext("%(together)s (one value: the same interval)") % values
     if stat.kind == "argmax":
         return (
-            f"No interval (only the winning category is released); each noisy count is "
-            f"within {per} of its true count",
-            f"{together} for all {formatting.integer(cells)} counts at once",
+            gettext(
+                "No interval (only the winning category is released); each noisy count is "
+                "within %(per)s of its true count"
+            )
+            % values,
+            gettext("%(together)s for all %(cells)s counts at once") % values,
         )
     if stat.kind == "histogram":
         return (
-            f"{per} for each cell",
-            f"{together} for all {formatting.integer(cells)} cells at once",
+            gettext("%(per)s for each cell") % values,
+            gettext("%(together)s for all %(cells)s cells at once") % values,
         )
     if stat.kind == "mean":
-        guess = (
-            f" if about {formatting.integer(stat.n_guess)} rows have a value (the owner's "
-            "planning guess, not the data)"
-        )
-        return per + guess, together + " (one value: the same interval)"
-    return per, together + " (one value: the same interval)"
+        guess = gettext(
+            "%(per)s if about %(n)s rows have a value (the owner's planning guess, not the data)"
+        ) % {"per": per, "n": formatting.integer(stat.n_guess)}
+        return guess, one_value
+    return per, one_value
 
 
 def privacy_unit_text(dataset: Dataset) -> str:
     bound = dataset.contribution_bound
     if not dataset.id_column:
-        return "One row of the dataset (L = 1): each row is protected."
-    return (
-        f"One person, identified by the column “{dataset.id_column}”: at most {_rows(bound)} "
-        f"per person are kept (chosen at random) and the rest dropped, so every sensitivity "
-        f"is multiplied by L = {formatting.integer(bound)}."
-    )
+        return gettext("One row of the dataset (L = 1): each row is protected.")
+    return gettext(
+        "One person, identified by the column “%(column)s”: at most %(rows)s per person are "
+        "kept (chosen at random) and the rest dropped, so every sensitivity is multiplied by "
+        "L = %(bound)s."
+    ) % {"column": dataset.id_column, "rows": _rows(bound), "bound": formatting.integer(bound)}

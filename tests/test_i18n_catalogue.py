@@ -24,6 +24,9 @@ GLOSSARY = ROOT / "locale" / "glossary.csv"
 NOT_YET: set[str] = set()
 #: third-party templates overridden for their own pages (the API browser, Swagger UI)
 THIRD_PARTY = {"drf_spectacular/swagger_ui.html", "rest_framework/api.html"}
+#: message contexts where an English glossary word means something else: a ledger entry's
+#: "Release" gives reserved budget back (释放), it is not a statistics release (发布)
+GLOSSARY_EXEMPT_CONTEXTS = {"ledger entry"}
 #: words that stay as they are in every language
 ALLOWED = {"dpportal", "CSV", "JSON", "API", "ID"}
 
@@ -143,7 +146,9 @@ def test_the_glossary_check_catches_a_wrong_term():
 def test_zh_hans_uses_the_glossary_terms():
     """Where the English names a glossary term, the Chinese uses the glossary's word."""
     pairs = [
-        (m.id if isinstance(m.id, str) else m.id[0], _strings(m)) for m in _catalogue() if m.id
+        (m.id if isinstance(m.id, str) else m.id[0], _strings(m))
+        for m in _catalogue()
+        if m.id and m.context not in GLOSSARY_EXEMPT_CONTEXTS
     ]
     assert glossary_misses(pairs) == []
 
