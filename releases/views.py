@@ -21,6 +21,7 @@ from datasets.models import Column, Dataset
 from dpportal.csp import plotly_styles
 from dpportal.errors import ApplicationError
 from releases import lifecycle, selectors, services
+from releases.builder_text import builder_text
 from releases.models import Release
 from releases.presentation import results_for_display
 from releases.public import options as public_options
@@ -92,6 +93,7 @@ def _render_builder(request, *, project, release=None, data=None, error="", stat
             "budget": budget_summary(project=project),
             "error": error,
             "preview_url": reverse("releases:preview", args=[project.slug]),
+            "builder_text": builder_text(),
         },
         status=status,
     )

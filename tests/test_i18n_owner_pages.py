@@ -14,10 +14,12 @@ import re
 import pytest
 from django.conf import settings
 from django.urls import reverse
+from django.utils import translation
 
 from budgets.models import BudgetRequest
 from datasets.models import Column
 from dpportal.catalogues import compile_all
+from releases.builder_text import builder_text
 from tests.public_builders import build_release
 
 pytestmark = pytest.mark.django_db
@@ -195,3 +197,24 @@ def test_reviewer_pages_in_chinese(client, project, owner, reviewer):
         if english:
             left[name] = english
     assert left == {}
+
+
+def _strings(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def test_the_builder_scripts_words_in_chinese():
+    """The builder's scripts hold no English: every word they show comes from builder_text."""
+    with translation.override("zh-hans"):
+        words = builder_text()
+    kind_codes = {code for code, _ in words["kinds"]}
+    shown = [re.sub(r"\{\w+\}", " ", s) for s in _strings(words) if s not in kind_codes]
+    assert english_left("\n".join(shown), set()) == []
+    with translation.override("en"):
+        assert builder_text()["remove"] == "Remove"

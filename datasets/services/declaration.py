@@ -76,7 +76,7 @@ def _derived_parts(
     column.derived_from_data = parts
     unconfirmed = [p for p in parts if p not in confirmed_before]
     if unconfirmed and not _bool(spec.get("confirm_derived")):
-        what = " and ".join(Column.Derived(p).label for p in unconfirmed)
+        what = " and ".join(str(Column.Derived(p).label) for p in unconfirmed)
         message = (
             f"{what} were filled in with the data's private profile: confirm that you mean to "
             f"publish them ({DERIVED_CONFIRMATION}), or give publicly known values instead."

@@ -6,28 +6,26 @@
   "use strict";
 
   /** The accuracy-versus-epsilon chart (Plotly) and its table, from the server's numbers. */
-  function draw(t, el) {
+  function draw(t, el, T, fill) {
     const summary = document.getElementById("tradeoff-summary");
     const chart = document.getElementById("tradeoff-chart");
     const tableBox = document.getElementById("tradeoff-table");
     if (!t) {
-      summary.textContent = "The chart could not be computed for this release.";
+      summary.textContent = T.chart_failed;
       chart.replaceChildren();
       tableBox.replaceChildren();
       return;
     }
     summary.replaceChildren(
-      "This release: total epsilon " + t.current_text + ". ",
+      fill(T.this_total, { epsilon: t.current_text }) + " ",
       t.remaining === null
-        ? el("strong", { class: "error", text: "No total of this release fits under the cap." })
+        ? el("strong", { class: "error", text: T.no_total_fits })
         : el("span", {
             id: "tradeoff-remaining",
             "data-exact": t.remaining,
-            text:
-              "The largest total of this release that still fits under the cap: epsilon " +
-              (t.remaining_at_limit ? "at least " : "") +
-              t.remaining_text +
-              ".",
+            text: fill(t.remaining_at_limit ? T.largest_at_least : T.largest, {
+              epsilon: t.remaining_text,
+            }),
           })
     );
     const xs = t.epsilons.map(Number);
@@ -40,7 +38,8 @@
         // a zero half-width has no place on a log axis: left out (the table shows it)
         y: s.halfwidth.map((h) => (h === null || h <= 0 ? null : h)),
         hovertext: s.halfwidth_text.map(
-          (h, i) => esc(s.label) + ": ± " + h + " at epsilon " + t.epsilons_text[i]
+          (h, i) =>
+            esc(fill(T.hover, { label: s.label, halfwidth: h, epsilon: t.epsilons_text[i] }))
         ),
         hoverinfo: "text",
       }));
@@ -50,11 +49,11 @@
       });
       const shapes = [line(Number(t.current), "#1d2433", "dash")];
       const annotations = [{ x: Math.log10(Number(t.current)), y: 1, xref: "x", yref: "paper",
-        text: "this release", showarrow: false, yanchor: "bottom" }];
+        text: esc(T.this_release), showarrow: false, yanchor: "bottom" }];
       if (t.remaining !== null) {
         shapes.push(line(Number(t.remaining), "#b3261e", "solid"));
         annotations.push({ x: Math.log10(Number(t.remaining)), y: 0.92, xref: "x", yref: "paper",
-          text: "fits under the cap up to here", showarrow: false, xanchor: "right",
+          text: esc(T.fits_up_to), showarrow: false, xanchor: "right",
           font: { color: "#b3261e" } });
       }
       window.Plotly.react(
@@ -63,8 +62,8 @@
         {
           height: 360,
           margin: { t: 30, r: 20, b: 50, l: 70 },
-          xaxis: { type: "log", title: { text: "total epsilon of the release" } },
-          yaxis: { type: "log", title: { text: "half-width (± per cell, value units)" } },
+          xaxis: { type: "log", title: { text: esc(T.x_axis) } },
+          yaxis: { type: "log", title: { text: esc(T.y_axis) } },
           shapes: shapes,
           annotations: annotations,
           legend: { orientation: "h", y: -0.25 },
@@ -75,14 +74,14 @@
       );
     }
     const head = el("tr", {}, [
-      el("th", { scope: "col", text: "total epsilon" }),
-      el("th", { scope: "col", text: "fits under the cap" }),
+      el("th", { scope: "col", text: T.total_epsilon }),
+      el("th", { scope: "col", text: T.fits_column }),
       ...t.series.map((s) => el("th", { scope: "col", class: "num", text: "± " + s.label })),
     ]);
     const rows = t.epsilons.map((e, i) =>
       el("tr", {}, [
         el("td", { class: "num", text: t.epsilons_text[i] }),
-        el("td", { text: t.remaining !== null && Number(e) <= Number(t.remaining) ? "yes" : "no" }),
+        el("td", { text: t.remaining !== null && Number(e) <= Number(t.remaining) ? T.yes : T.no }),
         ...t.series.map((s) => el("td", { class: "num", text: s.halfwidth_text[i] })),
       ])
     );

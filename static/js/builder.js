@@ -15,26 +15,23 @@
   const tbody = document.querySelector("#stats tbody");
   const byId = (id) => document.getElementById(id);
   const csrf = form.querySelector("input[name=csrfmiddlewaretoken]").value;
-  const KINDS = [
-    ["count", "Count"],
-    ["histogram", "Histogram"],
-    ["sum", "Clipped sum"],
-    ["mean", "Mean"],
-    ["argmax", "Most common category"],
-    ["grouped_sum", "Clipped sum by group"],
-    ["grouped_mean", "Mean by group"],
-    ["quantiles", "Median and quantiles"],
-    ["stddev", "Standard deviation"],
-    ["variance", "Variance"],
-  ];
+  // Every word a person reads, in the page's language (releases/builder_text.py).
+  const T = JSON.parse(document.getElementById("builder-text").textContent);
+  const KINDS = T.kinds;
   // Options of the issue-14 kinds, shown only for the kinds that use them.
   const GROUPED = ["grouped_sum", "grouped_mean", "stddev", "variance"];
-  const PRESETS = [
-    ["", "presets…"],
-    ["0.5", "Median"],
-    ["0.25, 0.5, 0.75", "Median and quartiles"],
-    ["0.1, 0.25, 0.5, 0.75, 0.9", "Deciles 1 and 9, quartiles, median"],
-  ];
+  const PRESETS = T.presets;
+
+  /** A translated sentence with its {name} placeholders filled in (as text, never markup). */
+  function fill(template, values) {
+    return template.replace(/\{(\w+)\}/g, (whole, name) =>
+      Object.prototype.hasOwnProperty.call(values, name) ? String(values[name]) : whole
+    );
+  }
+
+  function kindText(kind) {
+    return T.column_kinds[kind] || kind;
+  }
 
   /** An element with text content and attributes; `children` are appended as they are. */
   function el(tag, attrs, children) {
@@ -82,7 +79,7 @@
   function groupColumns() {
     return columns()
       .filter((c) => (c.kind === "categorical" && c.categories.length) || c.bin_edges.length >= 2)
-      .map((c) => [c.name, c.name + " (" + c.kind + ")"]);
+      .map((c) => [c.name, c.name + " (" + kindText(c.kind) + ")"]);
   }
 
   /** The kind-specific options: the histogram's 2nd column and the count's category (old
@@ -90,33 +87,33 @@
   function optionsCell(s, cols) {
     const groups = groupColumns();
     const grouping = el("span", { "data-kinds": GROUPED.join(" ") }, [
-      el("label", {}, ["group by ", select("group_by", groups, s.group_by || "", "(none)")]),
+      el("label", {}, [T.group_by + " ", select("group_by", groups, s.group_by || "", T.none)]),
       " ",
-      el("label", {}, ["then by ", select("group_by2", groups, s.group_by2 || "", "(none)")]),
+      el("label", {}, [T.then_by + " ", select("group_by2", groups, s.group_by2 || "", T.none)]),
     ]);
     const quantiles = input("quantiles", [].concat(s.quantiles || []).join(", "), {
       size: 14,
       placeholder: "0.25, 0.5, 0.75",
-      "aria-label": "quantiles (fractions or percents)",
+      "aria-label": T.quantiles_label,
     });
-    const preset = el("select", { "aria-label": "quantile presets", "data-preset": true });
+    const preset = el("select", { "aria-label": T.presets_label, "data-preset": true });
     for (const [value, label] of PRESETS) preset.append(el("option", { value: value, text: label }));
     const step = input("step", s.step, {
       size: 6,
-      placeholder: "bin edges",
-      "aria-label": "grid step (empty: the column's bin edges)",
+      placeholder: T.bin_edges,
+      "aria-label": T.step_label,
     });
     const quantileBox = el("span", { "data-kinds": "quantiles" }, [
-      el("label", {}, ["quantiles ", quantiles]),
+      el("label", {}, [T.quantiles + " ", quantiles]),
       " ",
       preset,
       " ",
-      el("label", {}, ["grid step ", step]),
+      el("label", {}, [T.grid_step + " ", step]),
     ]);
     const classic = el("span", { "data-kinds": "count histogram sum mean argmax" }, [
-      select("column2", cols, s.column2 || "", "(none)"),
+      select("column2", cols, s.column2 || "", T.none),
       " ",
-      input("category", s.category, { size: 8, placeholder: "category" }),
+      input("category", s.category, { size: 8, placeholder: T.category }),
     ]);
     return cell(classic, grouping, quantileBox);
   }
@@ -131,22 +128,22 @@
 
   function addRow(s) {
     s = s || { kind: "count" };
-    const cols = columns().map((c) => [c.name, c.name + " (" + c.kind + ")"]);
+    const cols = columns().map((c) => [c.name, c.name + " (" + kindText(c.kind) + ")"]);
     const hold = el("input", { type: "checkbox", "data-f": "hold" });
     hold.checked = Boolean(s.hold);
     const tr = el("tr", {}, [
       cell(select("kind", KINDS, s.kind)),
-      cell(select("column", cols, s.column || "", "(all rows)")),
+      cell(select("column", cols, s.column || "", T.all_rows)),
       optionsCell(s, cols),
       cell(
-        input("lower", s.lower, { size: 5, placeholder: "lo" }),
-        input("upper", s.upper, { size: 5, placeholder: "hi" })
+        input("lower", s.lower, { size: 5, placeholder: T.low }),
+        input("upper", s.upper, { size: 5, placeholder: T.high })
       ),
       cell(input("n_guess", s.n_guess, { size: 7 })),
       cell(input("weight", s.weight || "1", { size: 3 })),
       cell(hold, input("epsilon", s.epsilon, { size: 5 })),
       cell(input("target_halfwidth", s.target_halfwidth, { size: 5 })),
-      cell(el("button", { type: "button", class: "secondary", "data-remove": true, text: "Remove" })),
+      cell(el("button", { type: "button", class: "secondary", "data-remove": true, text: T.remove })),
     ]);
     tbody.append(tr);
     showOptions(tr);
@@ -174,7 +171,7 @@
   }
 
   function rankText(text) {
-    return text ? "rank \u00b1 " + text : "";
+    return text ? fill(T.rank, { n: text }) : "";
   }
 
   function previewError(message) {
@@ -183,8 +180,8 @@
 
   function previewTable(p) {
     const head = el("tr", {}, [
-      el("th", { text: "Statistic" }),
-      ...["epsilon", "delta", "cells", "± per cell", "± all cells at once"].map((t) =>
+      el("th", { text: T.statistic }),
+      ...[T.epsilon, T.delta, T.cells, T.per_cell, T.all_cells].map((t) =>
         el("th", { class: "num", text: t })
       ),
     ]);
@@ -207,23 +204,14 @@
       );
     }
     const cost = el("p", {}, [
-      "Total cost: epsilon ",
-      el("strong", { text: p.cost.epsilon }),
-      ", delta ",
-      el("strong", { text: p.cost.delta }),
-      ". Remaining in the project: epsilon " +
-        p.budget.epsilon_remaining +
-        ", delta " +
-        p.budget.delta_remaining,
+      fill(T.cost, {
+        epsilon: p.cost.epsilon,
+        delta: p.cost.delta,
+        epsilon_remaining: p.budget.epsilon_remaining,
+        delta_remaining: p.budget.delta_remaining,
+      }),
     ]);
-    if (p.fits) cost.append(".");
-    else {
-      cost.append(
-        " — ",
-        el("strong", { class: "error", text: "this release does not fit the remaining budget" }),
-        "."
-      );
-    }
+    if (!p.fits) cost.append(" ", el("strong", { class: "error", text: T.no_fit }));
     return [el("table", {}, [el("thead", {}, [head]), body]), cost, ...spendBlock(p.spend)];
   }
 
@@ -231,7 +219,7 @@
   function spendBlock(spend) {
     if (spend === undefined) return [];
     if (spend === null) {
-      return [el("p", { class: "muted", text: "The project's ledger could not be accounted tightly: only the basic sums apply." })];
+      return [el("p", { class: "muted", text: T.untight })];
     }
     const row = (label, key, cap, param) =>
       el("tr", {}, [
@@ -242,27 +230,24 @@
       ]);
     const head = el("tr", {}, [
       el("th", { text: "" }),
-      ...["Project cap", "Committed now", "After this release"].map((t) =>
+      ...[T.project_cap, T.committed_now, T.after_release].map((t) =>
         el("th", { class: "num", scope: "col", text: t })
       ),
     ]);
     const table = el("table", { id: "spend" }, [
-      el("caption", { text: "The project's privacy loss at delta " + spend.delta_cap_text }),
+      el("caption", { text: fill(T.loss_caption, { delta: spend.delta_cap_text }) }),
       el("thead", {}, [head]),
       el("tbody", {}, [
-        row("epsilon (tight accounting)", "epsilon_text", spend.epsilon_cap_text, "tight"),
-        row("epsilon (basic sum)", "basic_epsilon_text", spend.epsilon_cap_text, "basic"),
-        row("delta (basic sum)", "basic_delta_text", spend.delta_cap_text, "basic-delta"),
+        row(T.tight, "epsilon_text", spend.epsilon_cap_text, "tight"),
+        row(T.basic_epsilon, "basic_epsilon_text", spend.epsilon_cap_text, "basic"),
+        row(T.basic_delta, "basic_delta_text", spend.delta_cap_text, "basic-delta"),
       ]),
     ]);
     const fit = el("p", { id: "spend-fit" });
     if (spend.fit !== null && spend.within) {
-      fit.append(
-        el("strong", { text: spend.fit_text }),
-        " release" + (spend.fit === 1 ? "" : "s") + " like this one fit under the cap (this one included)."
-      );
+      fit.append(fill(spend.fit === 1 ? T.fits_one : T.fits, { n: spend.fit_text }));
     } else {
-      fit.append(el("strong", { class: "error", text: "This release does not fit under the cap by either bound." }));
+      fit.append(el("strong", { class: "error", text: T.no_bound_fit }));
     }
     return [table, fit];
   }
@@ -274,7 +259,7 @@
     clearTimeout(timer);
     timer = setTimeout(async () => {
       const mine = ++seq;
-      const data = await postPreview(previewUrl, "The preview could not be computed: try again.");
+      const data = await postPreview(previewUrl, T.preview_failed);
       if (mine !== seq) return;
       const box = byId("preview");
       box.replaceChildren(...(data.ok ? previewTable(data.preview) : [previewError(data.error)]));
@@ -287,7 +272,7 @@
   async function refreshChart(mine) {
     const data = await postPreview(previewUrl + "?chart=1", "");
     if (mine !== seq) return;
-    window.DPBuilderTradeoff.draw(data.ok ? data.preview.tradeoff : null, el);
+    window.DPBuilderTradeoff.draw(data.ok ? data.preview.tradeoff : null, el, T, fill);
   }
 
   // The form's payload posted to the preview endpoint; a failed request is an error answer.

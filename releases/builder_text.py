@@ -1,0 +1,88 @@
+"""The release builder's words for its JavaScript (static/js/builder.js, builder-tradeoff.js),
+in the reader's language.
+
+The scripts hold no English: the page sends this dict through json_script, and the
+scripts fill `{name}` placeholders with numbers the preview endpoint formatted.
+"""
+
+from __future__ import annotations
+
+from django.utils.translation import gettext, pgettext
+
+from releases.models import Statistic
+
+
+def builder_text() -> dict[str, object]:
+    return {
+        "kinds": [[value, str(label)] for value, label in Statistic.Kind.choices],
+        "presets": [
+            ["", gettext("presets…")],
+            ["0.5", gettext("Median")],
+            ["0.25, 0.5, 0.75", gettext("Median and quartiles")],
+            ["0.1, 0.25, 0.5, 0.75, 0.9", gettext("Deciles 1 and 9, quartiles, median")],
+        ],
+        "quantiles_label": gettext("quantiles (fractions or percents)"),
+        "presets_label": gettext("quantile presets"),
+        "bin_edges": gettext("bin edges"),
+        "step_label": gettext("grid step (empty: the column's bin edges)"),
+        "quantiles": gettext("quantiles"),
+        "grid_step": gettext("grid step"),
+        "none": gettext("(none)"),
+        "category": gettext("category"),
+        "group_by": gettext("group by"),
+        "then_by": gettext("then by"),
+        "all_rows": gettext("(all rows)"),
+        "low": pgettext("lower bound, short", "lo"),
+        "high": pgettext("upper bound, short", "hi"),
+        "remove": gettext("Remove"),
+        "column_kinds": {
+            "categorical": gettext("categorical"),
+            "numeric": gettext("numeric"),
+            "date": gettext("date"),
+        },
+        "rank": gettext("rank ± {n}"),
+        "statistic": gettext("Statistic"),
+        "epsilon": gettext("epsilon"),
+        "delta": gettext("delta"),
+        "cells": gettext("cells"),
+        "per_cell": gettext("± per cell"),
+        "all_cells": gettext("± all cells at once"),
+        "cost": gettext(
+            "Total cost: epsilon {epsilon}, delta {delta}. Remaining in the project: "
+            "epsilon {epsilon_remaining}, delta {delta_remaining}."
+        ),
+        "no_fit": gettext("This release does not fit the remaining budget."),
+        "untight": gettext(
+            "The project's ledger could not be accounted tightly: only the basic sums apply."
+        ),
+        "project_cap": gettext("Project cap"),
+        "committed_now": gettext("Committed now"),
+        "after_release": gettext("After this release"),
+        "loss_caption": gettext("The project's privacy loss at delta {delta}"),
+        "tight": gettext("epsilon (tight accounting)"),
+        "basic_epsilon": gettext("epsilon (basic sum)"),
+        "basic_delta": gettext("delta (basic sum)"),
+        "fits": gettext("{n} releases like this one fit under the cap (this one included)."),
+        "fits_one": gettext("{n} release like this one fits under the cap (this one included)."),
+        "no_bound_fit": gettext("This release does not fit under the cap by either bound."),
+        "preview_failed": gettext("The preview could not be computed: try again."),
+        "chart_failed": gettext("The chart could not be computed for this release."),
+        "this_total": gettext("This release: total epsilon {epsilon}."),
+        "no_total_fits": gettext("No total of this release fits under the cap."),
+        "largest": gettext(
+            "The largest total of this release that still fits under the cap: epsilon {epsilon}."
+        ),
+        "largest_at_least": gettext(
+            "The largest total of this release that still fits under the cap: epsilon at "
+            "least {epsilon}."
+        ),
+        "hover": gettext("{label}: ± {halfwidth} at epsilon {epsilon}"),
+        "this_release": gettext("this release"),
+        "fits_up_to": gettext("fits under the cap up to here"),
+        "x_axis": gettext("total epsilon of the release"),
+        "y_axis": gettext("half-width (± per cell, value units)"),
+        "total_epsilon": gettext("total epsilon"),
+        "fits_column": gettext("fits under the cap"),
+        "yes": gettext("yes"),
+        "no": gettext("no"),
+    }
