@@ -166,7 +166,10 @@ def release_detail_view(request: HttpRequest, release_id: int) -> HttpResponse:
     preview = None
     preview_error = ""
     if release.budget_request_id:
-        preview = release.budget_request.summary
+        summary = release.budget_request.summary
+        # a request filed outside the builder may carry no per-statistic preview
+        if isinstance(summary, dict) and isinstance(summary.get("statistics"), list):
+            preview = summary
     elif release.status == Release.Status.DRAFT:
         try:
             preview = services.release_preview(
