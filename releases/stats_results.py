@@ -20,6 +20,8 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from django.utils.translation import gettext_noop
+
 from dpportal import formatting
 from dpportal.privacy.accuracy import result_halfwidth
 from dpportal.privacy.grouped_release import grouped_mean_intervals
@@ -102,32 +104,50 @@ def value_title(kind: str, columns: list[str]) -> str:
     }[kind]
 
 
-def statistic_notes(entry: dict[str, Any], spec: dict[str, Any] | None, clip_note) -> list[str]:
-    """The rules behind a new-kind statistic (after the privacy unit's note), one sentence each."""
+def statistic_notes(entry: dict[str, Any], spec: dict[str, Any] | None, clip_note, note) -> list:
+    """The rules behind a new-kind statistic (after the privacy unit's note), one message
+    record each (`note(msgid, **params)`, see releases.public.notes)."""
     kind, spec = entry["kind"], spec or {}
     name = ", ".join(entry.get("columns") or [])
     notes = []
     if kind == "quantiles":
         grid = spec.get("grid") or {}
         if "step" in grid:
-            where = (
-                f"every {formatting.exact(grid['step'])} from {formatting.exact(grid['lower'])} "
-                f"to {formatting.exact(grid['upper'])}"
+            notes.append(
+                note(
+                    gettext_noop(
+                        "Each value was chosen among public candidates (every %(step)s from "
+                        "%(lower)s to %(upper)s) by a randomised selection that favours "
+                        "candidates near the quantile; the rank error says how far, in records, "
+                        "the chosen value's rank may lie from the quantile's."
+                    ),
+                    step=formatting.exact(grid["step"]),
+                    lower=formatting.exact(grid["lower"]),
+                    upper=formatting.exact(grid["upper"]),
+                )
             )
         else:
-            where = "the declared bin edges"
-        notes.append(
-            f"Each value was chosen among public candidates ({where}) by a randomised "
-            "selection that favours candidates near the quantile; the rank error says how far, "
-            "in records, the chosen value's rank may lie from the quantile's."
-        )
+            notes.append(
+                note(
+                    gettext_noop(
+                        "Each value was chosen among public candidates (the declared bin edges) "
+                        "by a randomised selection that favours candidates near the quantile; "
+                        "the rank error says how far, in records, the chosen value's rank may "
+                        "lie from the quantile's."
+                    )
+                )
+            )
     elif spec.get("lower") is not None:
         what = {"grouped_sum": "sum", "grouped_mean": "mean was taken"}.get(kind, "spread")
         notes.append(clip_note(name, spec["lower"], spec["upper"], what=what))
     if kind in SPREAD_KINDS:
         notes.append(
-            "It is the population spread (dividing by the number of records) of the clipped "
-            "values; a noisy variance below zero is shown as zero."
+            note(
+                gettext_noop(
+                    "It is the population spread (dividing by the number of records) of the "
+                    "clipped values; a noisy variance below zero is shown as zero."
+                )
+            )
         )
-    notes.append(f"Records with no value for {name} are left out.")
+    notes.append(note(gettext_noop("Records with no value for %(name)s are left out."), name=name))
     return notes

@@ -242,7 +242,7 @@ def _quantile_texts(stat: dict[str, Any]) -> dict[str, Any]:
 
 
 def _statistic_data(
-    entry: dict, *, spec: dict[str, Any] | None, unit_note: str, mechanism: str
+    entry: dict, *, spec: dict[str, Any] | None, unit_note: list, mechanism: str
 ) -> dict[str, Any]:
     kind = entry["kind"]
     explanation = entry.get("explanation") or {}
@@ -287,8 +287,11 @@ def _statistic_data(
         "group_columns": list(entry.get("group_columns") or []),
         "quantiles": list(entry.get("quantiles") or []),
         "exact_values": list(entry.get("values") or []),
-        "notes": notes.statistic_notes(entry=entry, spec=spec, unit=unit_note),
     }
+    # notes in English for the API and downloads, and as message records for the pages,
+    # which translate them when they are rendered (this data is cached for every language)
+    data["note_records"] = notes.statistic_notes(entry=entry, spec=spec, unit=unit_note)
+    data["notes"] = [notes.english(record) for record in data["note_records"]]
     data["text"] = _texts(data)
     if stats_data.handles(kind):  # chart fields of the issue-14 kinds
         data.update(stats_data.chart_fields(entry, data["intervals"]))

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext_noop
+
 from dpportal import formatting
 from releases import stats_results
 
@@ -21,68 +23,145 @@ OTHER = "Other"
 MISSING = "Missing"
 
 # Shown beside counts unless the reader chose the rounded, clamped display.
-NEGATIVE_COUNTS = (
+NEGATIVE_COUNTS = gettext_noop(
     "Noise can make a count negative, or not a possible count: counts are shown as drawn "
     "unless you choose “show counts rounded and clamped at zero” above."
 )
 
+#: A note as a message record: [English msgid, {placeholder: value}]. The release's public
+#: data is cached once for every language and shared with the API and downloads, so notes
+#: are kept as records there and put into words by `english` (downloads, the API) or
+#: translated where a page is rendered (releases.templatetags.public_notes).
+Record = list
+
+
+def note(msgid: str, **params: Any) -> Record:
+    return [msgid, params]
+
+
+def english(record: Record) -> str:
+    msgid, params = record
+    return msgid % params if params else msgid
+
 
 def _plural(n: int, one: str, many: str) -> str:
-    return f"{formatting.integer(n)} {one if n == 1 else many}"
+    return one if n == 1 else many
 
 
-def unit_note(*, id_column: str | None, bound: int) -> str:
+def unit_note(*, id_column: str | None, bound: int) -> Record:
     """The person-level limit, or that every row counts as its own unit."""
     if id_column:
-        return (
-            f"At most {_plural(bound, 'record', 'records')} per person (people are identified "
-            f"by the column “{id_column}”) were kept: of a person with more, "
-            f"{formatting.integer(bound)} were chosen at random and the rest left out, so totals "
-            "can fall short of the raw data."
+        return note(
+            _plural(
+                bound,
+                gettext_noop(
+                    "At most %(bound)s record per person (people are identified by the column "
+                    "“%(column)s”) were kept: of a person with more, %(bound)s were chosen at "
+                    "random and the rest left out, so totals can fall short of the raw data."
+                ),
+                gettext_noop(
+                    "At most %(bound)s records per person (people are identified by the column "
+                    "“%(column)s”) were kept: of a person with more, %(bound)s were chosen at "
+                    "random and the rest left out, so totals can fall short of the raw data."
+                ),
+            ),
+            bound=formatting.integer(bound),
+            column=id_column,
         )
-    return "Every row counts on its own: no rows were left out for having the same person."
+    return note(
+        gettext_noop(
+            "Every row counts on its own: no rows were left out for having the same person."
+        )
+    )
 
 
-def _missing_note(domain: dict[str, Any], *, counted: bool) -> str:
+def _missing_note(domain: dict[str, Any], *, counted: bool) -> Record:
     name = domain["name"]
     if counted and domain.get("missing") == "category":
-        return f"“{MISSING}” counts the records with no value for {name}."
-    return f"Records with no value for {name} are left out."
+        return note(
+            gettext_noop("“%(missing)s” counts the records with no value for %(name)s."),
+            missing=MISSING,
+            name=name,
+        )
+    return note(gettext_noop("Records with no value for %(name)s are left out."), name=name)
 
 
-def axis_notes(domain: dict[str, Any]) -> list[str]:
+def axis_notes(domain: dict[str, Any]) -> list[Record]:
     """How one column's values were put into cells: Other, Missing, edge bins."""
     name = domain["name"]
     notes = []
     if domain.get("kind") == "categorical":
         n = len(domain.get("categories") or [])
         notes.append(
-            f"“{OTHER}” counts the records whose {name} is none of the "
-            f"{_plural(n, 'declared category', 'declared categories')}."
+            note(
+                _plural(
+                    n,
+                    gettext_noop(
+                        "“%(other)s” counts the records whose %(name)s is none of the %(n)s "
+                        "declared category."
+                    ),
+                    gettext_noop(
+                        "“%(other)s” counts the records whose %(name)s is none of the %(n)s "
+                        "declared categories."
+                    ),
+                ),
+                other=OTHER,
+                name=name,
+                n=formatting.integer(n),
+            )
         )
     else:
         edges = domain.get("bin_edges") or []
         if len(edges) >= 2:
-            first, last = formatting.exact(edges[0]), formatting.exact(edges[-1])
             notes.append(
-                f"Values of {name} below {first} are counted in the first bin and values above "
-                f"{last} in the last bin. A bin holds values from its lower edge up to, but not "
-                "including, its upper edge; the last bin includes its upper edge."
+                note(
+                    gettext_noop(
+                        "Values of %(name)s below %(first)s are counted in the first bin and "
+                        "values above %(last)s in the last bin. A bin holds values from its "
+                        "lower edge up to, but not including, its upper edge; the last bin "
+                        "includes its upper edge."
+                    ),
+                    name=name,
+                    first=formatting.exact(edges[0]),
+                    last=formatting.exact(edges[-1]),
+                )
             )
     notes.append(_missing_note(domain, counted=True))
     return notes
 
 
-def _clip_note(name: str, lower: Any, upper: Any, *, what: str) -> str:
-    lo, hi = formatting.exact(lower), formatting.exact(upper)
-    return (
-        f"Before the {what}, each value of {name} was clipped to the public range from {lo} to "
-        f"{hi}: values below {lo} count as {lo}, values above {hi} as {hi}."
+CLIP_NOTES = {
+    "sum": gettext_noop(
+        "Before the sum, each value of %(name)s was clipped to the public range from %(lower)s "
+        "to %(upper)s: values below %(lower)s count as %(lower)s, values above %(upper)s as "
+        "%(upper)s."
+    ),
+    "mean was taken": gettext_noop(
+        "Before the mean was taken, each value of %(name)s was clipped to the public range "
+        "from %(lower)s to %(upper)s: values below %(lower)s count as %(lower)s, values above "
+        "%(upper)s as %(upper)s."
+    ),
+    "spread": gettext_noop(
+        "Before the spread, each value of %(name)s was clipped to the public range from "
+        "%(lower)s to %(upper)s: values below %(lower)s count as %(lower)s, values above "
+        "%(upper)s as %(upper)s."
+    ),
+}
+
+
+def _clip_note(name: str, lower: Any, upper: Any, *, what: str) -> Record:
+    return note(
+        CLIP_NOTES[what],
+        name=name,
+        lower=formatting.exact(lower),
+        upper=formatting.exact(upper),
     )
 
 
-def statistic_notes(*, entry: dict[str, Any], spec: dict[str, Any] | None, unit: str) -> list[str]:
-    """The rules behind one published statistic, one sentence each.
+def statistic_notes(
+    *, entry: dict[str, Any], spec: dict[str, Any] | None, unit: Record
+) -> list[Record]:
+    """The rules behind one published statistic, one sentence (record) each.
 
     `entry` is the stored result entry, `spec` the statistic's frozen
     specification (None for a release stored without one: then only what the
@@ -94,11 +173,17 @@ def statistic_notes(*, entry: dict[str, Any], spec: dict[str, Any] | None, unit:
     if kind == "count":
         category = entry.get("category")
         if domains and category:
-            notes.append(f"It counts the records whose {domains[0]['name']} is “{category}”.")
+            notes.append(
+                note(
+                    gettext_noop("It counts the records whose %(name)s is “%(category)s”."),
+                    name=domains[0]["name"],
+                    category=category,
+                )
+            )
             if category in (OTHER, MISSING):
                 notes.extend(axis_notes(domains[0]))
         else:
-            notes.append("It counts every record kept.")
+            notes.append(note(gettext_noop("It counts every record kept.")))
     elif kind == "histogram":
         for domain in domains:
             notes.extend(axis_notes(domain))
@@ -109,18 +194,37 @@ def statistic_notes(*, entry: dict[str, Any], spec: dict[str, Any] | None, unit:
             notes.append(_clip_note(name, spec["lower"], spec["upper"], what=what))
         if kind == "sum" and spec and spec.get("granularity"):
             notes.append(
-                "Each clipped value was then rounded to the public grid the noise is drawn on "
-                f"(steps of {formatting.scale(spec['granularity'])}, rounded here)."
+                note(
+                    gettext_noop(
+                        "Each clipped value was then rounded to the public grid the noise is "
+                        "drawn on (steps of %(step)s, rounded here)."
+                    ),
+                    step=formatting.scale(spec["granularity"]),
+                )
             )
-        notes.append(f"Records with no value for {name} are left out.")
+        notes.append(
+            note(gettext_noop("Records with no value for %(name)s are left out."), name=name)
+        )
     elif kind in stats_results.NEW_KINDS:
-        notes.extend(stats_results.statistic_notes(entry, spec, _clip_note))
+        notes.extend(stats_results.statistic_notes(entry, spec, _clip_note, note))
         for domain in (spec or {}).get("groups") or []:
             notes.extend(axis_notes(domain))
     elif kind == "argmax":
         n = len(entry.get("cells") or [])
         notes.append(
-            f"Only the {_plural(n, 'declared category', 'declared categories')} compete; "
-            "values outside them and missing values are never chosen."
+            note(
+                _plural(
+                    n,
+                    gettext_noop(
+                        "Only the %(n)s declared category compete; values outside them and "
+                        "missing values are never chosen."
+                    ),
+                    gettext_noop(
+                        "Only the %(n)s declared categories compete; values outside them and "
+                        "missing values are never chosen."
+                    ),
+                ),
+                n=formatting.integer(n),
+            )
         )
     return notes
