@@ -109,7 +109,10 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
             ],
             # numbers for people: {% load dpformat %} (dpportal/formatting.py)
-            "libraries": {"dpformat": "dpportal.templatetags.dpformat"},
+            "libraries": {
+                "dpformat": "dpportal.templatetags.dpformat",
+                "dpwords": "dpportal.templatetags.dpwords",
+            },
         },
     },
 ]

@@ -33,7 +33,7 @@ from dpportal.errors import ValidationFailed
 from releases import public_selectors as public
 from releases.models import Release
 from releases.public import data as public_data
-from releases.public import downloads, facts, page
+from releases.public import downloads, facts, page, page_words
 from releases.public import options as public_options
 
 logger = logging.getLogger(__name__)
@@ -112,7 +112,8 @@ def _cached(
 ) -> HttpResponse:
     """Answer from the cache (or build once): 304 on a matching If-None-Match."""
     version = _published_version(slug=slug, release_id=release_id)
-    variant = f"{variant}|{get_language()}"  # the same release in each language
+    # the same release in each language; FORMAT: pages made from data of an older shape go
+    variant = f"{variant}|{get_language()}|{public_data.FORMAT}"
     etag = _etag(version, variant)
     if _not_modified(request, etag):
         return _public_headers(HttpResponse(status=304), etag)
@@ -136,7 +137,7 @@ def _cached(
 
 def _release_data(*, release: Release) -> dict[str, Any]:
     """The release's public data, computed once per publication and cached."""
-    key = "public:data:" + public.release_version_key(release=release)
+    key = f"public:data:{public_data.FORMAT}:" + public.release_version_key(release=release)
     data = cache.get(key)
     if data is None:
         data = public_data.release_public_data(release=release)
@@ -248,7 +249,7 @@ class ReleasePageView(View):
         template: str = "public/release.html",
         extra: dict[str, Any] | None = None,
     ) -> str:
-        data = _release_data(release=release) if data is None else data
+        data = page_words.localised(_release_data(release=release) if data is None else data)
         context = {
             "project": release.project,
             "release": release,

@@ -90,10 +90,10 @@ def test_person_unit_confirmed_is_described_with_its_id_column_and_bound(client,
     _set_unit(published, id_column="participant", bound=30, confirmed=True, owner=owner)
     text = release_json_unit(client, published)
     assert text.startswith("One participant of the study, with all their years.")
-    assert "one person, identified by the column 'participant'" in text
+    assert "one person, identified by the column “participant”" in text
     assert "at most 30 rows per person were used" in text
     assert "not confirmed" not in text and "one row" not in text
-    assert "identified by the column &#x27;participant&#x27;" in release_page(client, published)
+    assert "identified by the column “participant”" in release_page(client, published)
 
 
 def test_row_unit_never_confirmed_says_so_next_to_a_person_level_description(
@@ -110,7 +110,7 @@ def test_row_unit_never_confirmed_says_so_next_to_a_person_level_description(
 def test_row_unit_confirmed_says_it_was_confirmed(client, published, owner):
     _set_unit(published, id_column="", bound=1, confirmed=True, owner=owner)
     text = release_json_unit(client, published)
-    assert "one row of the dataset 'survey.csv', as its owner confirmed" in text
+    assert "one row of the dataset “survey.csv”, as its owner confirmed" in text
 
 
 def test_a_confirmation_after_the_release_does_not_count_for_it(client, published, owner):

@@ -89,6 +89,11 @@ ALLOWED = {
     "missing",
     "codes",
     "format",
+    # authors cited by name (Dwork & Roth, The Algorithmic Foundations of Differential Privacy)
+    "Dwork",
+    "Roth",
+    # math notation
+    "exp",
 }
 _STRIP = re.compile(r"<(script|style)\b.*?</\1>|<!--.*?-->", re.S | re.I)
 _VISIBLE_ATTRIBUTE = re.compile(r'\b(?:title|aria-label|placeholder|alt)="([^"]*)"')

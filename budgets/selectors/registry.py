@@ -13,6 +13,7 @@ from django.core.cache import cache
 from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from budgets import amounts
 from budgets.models import BudgetRequest, LedgerEntry, Project
@@ -35,7 +36,7 @@ BURN_WINDOW_DAYS = 30
 RATE_PLACES = Decimal("0.000001")
 
 
-ACCOUNTING_RULE = (
+ACCOUNTING_RULE = gettext_noop(
     "Two valid bounds, the smaller stated: basic sequential composition (Dwork & Roth, "
     "Theorem B.2), where the epsilons and the deltas of all releases add up, and tight "
     "composition of the releases' noise mechanisms by privacy loss distributions at the "
@@ -153,7 +154,9 @@ def project_registry(*, project: Project, now: datetime | None = None) -> dict:
             "description": project.privacy_unit_description,
             "max_rows_per_person": max_rows,
             "datasets": datasets,
-            "neighbouring": "add or remove one privacy unit (unbounded differential privacy)",
+            "neighbouring": gettext_noop(
+                "add or remove one privacy unit (unbounded differential privacy)"
+            ),
         },
         "mechanism_families": mechanisms,
         "accounting_rule": ACCOUNTING_RULE,
@@ -171,8 +174,10 @@ def project_registry(*, project: Project, now: datetime | None = None) -> dict:
             "first_approved_at": first_day.isoformat() if first_day else None,
         },
         "group_privacy": {
-            "rule": "A group of g privacy units is protected with g*epsilon and "
-            "g*exp((g-1)*epsilon)*delta (Dwork & Roth, Theorem 2.2).",
+            "rule": gettext_noop(
+                "A group of g privacy units is protected with g*epsilon and "
+                "g*exp((g-1)*epsilon)*delta (Dwork & Roth, Theorem 2.2)."
+            ),
             "table": group_table,
         },
         "unpublished_spent": {
@@ -301,6 +306,7 @@ def _registry_datasets(*, project: Project) -> list[dict]:
         {
             "name": row.name,
             "unit": f"person identified by column {row.id_column!r}" if row.id_column else "row",
+            "id_column": row.id_column or None,
             # Row-level protection makes no claim about people with several rows.
             "max_rows_per_person": int(row.contribution_bound) if row.id_column else None,
         }

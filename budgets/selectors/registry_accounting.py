@@ -17,6 +17,8 @@ from __future__ import annotations
 import math
 from decimal import Decimal
 
+from django.utils.translation import gettext_noop
+
 from budgets import amounts
 from budgets.models import LedgerEntry, Project
 from budgets.selectors.accounting import entry_records, float_exact
@@ -25,12 +27,19 @@ from dpportal.privacy.pld import ACCOUNTANT, project_spend
 
 __all__ = ["TIGHT_RULE", "accountant_description", "registry_tight"]
 
-TIGHT_RULE = (
+TIGHT_RULE = gettext_noop(
     "Tight composition by privacy loss distributions (PLD): each release's noise "
     "mechanisms (listed below with their exact parameters) are composed with the "
     "accountant named here, pessimistic estimates, and the loss is read at the cap's delta. "
     "Basic composition (the plain sums of epsilons and deltas) is a second valid bound; "
     "the stated loss is the smaller of the two epsilons."
+)
+
+
+#: The accountant's name (dpportal.privacy.pld.ACCOUNTANT), marked here for translation:
+#: the registry page shows it in the reader's language, the JSON keeps it as it is.
+ACCOUNTANT_NAME = gettext_noop(
+    "privacy loss distributions, pessimistic connect-the-dots (dp_accounting)"
 )
 
 

@@ -21,8 +21,13 @@ from dpportal import formatting
 from dpportal.privacy import accuracy
 from releases import stats_results
 from releases.models import Release
-from releases.public import notes, stats_data
-from releases.public.facts import day_text, privacy_unit_text, release_approval
+from releases.public import noise_data, notes, stats_data
+from releases.public.facts import (
+    day_text,
+    privacy_unit_records,
+    privacy_unit_text,
+    release_approval,
+)
 from releases.public.options import (
     CONFIDENCE_LABELS,
     CONFIDENCE_LEVELS,
@@ -34,6 +39,10 @@ from releases.public.options import (
 # rows by columns (a large heatmap is an unreadable field of near-equal shades).
 HEATMAP_MAX_CELLS = 150
 HEATMAP_MAX_LABELS = 25
+
+#: The shape of the cached public data: part of its cache key, so that a deploy that
+#: changes the shape never reads an entry cached by the code before it.
+FORMAT = 2
 
 MECHANISM_LABELS = {
     "laplace": "Laplace mechanism (pure epsilon-differential privacy)",
@@ -51,70 +60,6 @@ def _halfwidth(explanation: dict, *, confidence: str, simultaneous: bool) -> flo
     return float(
         accuracy.result_halfwidth(explanation, confidence=confidence, simultaneous=simultaneous)
     )
-
-
-def _noise_part(explanation: dict) -> dict[str, Any]:
-    """One noise distribution in words, its parameter converted to value units."""
-    granularity = Decimal(str(explanation.get("granularity", "1")))
-    if explanation.get("noise") == "discrete_gaussian":
-        name = "discrete Gaussian distribution"
-        symbol, raw = "sigma", explanation.get("sigma_float", explanation.get("sigma"))
-        words = "parameter sigma (about its standard deviation)"
-    else:
-        name = "discrete Laplace distribution"
-        symbol, raw = "scale", explanation.get("scale_float", explanation.get("scale"))
-        words = "scale b"
-    value = float(_number(raw)) * float(granularity) if raw is not None else None
-    shown = formatting.scale(value) if value is not None else "not recorded"
-    return {
-        "name": name,
-        "parameter": symbol,
-        "value": value,
-        "granularity": formatting.exact(granularity),
-        "parameter_text": f"{words} = {shown}",
-    }
-
-
-def _noise(explanation: dict, *, kind: str) -> dict[str, Any]:
-    """The noise distribution(s) in words and their parameter (in value units)."""
-    if kind in stats_results.NEW_KINDS and kind not in ("grouped_sum", "grouped_mean"):
-        return _noise_new_kind(explanation, kind=kind)
-    if kind in ("mean", "grouped_mean"):
-        total = _noise_part(explanation["sum"])
-        count = _noise_part(explanation["count"])
-        return {
-            "name": total["name"],
-            "parameter": total["parameter"],
-            "sum": total,
-            "count": count,
-            "parameter_text": (f"sum: {total['parameter_text']}; count: {count['parameter_text']}"),
-        }
-    return _noise_part(explanation)
-
-
-def _noise_new_kind(explanation: dict, *, kind: str) -> dict[str, Any]:
-    """Quantiles: the selection, no noise parameter; spread: its three noised parts."""
-    if kind == "quantiles":
-        m = formatting.integer(explanation.get("candidates"))
-        return {
-            "name": "exact permute-and-flip selection",
-            "parameter": None,
-            "value": None,
-            "granularity": "1",
-            "parameter_text": f"permute-and-flip over {m} public candidates (no added noise)",
-        }
-    gamma = Decimal(str(explanation["granularity"]))
-    parts = {
-        "count": _noise_part(explanation["count"]),
-        "sum": _noise_part({**explanation["sum"], "granularity": str(gamma / 2)}),
-        "squares": _noise_part({**explanation["squares"], "granularity": str(gamma * gamma / 4)}),
-    }
-    return {
-        "name": parts["squares"]["name"],
-        "parameter": parts["squares"]["parameter"],
-        **parts,
-        "parameter_text": "; ".join(f"{k}: {v['parameter_text']}" for k, v in parts.items()),
-    }
 
 
 def _layout(entry: dict) -> str:
@@ -280,13 +225,14 @@ def _statistic_data(
         "epsilon_text": formatting.budget(entry.get("epsilon") or 0),
         "delta_text": formatting.budget(entry.get("delta") or 0),
         "mechanism": explanation.get("mechanism", mechanism),
-        "noise": _noise(explanation, kind=kind),
+        "noise": noise_data.noise(explanation, kind=kind),
         "intervals": _intervals(entry, values),
         "argmax": entry.get("argmax"),
         "count_nonpositive": _count_nonpositive(explanation, kind=kind),
         "group_columns": list(entry.get("group_columns") or []),
         "quantiles": list(entry.get("quantiles") or []),
         "exact_values": list(entry.get("values") or []),
+        "generated_labels": _generated_labels(spec),
     }
     # notes in English for the API and downloads, and as message records for the pages,
     # which translate them when they are rendered (this data is cached for every language)
@@ -296,6 +242,17 @@ def _statistic_data(
     if stats_data.handles(kind):  # chart fields of the issue-14 kinds
         data.update(stats_data.chart_fields(entry, data["intervals"]))
     return data
+
+
+def _generated_labels(spec: dict[str, Any] | None) -> list[str]:
+    """The cell names dpportal gives ("Other", "Missing") that no declared category shares:
+    the page translates those, never a category the owner declared with the same name."""
+    declared = {
+        str(category)
+        for domain in [*((spec or {}).get("columns") or []), *((spec or {}).get("groups") or [])]
+        for category in (domain.get("categories") or [])
+    }
+    return [label for label in (notes.OTHER, notes.MISSING) if label not in declared]
 
 
 def _count_nonpositive(explanation: dict, *, kind: str) -> bool:
@@ -368,6 +325,7 @@ def release_public_data(*, release: Release) -> dict[str, Any]:
         "epsilon_text": formatting.budget(release.epsilon),
         "delta_text": formatting.budget(release.delta),
         "privacy_unit": privacy_unit_text(release=release),
+        "privacy_unit_records": privacy_unit_records(release=release),
         "approval": approval,
         "published_at": day_text(release.published_at),
         "default_confidence": DEFAULT_CONFIDENCE,

@@ -11,9 +11,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from dpportal.formatting import integer
 from releases.models import Release
+from releases.public import notes
 
 
 def day_text(value: datetime | None) -> str:
@@ -25,8 +27,10 @@ def day_text(value: datetime | None) -> str:
     return timezone.localdate(value, timezone=UTC).isoformat() if value else ""
 
 
-def privacy_unit_text(*, release: Release) -> str:
-    """The privacy unit the release actually used, in the project's words and the dataset's.
+def privacy_unit_records(*, release: Release) -> list[notes.Record]:
+    """The privacy unit the release actually used, in the project's words and the dataset's,
+    as message records (releases.public.notes): `privacy_unit_text` reads them in English,
+    the page in the reader's language.
 
     The unit is the one frozen in the release's specification (the dataset's for a
     release without one). The text says it plainly: a person identified by an ID
@@ -46,26 +50,51 @@ def privacy_unit_text(*, release: Release) -> str:
         and (not id_column or dataset.contribution_bound == bound)
     )
     words = project.privacy_unit_description.strip()
-    lead = f"{words.rstrip('.')}. " if words else ""
+    records = [notes.note(gettext_noop("%(words)s."), words=words.rstrip("."))] if words else []
     if id_column:
-        rows = "row" if bound == 1 else "rows"
-        used = (
-            f"In this release: one person, identified by the column '{id_column}' of the "
-            f"dataset '{dataset.name}'; at most {integer(bound)} {rows} per person were used."
+        one = gettext_noop(
+            "In this release: one person, identified by the column “%(column)s” of the dataset "
+            "“%(dataset)s”; at most %(bound)s row per person was used."
+        )
+        many = gettext_noop(
+            "In this release: one person, identified by the column “%(column)s” of the dataset "
+            "“%(dataset)s”; at most %(bound)s rows per person were used."
+        )
+        records.append(
+            notes.note(
+                one if bound == 1 else many,
+                column=id_column,
+                dataset=dataset.name,
+                bound=integer(bound),
+            )
         )
         if not confirmed:
-            used += " The dataset's owner had not confirmed this privacy unit before the release."
-        return lead + used
+            records.append(
+                notes.note(
+                    gettext_noop(
+                        "The dataset's owner had not confirmed this privacy unit before the "
+                        "release."
+                    )
+                )
+            )
+        return records
     if confirmed:
-        return (
-            f"{lead}In this release: one row of the dataset '{dataset.name}', as its owner "
-            "confirmed (each row belongs to a different privacy unit)."
+        message = gettext_noop(
+            "In this release: one row of the dataset “%(dataset)s”, as its owner confirmed "
+            "(each row belongs to a different privacy unit)."
         )
-    return (
-        f"{lead}In this release: each row of the dataset '{dataset.name}' was protected on its "
-        "own; its owner had not confirmed that one row is one privacy unit, so someone with "
-        "several rows is protected less than this description says."
-    )
+    else:
+        message = gettext_noop(
+            "In this release: each row of the dataset “%(dataset)s” was protected on its own; "
+            "its owner had not confirmed that one row is one privacy unit, so someone with "
+            "several rows is protected less than this description says."
+        )
+    return [*records, notes.note(message, dataset=dataset.name)]
+
+
+def privacy_unit_text(*, release: Release) -> str:
+    """The privacy unit of `privacy_unit_records` in English (the API, downloads)."""
+    return " ".join(notes.english(r) for r in privacy_unit_records(release=release))
 
 
 def release_approval(*, release: Release) -> dict[str, str] | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.utils.translation import gettext_noop
+from django.utils.translation import gettext, gettext_noop
 
 from dpportal import formatting
 from releases import stats_results
@@ -42,6 +42,13 @@ def note(msgid: str, **params: Any) -> Record:
 def english(record: Record) -> str:
     msgid, params = record
     return msgid % params if params else msgid
+
+
+def translated(record: Record) -> str:
+    """The record in the active language (gettext now), filled in."""
+    msgid, params = record
+    text = gettext(msgid)
+    return text % params if params else text
 
 
 def _plural(n: int, one: str, many: str) -> str:

@@ -13,7 +13,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext
 
-from releases.public import notes, stats_text
+from releases.public import notes, page_words, stats_text
 from releases.public.options import CONFIDENCE_LABELS, ViewOptions
 
 
@@ -59,25 +59,40 @@ def _grid(stat: dict[str, Any], rows: list[dict[str, Any]]) -> list[dict[str, An
 
 
 def _counts_explanation(stat: dict[str, Any], *, noise_words: str, text: dict) -> SafeString:
-    things = "bar" if stat["layout"] == "bars" else "cell"
-    k = stat["k"]
-    return format_html(
-        "Each {} estimates a count made under the rules below: that count plus random noise "
-        "drawn from a {}. With {} confidence the count it estimates lies within plus or minus {} "
-        "of any one {}{}.",
-        things,
-        noise_words,
-        _fill("confidence", text["label"]),
-        _fill("halfwidth", text["per_cell"]["halfwidth"][0]),
-        things,
-        format_html(
-            "; all {} {}s at once lie within plus or minus {}",
-            k,
-            things,
-            _fill("simultaneous-halfwidth", text["simultaneous"]["halfwidth"][0]),
+    bars = stat["layout"] == "bars"
+    fills = {
+        "noise": noise_words,
+        "confidence": _fill("confidence", text["label"]),
+        "halfwidth": _fill("halfwidth", text["per_cell"]["halfwidth"][0]),
+    }
+    if stat["k"] == 1:
+        return format_html(
+            gettext(
+                "The figure estimates a count made under the rules below: that count plus random "
+                "noise drawn from a {noise}. With {confidence} confidence the count it estimates "
+                "lies within plus or minus {halfwidth} of it."
+            ),
+            **fills,
         )
-        if k > 1
-        else "",
+    if bars:
+        message = gettext(
+            "Each bar estimates a count made under the rules below: that count plus random noise "
+            "drawn from a {noise}. With {confidence} confidence the count it estimates lies "
+            "within plus or minus {halfwidth} of any one bar; all {k} bars at once lie within "
+            "plus or minus {simultaneous}."
+        )
+    else:
+        message = gettext(
+            "Each cell estimates a count made under the rules below: that count plus random "
+            "noise drawn from a {noise}. With {confidence} confidence the count it estimates "
+            "lies within plus or minus {halfwidth} of any one cell; all {k} cells at once lie "
+            "within plus or minus {simultaneous}."
+        )
+    return format_html(
+        message,
+        k=stat["k"],
+        simultaneous=_fill("simultaneous-halfwidth", text["simultaneous"]["halfwidth"][0]),
+        **fills,
     )
 
 
@@ -88,36 +103,43 @@ def _explanation(stat: dict[str, Any], *, options: ViewOptions) -> SafeString:
     noise_words = format_html("{} ({})", noise.get("name", ""), noise.get("parameter_text", ""))
     label = CONFIDENCE_LABELS[options.confidence]
     text = {**stat["text"].get(options.confidence, {}), "label": label}
-    columns_text = " and ".join(stat["columns"]) or "category"
+    columns_text = page_words.names_text(stat["columns"], empty=gettext("category"))
     kind = stat["kind"]
     if kind in ("count", "histogram"):
         return _counts_explanation(stat, noise_words=noise_words, text=text)
     if kind == "sum":
         return format_html(
-            "The figure estimates the sum of {} made under the rules below: that sum plus random "
-            "noise drawn from a {}. With {} confidence the sum it estimates lies within plus or "
-            "minus {} of it.",
-            columns_text,
-            noise_words,
-            _fill("confidence", text["label"]),
-            _fill("halfwidth", text["per_cell"]["halfwidth"][0]),
+            gettext(
+                "The figure estimates the sum of {columns} made under the rules below: that sum "
+                "plus random noise drawn from a {noise}. With {confidence} confidence the sum it "
+                "estimates lies within plus or minus {halfwidth} of it."
+            ),
+            columns=columns_text,
+            noise=noise_words,
+            confidence=_fill("confidence", text["label"]),
+            halfwidth=_fill("halfwidth", text["per_cell"]["halfwidth"][0]),
         )
     if kind == "mean":
         return format_html(
-            "The mean is a noisy sum of {} divided by a noisy count, each with its own noise "
-            "from a {}, both made under the rules below. With {} confidence the mean they "
-            "estimate lies between {} and {}.",
-            columns_text,
-            noise_words,
-            _fill("confidence", text["label"]),
-            _fill("lower", text["per_cell"]["lower"][0]),
-            _fill("upper", text["per_cell"]["upper"][0]),
+            gettext(
+                "The mean is a noisy sum of {columns} divided by a noisy count, each with its own "
+                "noise from a {noise}, both made under the rules below. With {confidence} "
+                "confidence the mean they estimate lies between {lower} and {upper}."
+            ),
+            columns=columns_text,
+            noise=noise_words,
+            confidence=_fill("confidence", text["label"]),
+            lower=_fill("lower", text["per_cell"]["lower"][0]),
+            upper=_fill("upper", text["per_cell"]["upper"][0]),
         )
     return format_html(
-        "Chosen by Report Noisy Max: noise from a {} was added to the count of every declared "
-        "category and only the category with the largest noisy count is published; the counts "
-        "themselves are not. It may not be the truly most common one when counts are close.",
-        noise_words,
+        gettext(
+            "Chosen by Report Noisy Max: noise from a {noise} was added to the count of every "
+            "declared category and only the category with the largest noisy count is published; "
+            "the counts themselves are not. It may not be the truly most common one when counts "
+            "are close."
+        ),
+        noise=noise_words,
     )
 
 
@@ -129,19 +151,26 @@ def _alt_text(stat: dict[str, Any], *, options: ViewOptions) -> str:
     values = stat["text"][options.confidence]["value"]
     if stat["kind"] in ("sum", "mean"):
         return f"{stat['label']}: {values[0]}"
-    what = "Bar chart" if stat["layout"] == "bars" else "Heatmap"
-    return f"{what} of {stat['label']}: " + "; ".join(
-        f"{cell} {value}" for cell, value in zip(stat["cells"], values, strict=True)
-    )
+    pairs = stats_text.pairs_text(stat["cells"], values)
+    if stat["layout"] == "bars":
+        return gettext("Bar chart of %(label)s: %(values)s") % {
+            "label": stat["label"],
+            "values": pairs,
+        }
+    return gettext("Heatmap of %(label)s: %(values)s") % {"label": stat["label"], "values": pairs}
 
 
-CAPTIONS = {
-    "bars": "Error bars: the interval at the chosen confidence level.",
-    "heatmap": "Hover over a cell for its value and interval at the chosen confidence level.",
-    "crosstab": "Too many cells for a readable heatmap: the counts are in this table.",
-    "figure": "The line shows the interval at the chosen confidence level.",
-    **stats_text.CAPTIONS,
-}
+def captions() -> dict[str, str]:
+    """Under each chart, by layout, in the reader's language."""
+    return {
+        "bars": gettext("Error bars: the interval at the chosen confidence level."),
+        "heatmap": gettext(
+            "Hover over a cell for its value and interval at the chosen confidence level."
+        ),
+        "crosstab": gettext("Too many cells for a readable heatmap: the counts are in this table."),
+        "figure": gettext("The line shows the interval at the chosen confidence level."),
+        **stats_text.captions(),
+    }
 
 
 def statistic_context(
@@ -153,13 +182,13 @@ def statistic_context(
         **stat,
         "rows": rows,
         "grid": _grid(stat, rows),
-        "columns_text": " and ".join(stat["columns"]) or "category",
+        "columns_text": page_words.names_text(stat["columns"], empty=gettext("category")),
         "explanation_html": _explanation(stat, options=options),
         "mechanism_text": data["mechanism_label"]
         if stat["kind"] != "argmax"
-        else "Report Noisy Max",
+        else gettext("Report Noisy Max"),
         "alt_text": _alt_text(stat, options=options),
-        "caption": CAPTIONS.get(stat["layout"], ""),
+        "caption": captions().get(stat["layout"], ""),
         "negative_note": notes.NEGATIVE_COUNTS if stat["clampable"] else "",
         "two_way": bool(rows) and "row_label" in rows[0],
         "warnings": stats_text.warnings(stat) if stats_text.handles(stat["kind"]) else [],

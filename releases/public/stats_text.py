@@ -11,24 +11,25 @@ from typing import Any
 
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext, pgettext
 
+from releases.public import page_words
 from releases.public.options import CONFIDENCE_LABELS, ViewOptions
 from releases.public.stats_data import KINDS
 
-CAPTIONS = {
-    "grouped_bars": (
-        "Grouped bars: one bar per value of the second grouping column within each group of "
-        "the first; error bars: the interval of each group at the chosen confidence level."
-    ),
-    "quantiles": (
-        "Each point is a published quantile; its accuracy is a rank error (in the table), "
-        "not an interval of values."
-    ),
-}
-CLAMPED = (
-    "The noisy variance came out negative (an effect of the noise, not of the data) and was "
-    "clamped to 0; the interval still holds at the stated confidence."
-)
+
+def captions() -> dict[str, str]:
+    """Under each chart of a new kind, by layout, in the reader's language."""
+    return {
+        "grouped_bars": gettext(
+            "Grouped bars: one bar per value of the second grouping column within each group of "
+            "the first; error bars: the interval of each group at the chosen confidence level."
+        ),
+        "quantiles": gettext(
+            "Each point is a published quantile; its accuracy is a rank error (in the table), "
+            "not an interval of values."
+        ),
+    }
 
 
 def handles(kind: str) -> bool:
@@ -66,11 +67,12 @@ def _per_group(stat: dict[str, Any], options: ViewOptions) -> SafeString:
     text = stat["text"][options.confidence]
     if len(stat["cells"]) > LIST_GROUPS:
         return format_html(
-            "each of the {} groups with its interval in the table below", len(stat["cells"])
+            gettext("each of the {n} groups with its interval in the table below"),
+            n=len(stat["cells"]),
         )
     return format_html_join(
-        "; ",
-        "{}: {} (between {} and {})",
+        pgettext("list separator", "; "),
+        gettext("{}: {} (between {} and {})"),
         (
             (cell, _fill("cell-value", text["value"][i], i),
              _fill("cell-lower", text["per_cell"]["lower"][i], i),
@@ -86,7 +88,14 @@ def _noise_words(stat: dict[str, Any]) -> str:
 
 
 def _groups_text(stat: dict[str, Any]) -> str:
-    return " and ".join(stat.get("group_columns") or []) or "group"
+    return page_words.names_text(stat.get("group_columns") or [], empty=gettext("group"))
+
+
+def pairs_text(cells: list[str], values: list[str]) -> str:
+    """'North 1,200; South 877' for a chart's text alternative."""
+    return pgettext("list separator", "; ").join(
+        f"{c} {v}" for c, v in zip(cells, values, strict=True)
+    )
 
 
 def _quantiles(stat: dict[str, Any], options: ViewOptions) -> SafeString:
@@ -95,99 +104,135 @@ def _quantiles(stat: dict[str, Any], options: ViewOptions) -> SafeString:
     text = stat["text"][options.confidence]
     lines = []
     for i, name in enumerate(stat["cells"]):
+        fills = {"name": name.lower(), "value": text["value"][i]}
+        fills["confidence"] = _confidence(options)
         if band["low_text"][i]:
             lines.append(format_html(
-                "the {} is {}: with {} confidence it lies between {} and {} of the data",
-                name.lower(), text["value"][i], _confidence(options),
-                _fill("band-low", band["low_text"][i], i),
-                _fill("band-high", band["high_text"][i], i),
+                gettext("the {name} is {value}: with {confidence} confidence it lies between "
+                        "{low} and {high} of the data"),
+                low=_fill("band-low", band["low_text"][i], i),
+                high=_fill("band-high", band["high_text"][i], i), **fills,
             ))  # fmt: skip
         else:
             lines.append(format_html(
-                "the {} is {}: with {} confidence at most {} values lie between it and the "
-                "true {}, beyond the grid's own step",
-                name.lower(), text["value"][i], _confidence(options),
-                _fill("rank-error", band["ranks_text"][i], i), name.lower(),
+                gettext("the {name} is {value}: with {confidence} confidence at most {ranks} "
+                        "values lie between it and the true {name}, beyond the grid's own step"),
+                ranks=_fill("rank-error", band["ranks_text"][i], i), **fills,
             ))  # fmt: skip
     return format_html(
-        "Each value was chosen from a public grid of {} values from {} to {} by the "
-        "permute-and-flip mechanism, which favours the grid values whose rank is closest to the "
-        "target; no value of the data is published. {}.",
-        q["candidates_text"], q["grid_first"], q["grid_last"],
-        format_html_join("; ", "{}", ((line,) for line in lines)),
+        gettext(
+            "Each value was chosen from a public grid of {m} values from {first} to {last} by the "
+            "permute-and-flip mechanism, which favours the grid values whose rank is closest to "
+            "the target; no value of the data is published. {each}."
+        ),
+        m=q["candidates_text"], first=q["grid_first"], last=q["grid_last"],
+        each=format_html_join(
+            pgettext("list separator", "; "), "{}", ((line,) for line in lines)
+        ),
     )  # fmt: skip
 
 
 def explanation(stat: dict[str, Any], *, options: ViewOptions) -> SafeString:
     """The paragraph under a chart of a new kind, at the reader's options."""
     kind = stat["kind"]
-    columns_text = " and ".join(stat["columns"])
     text = stat["text"][options.confidence]
+    fills = {
+        "columns": page_words.names_text(stat["columns"]),
+        "noise": _noise_words(stat),
+        "confidence": _confidence(options),
+    }
     if kind == "grouped_sum":
         return format_html(
-            "Each bar estimates the sum of {} in one {} (made under the rules below) plus random "
-            "noise drawn from a {}. With {} confidence the sum it estimates lies within plus or "
-            "minus {} of any one bar; all {} bars at once lie within plus or minus {}.",
-            columns_text, _groups_text(stat), _noise_words(stat), _confidence(options),
-            format_html('<span data-fill="halfwidth">{}</span>',
-                        text["per_cell"]["halfwidth"][0]),
-            stat["k"],
-            format_html('<span data-fill="simultaneous-halfwidth">{}</span>',
-                        text["simultaneous"]["halfwidth"][0]),
+            gettext(
+                "Each bar estimates the sum of {columns} in one {groups} (made under the rules "
+                "below) plus random noise drawn from a {noise}. With {confidence} confidence the "
+                "sum it estimates lies within plus or minus {halfwidth} of any one bar; all {k} "
+                "bars at once lie within plus or minus {simultaneous}."
+            ),
+            groups=_groups_text(stat), k=stat["k"],
+            halfwidth=format_html('<span data-fill="halfwidth">{}</span>',
+                                  text["per_cell"]["halfwidth"][0]),
+            simultaneous=format_html('<span data-fill="simultaneous-halfwidth">{}</span>',
+                                     text["simultaneous"]["halfwidth"][0]),
+            **fills,
         )  # fmt: skip
     if kind == "grouped_mean":
         return format_html(
-            "Each bar is the mean of {} in one {}: a noisy sum divided by a noisy count, each "
-            "with its own noise from a {}; the number of rows is not published. With {} "
-            "confidence the means they estimate are: {}.",
-            columns_text, _groups_text(stat), _noise_words(stat), _confidence(options),
-            _per_group(stat, options),
+            gettext(
+                "Each bar is the mean of {columns} in one {groups}: a noisy sum divided by a "
+                "noisy count, each with its own noise from a {noise}; the number of rows is not "
+                "published. With {confidence} confidence the means they estimate are: "
+                "{groups_list}."
+            ),
+            groups=_groups_text(stat), groups_list=_per_group(stat, options), **fills,
         )  # fmt: skip
     if kind == "quantiles":
         return _quantiles(stat, options)
-    what = "variance" if kind == "variance" else "standard deviation"
-    start = format_html(
-        "The {} of {} is computed from three noisy numbers: a count of the rows, a sum of the "
-        "clipped values (centred in their range) and a sum of their squares, each with its own "
-        "noise from a {}.",
-        what, columns_text, _noise_words(stat),
-    )  # fmt: skip
+    if kind == "variance":
+        start = gettext(
+            "The variance of {columns} is computed from three noisy numbers: a count of the rows, "
+            "a sum of the clipped values (centred in their range) and a sum of their squares, "
+            "each with its own noise from a {noise}."
+        )
+        one = gettext("With {confidence} confidence the variance it estimates lies between "
+                      "{lower} and {upper}.")  # fmt: skip
+    else:
+        start = gettext(
+            "The standard deviation of {columns} is computed from three noisy numbers: a count "
+            "of the rows, a sum of the clipped values (centred in their range) and a sum of "
+            "their squares, each with its own noise from a {noise}."
+        )
+        one = gettext("With {confidence} confidence the standard deviation it estimates lies "
+                      "between {lower} and {upper}.")  # fmt: skip
+    start_html = format_html(start, columns=fills["columns"], noise=fills["noise"])
     if len(stat["cells"]) == 1:
-        return format_html(
-            "{} With {} confidence the {} it estimates lies between {} and {}.",
-            start, _confidence(options), what,
-            _fill("cell-lower", text["per_cell"]["lower"][0], 0),
-            _fill("cell-upper", text["per_cell"]["upper"][0], 0),
+        end = format_html(
+            one, confidence=fills["confidence"],
+            lower=_fill("cell-lower", text["per_cell"]["lower"][0], 0),
+            upper=_fill("cell-upper", text["per_cell"]["upper"][0], 0),
         )  # fmt: skip
-    return format_html(
-        "{} With {} confidence, per group: {}.", start, _confidence(options),
-        _per_group(stat, options),
-    )  # fmt: skip
+    else:
+        end = format_html(
+            gettext("With {confidence} confidence, per group: {groups_list}."),
+            confidence=fills["confidence"], groups_list=_per_group(stat, options),
+        )  # fmt: skip
+    return format_html("{} {}", start_html, end)
 
 
 def alt_text(stat: dict[str, Any], *, options: ViewOptions) -> str:
     values = stat["text"][options.confidence]["value"]
-    what = {"quantiles": "Quantile plot", "grouped_bars": "Grouped bar chart",
-            "bars": "Bar chart"}.get(stat["layout"], "")  # fmt: skip
-    pairs = "; ".join(f"{c} {v}" for c, v in zip(stat["cells"], values, strict=True))
-    return f"{what} of {stat['label']}: {pairs}" if what else f"{stat['label']}: {pairs}"
+    pairs = pairs_text(stat["cells"], values)
+    what = {
+        "quantiles": gettext("Quantile plot of %(label)s: %(values)s"),
+        "grouped_bars": gettext("Grouped bar chart of %(label)s: %(values)s"),
+        "bars": gettext("Bar chart of %(label)s: %(values)s"),
+    }.get(stat["layout"], "%(label)s: %(values)s")
+    return what % {"label": stat["label"], "values": pairs}
 
 
 def warnings(stat: dict[str, Any]) -> list[str]:
     """Notices under the statistic: a clamped variance, a group too small to estimate."""
     out = []
+    separator = pgettext("list separator", ", ")
     clamped = [c for c, flag in zip(stat["cells"], stat.get("clamped") or [], strict=False) if flag]
-    if clamped:
-        where = "" if len(stat["cells"]) == 1 else f" (in {', '.join(clamped)})"
-        out.append(CLAMPED[:-1] + where + ".")
+    if clamped and len(stat["cells"]) == 1:
+        out.append(gettext(
+            "The noisy variance came out negative (an effect of the noise, not of the data) and "
+            "was clamped to 0; the interval still holds at the stated confidence."
+        ))  # fmt: skip
+    elif clamped:
+        out.append(gettext(
+            "The noisy variance came out negative (an effect of the noise, not of the data) and "
+            "was clamped to 0; the interval still holds at the stated confidence (in %(cells)s)."
+        ) % {"cells": separator.join(clamped)})  # fmt: skip
     small = [
         c
         for c, flag in zip(stat["cells"], stat.get("count_nonpositive_cells") or [], strict=False)
         if flag
     ]
     if small:
-        out.append(
-            "The noisy count was zero or negative in " + ", ".join(small) + ": too few rows to "
-            "estimate there; the figure shows the middle of the public bounds."
-        )
+        out.append(gettext(
+            "The noisy count was zero or negative in %(cells)s: too few rows to estimate there; "
+            "the figure shows the middle of the public bounds."
+        ) % {"cells": separator.join(small)})  # fmt: skip
     return out
