@@ -152,3 +152,20 @@ def test_audit_ledger_for_one_project_names_the_violation(project, history):
     Release.objects.filter(pk=history["failed"].pk).update(status="published")
     with pytest.raises(CommandError, match="violation"):
         call_command("audit_ledger", project=project.slug)
+
+
+def test_a_project_named_in_chinese_has_a_readable_address_and_a_valid_registry(client, owner):
+    from budgets.services import project_create
+
+    project = project_create(
+        name="人口普查", description="", privacy_unit_description="一位受访者",
+        epsilon_cap="1", delta_cap="0", created_by=owner,
+    )  # fmt: skip
+    assert project.slug == "人口普查"
+    response = client.get(reverse("registry:project_json", args=[project.slug]))
+    assert response.status_code == 200
+    document = response.json()
+    validate(document)
+    assert document["project"] == {"name": "人口普查", "slug": "人口普查"}
+    with pytest.raises(jsonschema.ValidationError):
+        validate({**document, "project": {"name": "x", "slug": "a/b"}})

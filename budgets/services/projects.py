@@ -8,6 +8,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils.text import slugify
+from django.utils.translation import gettext
 
 from budgets.amounts import text as _text
 from budgets.models import CapChange, Membership, Project
@@ -39,16 +40,22 @@ def project_create(
     """Create a project; its creator becomes its first owner."""
     name = (name or "").strip()
     if not name:
-        raise ValidationFailed("A project needs a name.")
+        raise ValidationFailed(gettext("A project needs a name."))
     if len(name) > 200:
-        raise ValidationFailed("A project's name may be at most 200 characters.")
+        raise ValidationFailed(gettext("A project's name may be at most 200 characters."))
     slug = slugify(slug or name, allow_unicode=True)[:80]  # any script: 人口普查 stays readable
     if not slug:
-        raise ValidationFailed("The project's short name (slug) must contain letters or digits.")
+        raise ValidationFailed(
+            gettext("The project's short name (slug) must contain letters or digits.")
+        )
     if slug in RESERVED_SLUGS:
-        raise ValidationFailed(f"'{slug}' is reserved; please choose another short name.")
+        raise ValidationFailed(
+            gettext("“%(slug)s” is reserved; please choose another short name.") % {"slug": slug}
+        )
     if Project.objects.filter(slug=slug).exists():
-        raise ValidationFailed(f"A project with the short name '{slug}' already exists.")
+        raise ValidationFailed(
+            gettext("A project with the short name “%(slug)s” already exists.") % {"slug": slug}
+        )
     epsilon, delta = parse_caps(epsilon_cap, delta_cap)
     project = Project.objects.create(
         name=name,
