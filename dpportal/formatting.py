@@ -17,6 +17,7 @@ Pure Python (no Django), so the math's neighbours may use it too.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Context, Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Any
@@ -29,6 +30,29 @@ GROUP_FROM = Decimal(10000)
 _CONTEXT = Context(prec=80)
 
 Number = Decimal | int | float | str | Fraction
+
+
+@dataclass(frozen=True)
+class NumberStyle:
+    """How a language writes numbers: its thousands separator and its decimal mark.
+
+    Every function here writes the plain style (',' and '.'); a page in another
+    language passes the text through `restyle` with that language's style (the
+    Django side reads it from the active locale's formats: dpportal.words).
+    """
+
+    group: str = ","
+    decimal: str = "."
+
+
+PLAIN_STYLE = NumberStyle()
+
+
+def restyle(text: str, style: NumberStyle) -> str:
+    """A number text written by this module, in `style` ('12,345.6' -> '12.345,6')."""
+    if style == PLAIN_STYLE or not text:
+        return text
+    return text.replace(",", "\0").replace(".", style.decimal).replace("\0", style.group)
 
 
 def to_decimal(value: Number) -> Decimal:

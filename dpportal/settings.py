@@ -311,6 +311,8 @@ USE_I18N = True
 # Issue 17: English and Simplified Chinese. Catalogues in locale/ (the .po in the repo,
 # the .mo compiled by `python -m dpportal.catalogues` at install); terms in locale/glossary.csv.
 LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+# dates and number separators per language (dpportal/formats/<lang>/formats.py)
+FORMAT_MODULE_PATH = ["dpportal.formats"]
 LOCALE_PATHS = [BASE_DIR / "locale"]
 # The switcher's choice is remembered for a year, for anonymous readers too.
 LANGUAGE_COOKIE_AGE = 365 * 24 * 3600

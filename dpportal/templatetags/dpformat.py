@@ -8,6 +8,9 @@
 {{ value|exact }}             exact plain text (no exponent)
 {{ value|integer }}           whole number with thousands separators
 {{ value|percent }}           0.95 -> 95 %
+{{ value|day }}               '2026-11-25' -> 2026-11-25 / 2026年11月25日
+
+Numbers come out in the active language's separators (dpportal.words.number_text).
 """
 
 from __future__ import annotations
@@ -17,16 +20,17 @@ from typing import Any
 from django import template
 from django.utils.html import format_html
 
-from dpportal import formatting
+from dpportal import formatting, words
 
 register = template.Library()
 
 
 def _safe(func, value: Any, *args: Any) -> str:
+    """func's text in the active language's number style; '' for nothing or a non-number."""
     if value is None or value == "":
         return ""
     try:
-        return func(value, *args)
+        return words.number_text(func(value, *args))
     except (TypeError, ValueError):
         return ""
 
@@ -74,5 +78,11 @@ def budget_exact(value: Any) -> str:
     return format_html(
         '<span class="amount" title="{}">{}</span>',
         formatting.exact(value),
-        formatting.budget(value),
+        words.number_text(formatting.budget(value)),
     )
+
+
+@register.filter
+def day(value: Any) -> str:
+    """A calendar day ('2026-11-25', a date) as the active language writes it in a sentence."""
+    return words.day(value)

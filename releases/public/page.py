@@ -13,6 +13,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext
 
+from dpportal import words
 from releases.public import notes, page_words, stats_text
 from releases.public.options import CONFIDENCE_LABELS, ViewOptions
 
@@ -200,10 +201,13 @@ def chart_text() -> dict[str, str]:
     """The words around the numbers in the charts' hover text and axis titles, in the
     reader's language, for the page's scripts (json_script "chart-text"): {name} marks
     where the script puts a number."""
+    style = words.number_style()
     return {
         "interval": gettext("interval %(lower)s to %(upper)s")
         % {"lower": "{lower}", "upper": "{upper}"},
         "rank_error": gettext("rank error ± %(ranks)s values") % {"ranks": "{ranks}"},
         "quantile_axis": gettext("percent of the values below"),
         "between": gettext("%(low)s and %(high)s") % {"low": "{low}", "high": "{high}"},
+        # Plotly's layout.separators: the decimal mark, then the thousands separator
+        "separators": style.decimal + style.group,
     }

@@ -1,4 +1,5 @@
-"""The public release page's words, in the reader's language, put in when the page renders.
+"""The public release page's words and numbers, in the reader's language, put in when the
+page renders.
 
 The release's public data (releases.public.data) is computed once per publication
 and shared by every language, the API and the downloads, which read its English
@@ -6,7 +7,7 @@ texts. The page reads a localised copy (`localised`): the same numbers, with eve
 word a reader sees put back together from the data's codes and numbers in the
 active language (gettext): the privacy unit, the mechanism, the noise, chart
 titles, quantile names, and the names dpportal gives the cells "Other" and
-"Missing". Numbers stay the strings dpportal.formatting made.
+"Missing". Numbers are the strings dpportal.formatting made, in the language's separators.
 """
 
 from __future__ import annotations
@@ -44,8 +45,9 @@ def cell_label(label: str, generated: list[str]) -> str:
 
 def percentile_name(number: str) -> str:
     """'25th percentile', '2.5th percentile' for a percent written as text ('25', '2.5')."""
+    shown = words.number_text(number)
     if "." in number:
-        return gettext("%(number)sth percentile") % {"number": number}
+        return gettext("%(number)sth percentile") % {"number": shown}
     n = int(number)
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return {
@@ -53,7 +55,7 @@ def percentile_name(number: str) -> str:
         "nd": gettext("%(number)snd percentile"),
         "rd": gettext("%(number)srd percentile"),
         "th": gettext("%(number)sth percentile"),
-    }[suffix] % {"number": number}
+    }[suffix] % {"number": shown}
 
 
 def quantile_name(q: str) -> str:
@@ -138,7 +140,36 @@ def noise_words(noise: dict[str, Any]) -> dict[str, str]:
     }
 
 
+def _numbers(value: Any) -> Any:
+    """Every number text inside `value` (dicts and lists of strings) in the reader's style."""
+    if isinstance(value, str):
+        return words.number_text(value)
+    if isinstance(value, list):
+        return [_numbers(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _numbers(v) for k, v in value.items()}
+    return value
+
+
+def _localise_numbers(stat: dict[str, Any]) -> None:
+    stat["text"] = _numbers(stat.get("text") or {})
+    noise = stat.get("noise") or {}
+    for part in [noise, *(noise.get(p) for p in ("sum", "count", "squares"))]:
+        if isinstance(part, dict):
+            for key in ("value_text", "candidates_text"):
+                if part.get(key):
+                    part[key] = words.number_text(part[key])
+    chart = stat.get("quantile_chart")
+    if chart:
+        for key in ("candidates_text", "grid_first", "grid_last"):
+            chart[key] = words.number_text(chart.get(key) or "")
+        for level in chart["bands"].values():
+            for band in level.values():
+                band["ranks_text"] = _numbers(band["ranks_text"])
+
+
 def _localise_statistic(stat: dict[str, Any]) -> None:
+    _localise_numbers(stat)
     generated = stat.get("generated_labels") or []
     for key in ("cells", "row_labels", "col_labels"):
         stat[key] = [cell_label(c, generated) for c in stat.get(key) or []]
@@ -148,7 +179,11 @@ def _localise_statistic(stat: dict[str, Any]) -> None:
         stat["argmax"]["label"] = cell_label(str(stat["argmax"].get("label", "")), generated)
     stat["value_title"] = value_title(stat["kind"], stat.get("columns") or [])
     if stat.get("noise"):
-        stat["noise"] = {**stat["noise"], **noise_words(stat["noise"])}
+        noise = stat["noise"]
+        for part in ("sum", "count", "squares"):
+            if isinstance(noise.get(part), dict):
+                noise[part] = {**noise[part], **noise_words(noise[part])}
+        stat["noise"] = {**noise, **noise_words(noise)}
     stat["note_records"] = [
         [msgid, {k: cell_label(v, generated) if k in ("other", "missing", "category") else v
                  for k, v in (params or {}).items()}]

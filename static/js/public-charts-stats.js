@@ -137,6 +137,8 @@
       height: 340,
       paper_bgcolor: "#fff",
       plot_bgcolor: "#fff",
+      // axis numbers in the reader's separators: decimal mark, then thousands separator
+      separators: PHRASES.separators || ".,",
     };
     var traces;
     if (stat.layout === "grouped_bars" || stat.layout === "bars") {

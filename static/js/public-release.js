@@ -218,6 +218,8 @@
       height: chartHeight(stat),
       paper_bgcolor: "#fff",
       plot_bgcolor: "#fff",
+      // axis numbers in the reader's separators: decimal mark, then thousands separator
+      separators: PHRASES.separators || ".,",
     };
     if (window.DPStatsCharts && window.DPStatsCharts.handles(stat)) {
       window.DPStatsCharts.draw(node, stat, st); // grouped statistics, quantile plots
