@@ -19,11 +19,14 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
+from django.utils.translation import gettext, pgettext
+
 from datasets.models import Column
 from dpportal import formatting
 from dpportal.privacy.noise import NoiseSpec
 from dpportal.privacy.quantiles import candidate_grid, quantile_sensitivity
 from releases import dp
+from releases import review_stats_text as sentences
 from releases.dp_stats import NEW_KINDS, SPREAD_KINDS
 from releases.review_text import grid_text, sensitivity_text
 from releases.review_text import mechanism_text as review_mechanism_text
@@ -31,15 +34,6 @@ from releases.review_types import ColumnReview, NoiseReview, StatisticReview
 from releases.services.plan import ReleasePlan, StatisticPlan
 
 __all__ = ["NEW_KINDS", "add_plan_fields", "statistic_review"]
-
-KIND_TEXT = {
-    "grouped_sum": "Sum of a numeric column by group, clipped to a range",
-    "grouped_mean": "Mean of a numeric column by group, clipped to a range",
-    "quantiles": "Median and quantiles (permute-and-flip over a public grid)",
-    "stddev": "Standard deviation of a numeric column, clipped to a range",
-    "variance": "Variance of a numeric column, clipped to a range",
-}
-SPREAD_PARTS = ("count", "sum", "squares")
 
 
 def _decimal(value: Any) -> Decimal | None:
@@ -71,13 +65,17 @@ def _noise(spec: NoiseSpec, *, part: str, unit: str, factor: Fraction) -> NoiseR
     gaussian = spec.mechanism == "gaussian"
     scale = Fraction(spec.sigma if gaussian else spec.scale) * factor
     l1, l2 = Fraction(spec.l1_sensitivity) * factor, Fraction(spec.l2_sensitivity) * factor
-    parameter = "sigma" if gaussian else "scale b"
-    distribution = "discrete Gaussian" if gaussian else "discrete Laplace"
+    parameter = pgettext("noise", "sigma") if gaussian else gettext("scale b")
+    distribution = gettext("discrete Gaussian") if gaussian else gettext("discrete Laplace")
     return NoiseReview(
         part=part, distribution=distribution, parameter=parameter, scale=scale, unit=unit,
         l1_sensitivity=l1, l2_sensitivity=l2, granularity=factor, epsilon=spec.epsilon,
         delta=spec.delta,
-        scale_text=f"{distribution} noise, {parameter} = {formatting.scale(scale)} {unit}",
+        scale_text=gettext("%(distribution)s noise, %(parameter)s = %(scale)s %(unit)s")
+        % {
+            "distribution": distribution, "parameter": parameter,
+            "scale": formatting.scale(scale), "unit": unit,
+        },
         sensitivity_text=sensitivity_text(
             l1=l1, l2=l2, unit=unit, gaussian=gaussian, bound=spec.contribution_bound
         ),
@@ -89,52 +87,24 @@ def _noises(stat: StatisticPlan, specs: tuple[NoiseSpec, ...], unit: str) -> tup
         return (_noise(specs[0], part="", unit=unit, factor=Fraction(specs[0].granularity)),)
     if stat.kind == "grouped_mean":
         return (
-            _noise(specs[0], part="sum", unit=unit, factor=Fraction(specs[0].granularity)),
-            _noise(specs[1], part="count", unit="rows", factor=Fraction(1)),
-        )
+            _noise(specs[0], part=pgettext("noise part", "sum"), unit=unit,
+                   factor=Fraction(specs[0].granularity)),
+            _noise(specs[1], part=pgettext("noise part", "count"), unit=gettext("rows"),
+                   factor=Fraction(1)),
+        )  # fmt: skip
     if stat.kind in SPREAD_KINDS:
         half = Fraction(specs[0].granularity) / 2
         name = stat.column.name
         return (
-            _noise(specs[0], part="count", unit="rows", factor=Fraction(1)),
-            _noise(specs[1], part="centred sum", unit=f"units of {name}", factor=half),
-            _noise(specs[2], part="sum of squares", unit=f"squared units of {name}",
+            _noise(specs[0], part=pgettext("noise part", "count"), unit=gettext("rows"),
+                   factor=Fraction(1)),
+            _noise(specs[1], part=gettext("centred sum"), unit=sentences.units_of(name),
+                   factor=half),
+            _noise(specs[2], part=gettext("sum of squares"),
+                   unit=gettext("squared units of %(name)s") % {"name": name},
                    factor=half * half),
         )  # fmt: skip
     return ()
-
-
-def _groups_text(stat: StatisticPlan, cells: int) -> str:
-    if not stat.group_columns:
-        return "One cell: all rows."
-    names = " × ".join(c.name for c in stat.group_columns)
-    return (
-        f"{formatting.integer(cells)} groups: every combination of {names} (declared "
-        "categories or bins, plus “Other” for undeclared values and “Missing” where the "
-        "column counts missing values), as a histogram's cells."
-    )
-
-
-def _bound_text(stat: StatisticPlan, plan: ReleasePlan) -> str:
-    bound = plan.dataset.contribution_bound
-    worst = formatting.significant(max(abs(stat.lower), abs(stat.upper)), 30)
-    return (
-        f"No per-group bound: a person's L = {formatting.integer(bound)} row(s) may fall in L "
-        f"different groups, so the group sums move by at most L × {worst} in total (l1) and "
-        "the group counts by at most L."
-    )
-
-
-def _grid_words(stat: StatisticPlan) -> str:
-    m = formatting.integer(len(stat.grid))
-    if stat.step is not None:
-        return (
-            f"every {formatting.significant(stat.step, 30)} from "
-            f"{formatting.significant(stat.lower, 30)} to {formatting.significant(stat.upper, 30)}"
-            f": {m} candidates, declared by the owner (never read from the data)"
-        )
-    edges = ", ".join(formatting.significant(e, 30) for e in stat.grid)
-    return f"the column's declared bin edges {edges}: {m} candidates"
 
 
 def _quantile_details(stat: StatisticPlan, plan: ReleasePlan) -> list[tuple[str, str, str]]:
@@ -142,27 +112,31 @@ def _quantile_details(stat: StatisticPlan, plan: ReleasePlan) -> list[tuple[str,
     share = Fraction(stat.epsilon) / k
     bound = plan.dataset.contribution_bound
     sens = "; ".join(
-        f"{q}: {formatting.scale(quantile_sensitivity(Fraction(q), bound))} ranks"
+        gettext("%(q)s: %(ranks)s ranks")
+        % {"q": q, "ranks": formatting.scale(quantile_sensitivity(Fraction(q), bound))}
         for q in stat.quantiles
     )
     return [
-        ("Quantiles", ", ".join(stat.quantiles), "quantiles"),
-        ("Candidate grid", _grid_words(stat), "grid"),
+        (gettext("Quantiles"), ", ".join(stat.quantiles), "quantiles"),
+        (gettext("Candidate grid"), sentences.grid_words(stat), "grid"),
         (
-            "Epsilon split",
-            f"equal shares: {k} × {formatting.budget(share)} (sequential composition)",
+            gettext("Epsilon split"),
+            gettext("equal shares: %(k)s × %(share)s (sequential composition)")
+            % {"k": k, "share": formatting.budget(share)},
             "split",
         ),  # fmt: skip
         (
-            "Sensitivity of the rank utility",
-            f"max(q, 1 - q) × L per quantile: {sens}",
+            gettext("Sensitivity of the rank utility"),
+            gettext("max(q, 1 - q) × L per quantile: %(sensitivities)s") % {"sensitivities": sens},
             "sensitivity",
         ),  # fmt: skip
         (
-            "Rank-error bound",
-            "t = (2 Δu / ε_i) ln(m / β) ranks per quantile, ln(k m / β) for "
-            "all at once: with probability at least 1 - β the chosen candidate's rank is within t "
-            "of the target rank, beyond the grid's own resolution",
+            gettext("Rank-error bound"),
+            gettext(
+                "t = (2 Δu / ε_i) ln(m / β) ranks per quantile, ln(k m / β) for all at once: with "
+                "probability at least 1 - β the chosen candidate's rank is within t of the target "
+                "rank, beyond the grid's own resolution"
+            ),
             "rank-bound",
         ),  # fmt: skip
     ]
@@ -171,16 +145,18 @@ def _quantile_details(stat: StatisticPlan, plan: ReleasePlan) -> list[tuple[str,
 def _details(stat: StatisticPlan, plan: ReleasePlan, cells: int) -> list[tuple[str, str, str]]:
     if stat.kind == "quantiles":
         return _quantile_details(stat, plan)
-    out = [("Groups", _groups_text(stat, cells), "groups")]
+    out = [(gettext("Groups"), sentences.groups_text(stat, cells), "groups")]
     if stat.group_columns:
-        out.append(("Group bound", _bound_text(stat, plan), "group-bound"))
+        out.append((gettext("Group bound"), sentences.bound_text(stat, plan), "group-bound"))
+    split = gettext("Epsilon split")
     if stat.kind == "grouped_mean":
-        out.append(("Epsilon split", "sum 1/2, count 1/2 of the statistic's epsilon", "split"))
+        out.append((split, gettext("sum 1/2, count 1/2 of the statistic's epsilon"), "split"))
     if stat.kind in SPREAD_KINDS:
-        out.append(("Epsilon split", "count 1/4, centred sum 1/4, sum of squares 1/2", "split"))
-        out.append(("Interval", "each part at confidence 1 - β/3, combined exactly by interval "
-                    "arithmetic; a negative variance estimate is clamped to 0 and the public "
-                    "page says so", "interval"))  # fmt: skip
+        out.append((split, gettext("count 1/4, centred sum 1/4, sum of squares 1/2"), "split"))
+        out.append((gettext("Interval"), gettext(
+            "each part at confidence 1 - β/3, combined exactly by interval arithmetic; a negative "
+            "variance estimate is clamped to 0 and the public page says so"
+        ), "interval"))  # fmt: skip
     return out
 
 
@@ -190,83 +166,74 @@ def _texts(stat: StatisticPlan, plan: ReleasePlan, preview: dict[str, Any]) -> d
     if stat.kind == "quantiles":
         one, together = preview["rank_error"], preview["rank_error_simultaneous"]
         return {
-            "unit": "ranks", "halfwidth": one, "halfwidth_simultaneous": together,
-            "halfwidth_text": (
-                f"Rank error ±{formatting.halfwidth(one)} ranks for each quantile: with "
-                f"{confidence} confidence at most that many values lie between a released value "
-                "and the true quantile, beyond the grid's own step"
-            ),
-            "halfwidth_simultaneous_text": (
-                f"±{formatting.halfwidth(together)} ranks for all {len(stat.quantiles)} "
-                "quantiles at once"
-            ),
+            "unit": gettext("ranks"), "halfwidth": one, "halfwidth_simultaneous": together,
+            "halfwidth_text": gettext(
+                "Rank error ±%(ranks)s ranks for each quantile: with %(confidence)s confidence at "
+                "most that many values lie between a released value and the true quantile, "
+                "beyond the grid's own step"
+            ) % {"ranks": formatting.halfwidth(one), "confidence": confidence},
+            "halfwidth_simultaneous_text": gettext(
+                "±%(ranks)s ranks for all %(k)s quantiles at once"
+            ) % {"ranks": formatting.halfwidth(together), "k": len(stat.quantiles)},
         }  # fmt: skip
-    unit = f"units of {stat.column.name}"
+    unit = sentences.units_of(stat.column.name)
     one, together = preview["halfwidth"], preview["halfwidth_simultaneous"] or preview["halfwidth"]
     guess = ""
     if stat.n_guess:
         rows = formatting.integer(stat.n_guess)
-        where = "in the smallest group" if stat.kind == "grouped_mean" else "per cell"
-        guess = f" if about {rows} rows have a value {where} (the owner's planning guess)"
+        if stat.kind == "grouped_mean":
+            guess = gettext(
+                " if about %(rows)s rows have a value in the smallest group (the owner's planning "
+                "guess)"
+            ) % {"rows": rows}
+        else:
+            guess = gettext(
+                " if about %(rows)s rows have a value per cell (the owner's planning guess)"
+            ) % {"rows": rows}
         if stat.kind in SPREAD_KINDS:
-            guess += ", for the standard deviation, with a spread guessed at a quarter of the range"
-    what = "each group" if preview["cells"] > 1 else "the value"
+            guess += gettext(
+                ", for the standard deviation, with a spread guessed at a quarter of the range"
+            )
+    width = {"width": formatting.halfwidth(one), "unit": unit, "guess": guess}
+    if preview["cells"] > 1:
+        one_text = gettext("±%(width)s %(unit)s for each group%(guess)s") % width
+        together_text = gettext("±%(width)s %(unit)s for all %(cells)s groups at once") % {
+            "width": formatting.halfwidth(together),
+            "unit": unit,
+            "cells": formatting.integer(preview["cells"]),
+        }
+    else:
+        one_text = gettext("±%(width)s %(unit)s for the value%(guess)s") % width
+        together_text = gettext("±%(width)s %(unit)s (one value: the same interval)") % {
+            "width": formatting.halfwidth(together),
+            "unit": unit,
+        }
     return {
         "unit": unit, "halfwidth": one, "halfwidth_simultaneous": together,
-        "halfwidth_text": f"±{formatting.halfwidth(one)} {unit} for {what}{guess}",
-        "halfwidth_simultaneous_text": (
-            f"±{formatting.halfwidth(together)} {unit} for all "
-            f"{formatting.integer(preview['cells'])} groups at once"
-            if preview["cells"] > 1
-            else f"±{formatting.halfwidth(together)} {unit} (one value: the same interval)"
-        ),
+        "halfwidth_text": one_text,
+        "halfwidth_simultaneous_text": together_text,
     }  # fmt: skip
-
-
-def _missing(stat: StatisticPlan) -> str:
-    out = [f"Rows where {stat.column.name} is missing are left out."]
-    for c in stat.group_columns:
-        if c.missing == Column.Missing.CATEGORY:
-            out.append(f"Rows where {c.name} is missing are in the “Missing” group.")
-        else:
-            out.append(f"Rows where {c.name} is missing are dropped.")
-    return " ".join(out)
-
-
-def _out_of_range(stat: StatisticPlan) -> str:
-    name = stat.column.name
-    if stat.kind == "quantiles":
-        return (
-            f"No clipping: values of {name} below the grid's first candidate rank below every "
-            "candidate, values above its last rank above every one."
-        )
-    lo, hi = (formatting.significant(x, 30) for x in (stat.lower, stat.upper))
-    out = [f"Values of {name} below {lo} count as {lo}, above {hi} as {hi} (clipped)."]
-    for c in stat.group_columns:
-        if c.kind == Column.Kind.CATEGORICAL:
-            out.append(f"Values of {c.name} that are not declared go to the “Other” group.")
-        else:
-            out.append(f"Values of {c.name} outside the bins are clamped into the edge bins.")
-    return " ".join(out)
 
 
 def statistic_review(*, plan: ReleasePlan, stat: StatisticPlan) -> StatisticReview:
     """The review of one grouped, quantile or spread statistic."""
     specs = dp.statistic_noise(plan=plan, stat=stat)
     preview = dp.statistic_accuracy(plan=plan, stat=stat)
-    value_unit = f"units of {stat.column.name}"
+    value_unit = sentences.units_of(stat.column.name)
     noises = _noises(stat, specs, value_unit)
     cells = int(preview["cells"])
     texts = _texts(stat, plan, preview)
     pure = stat.kind == "quantiles"
     if stat.kind == "quantiles":
-        clip = f"Not applicable: a quantile is chosen among the candidates ({_grid_words(stat)})."
-        estimates = (
-            f"The {', '.join(stat.quantiles)} quantile(s) of {stat.column.name}: for each, the "
-            "grid value whose rank is closest to the target rank; only the chosen values are "
-            "released, never a rank or the number of rows."
-        )
-        mechanism_text = (
+        clip = gettext("Not applicable: a quantile is chosen among the candidates (%(grid)s).") % {
+            "grid": sentences.grid_words(stat)
+        }
+        estimates = gettext(
+            "The %(quantiles)s quantile(s) of %(name)s: for each, the grid value whose rank is "
+            "closest to the target rank; only the chosen values are released, never a rank or "
+            "the number of rows."
+        ) % {"quantiles": ", ".join(stat.quantiles), "name": stat.column.name}
+        mechanism_text = gettext(
             "Permute-and-flip (McKenna & Sheldon 2020) over the public grid, sampled exactly "
             "(rational utilities, exact Bernoulli coins, candidate order from the CSPRNG): pure "
             "epsilon-differential privacy"
@@ -274,22 +241,18 @@ def statistic_review(*, plan: ReleasePlan, stat: StatisticPlan) -> StatisticRevi
     else:
         gamma = Fraction(specs[0].granularity)
         lo, hi = (formatting.significant(x, 30) for x in (stat.lower, stat.upper))
-        clip = f"{lo} to {hi}; values are rounded to a public grid of {grid_text(gamma)}."
-        what = {"grouped_sum": "sum", "grouped_mean": "mean", "stddev": "population standard "
-                "deviation", "variance": "population variance"}[stat.kind]  # fmt: skip
-        groups = " and ".join(c.name for c in stat.group_columns)
-        estimates = f"The {what} of {stat.column.name}" + (
-            f" in each group of {groups}" if groups else " over all rows"
-        )
-        estimates += ", each value clipped to the range."
-        if stat.kind == "grouped_mean":
-            estimates += " Noisy sum / noisy count per group; the counts are not published."
+        clip = gettext("%(lo)s to %(hi)s; values are rounded to a public grid of %(grid)s.") % {
+            "lo": lo,
+            "hi": hi,
+            "grid": grid_text(gamma),
+        }
+        estimates = sentences.estimates(stat)
         mechanism_text = review_mechanism_text(stat.kind, plan.mechanism)
     return StatisticReview(
         number=stat.position + 1,
         label=stat.label,
         kind=stat.kind,
-        kind_text=KIND_TEXT[stat.kind],
+        kind_text=sentences.kind_text(stat.kind),
         estimates_text=estimates,
         columns=tuple(ColumnReview.of(c) for c in [stat.column, *stat.group_columns]),
         category="",
@@ -297,8 +260,8 @@ def statistic_review(*, plan: ReleasePlan, stat: StatisticPlan) -> StatisticRevi
         clip_upper=None if pure else stat.upper,
         clip_text=clip,
         cells=cells,
-        out_of_range_text=_out_of_range(stat),
-        missing_text=_missing(stat),
+        out_of_range_text=sentences.out_of_range(stat),
+        missing_text=sentences.missing(stat),
         mechanism="permute_and_flip" if pure else plan.mechanism,
         mechanism_text=mechanism_text,
         epsilon=stat.epsilon,

@@ -46,6 +46,18 @@ def _clear_cache():
     yield
 
 
+@pytest.fixture(autouse=True)
+def _english():
+    """Every test starts in the default language: a request in zh-hans leaves its language
+    active in the thread (LocaleMiddleware activates, nothing deactivates), and services
+    called directly afterwards would write their messages in Chinese."""
+    from django.utils import translation
+
+    translation.activate(django_settings.LANGUAGE_CODE)
+    yield
+    translation.activate(django_settings.LANGUAGE_CODE)
+
+
 @pytest.fixture
 def owner(db):
     return UserFactory(username="olivia-owner")

@@ -94,6 +94,11 @@ ALLOWED = {
     "Roth",
     # math notation
     "exp",
+    "ln",
+    "max",
+    # cited by name: permute-and-flip (McKenna & Sheldon 2020)
+    "McKenna",
+    "Sheldon",
 }
 _STRIP = re.compile(r"<(script|style)\b.*?</\1>|<!--.*?-->", re.S | re.I)
 _VISIBLE_ATTRIBUTE = re.compile(r'\b(?:title|aria-label|placeholder|alt)="([^"]*)"')
@@ -222,3 +227,34 @@ def test_the_builder_scripts_words_in_chinese():
     assert english_left("\n".join(shown), set()) == []
     with translation.override("en"):
         assert builder_text()["remove"] == "Remove"
+
+
+def test_the_review_of_grouped_quantile_and_spread_statistics_in_chinese(
+    client, project, owner, reviewer
+):
+    """The reviewer's page of the issue-14 kinds (releases/review_stats_text.py)."""
+    from releases import lifecycle, services
+    from tests.releases_support import builder_data, make_dataset
+    from tests.test_review_stats import NEW
+
+    dataset = make_dataset(project=project, owner=owner, rows=200)
+    data = builder_data(dataset, statistics=NEW, epsilon="1")
+    release = services.release_save_draft(project=project, actor=owner, data=data)
+    release = lifecycle.release_submit(release=release, actor=owner)
+    words = set()
+    columns = Column.objects.filter(dataset=dataset)
+    texts = [
+        project.name, project.privacy_unit_description, dataset.name, release.title, "olivia-owner",
+        "ravi-reviewer", *release.statistics.values_list("label", flat=True),
+        *columns.values_list("name", flat=True),
+        *(str(c) for column in columns for c in column.categories or []),
+    ]  # fmt: skip
+    for text in texts:
+        words.update(re.findall(r"[A-Za-z][A-Za-z'/]+", text or ""))
+    client.force_login(reviewer)
+    client.cookies[settings.LANGUAGE_COOKIE_NAME] = "zh-hans"
+    response = client.get(reverse("budgets:request_detail", args=[release.budget_request_id]))
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "置换翻转" in page and "秩误差" in page and "分组上限" in page
+    assert english_left(page, words) == []
