@@ -15,6 +15,7 @@ from django.utils.translation import gettext
 from django.views import View
 
 from budgets.models import Membership
+from datasets import reading_words as words
 from datasets.ingest.common import DELIMITERS, QUOTE_CHARS, CsvDialect
 from datasets.ingest.decoding import ENCODINGS
 from datasets.ingest.numbers import THOUSANDS
@@ -73,13 +74,17 @@ class DatasetReadingView(View):
             "preview": preview,
             "dialect": dialect,
             "error": error,
-            "encodings": list(ENCODINGS.items()),
-            "delimiters": list(DELIMITERS.values()),
-            "quotes": list(QUOTE_CHARS.items()),
-            "thousands_choices": [("none", "none")] + [(n, n) for n in THOUSANDS.values()],
+            "encodings": [(code, words.encoding_label(code)) for code in ENCODINGS],
+            "delimiters": [(n, words.separator_label(n)) for n in DELIMITERS.values()],
+            "quotes": [(char, words.quote_label(char)) for char in QUOTE_CHARS],
+            "thousands_choices": [
+                (n, words.separator_label(n)) for n in ["none", *THOUSANDS.values()]
+            ],
             "thousands_name": THOUSANDS.get(dialect.thousands, "none"),
-            "encoding_label": ENCODINGS.get(dialect.encoding, dialect.encoding),
+            "thousands_words": words.separator_label(THOUSANDS.get(dialect.thousands, "none")),
+            "encoding_label": words.encoding_label(dialect.encoding),
             "delimiter_label": DELIMITERS[dialect.delimiter],
+            "delimiter_words": words.separator_label(DELIMITERS[dialect.delimiter]),
             "awaiting_hours": settings.DPPORTAL_AWAITING_UPLOAD_RETENTION_HOURS,
         }
         return render(request, self.template_name, context, status=status)

@@ -43,6 +43,14 @@ ALLOWED = {
     "Big",
     "Shift",
     "JIS",
+    "EUC",
+    "JP",
+    "KR",
+    "ISO",
+    "CP",
+    "HKSCS",
+    "Mac",
+    "Roman",
     "Windows",
     "Latin",
     "gzip",
@@ -258,3 +266,16 @@ def test_the_review_of_grouped_quantile_and_spread_statistics_in_chinese(
     page = response.content.decode()
     assert "置换翻转" in page and "秩误差" in page and "分组上限" in page
     assert english_left(page, words) == []
+
+
+def test_the_reading_page_in_chinese(zh_owner_client, project, owner):
+    """The detection preview of a GBK, semicolon-separated upload: the encodings', separators'
+    and quotes' names are words of the page, the codes stay the form's values."""
+    from tests.test_datasets_encodings import CHINESE, upload, write
+
+    dataset = upload(project, owner, write(CHINESE, "gbk", ";"))
+    response = zh_owner_client.get(reverse("datasets:reading", kwargs={"pk": dataset.pk}))
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "GB18030 / GBK（简体中文）" in page and '<option value="semicolon" selected>分号' in page
+    assert english_left(page, {"data", "csv", "olivia", "owner"}) == []
