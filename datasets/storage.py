@@ -29,6 +29,8 @@ import pyarrow.parquet as pq
 from botocore.exceptions import BotoCoreError, ClientError
 from django.conf import settings
 
+from datasets.ingest.sink import StreamSink
+
 LOCAL = "local"
 S3 = "s3"
 
@@ -92,6 +94,12 @@ def open_output_stream(name: str):
     if not is_remote():
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     return filesystem.open_output_stream(path)
+
+
+def parquet_sink(name: str) -> StreamSink:
+    """An ingest's Parquet streamed straight to the stored name (datasets.ingest.sink):
+    on S3 a multipart upload, parts sent as they fill, the object deleted if discarded."""
+    return StreamSink(opener=lambda: open_output_stream(name), remover=lambda: delete(name))
 
 
 def store_local_file(local: Path, name: str) -> None:

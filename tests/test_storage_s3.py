@@ -146,3 +146,58 @@ def test_check_connections_s3_and_a_missing_bucket(settings, s3_storage):
         call_command("check_connections", stdout=out)
     assert "FAILED: storage s3" in out.getvalue()
     assert "spark: ok: Spark 4.3.0 at local" in out.getvalue()
+
+
+def _local_parquet_files(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.rglob("*") if "parquet" in p.name)
+
+
+@pytest.mark.django_db
+def test_ingest_streams_its_parquet_to_the_bucket_with_nothing_staged_on_disk(tmp_path, s3_storage):
+    """Every progress report of a multi-row-group ingest finds no Parquet (nor temporary
+    file) on the local disk: the row groups leave for the bucket as they are written."""
+    from datasets.ingest.common import IngestLimits
+    from datasets.ingest.formats import ingest_file
+    from datasets.ingest.writer import ROW_GROUP_ROWS
+
+    rows = 2 * ROW_GROUP_ROWS + 7
+    source = tmp_path / "big.csv"
+    source.write_bytes(
+        b"age,region\n" + b"".join(f"{i % 90},r{i % 4}\n".encode() for i in range(rows))
+    )
+    folder = tmp_path / "work"
+    folder.mkdir()
+    seen: list[list[str]] = []
+    result = ingest_file(
+        source=source,
+        destination=folder / "data.parquet",
+        limits=IngestLimits(10**9, 10**9, 10),
+        on_progress=lambda _: seen.append(_local_parquet_files(folder)),
+        sink=storage.parquet_sink("datasets/77/data.parquet"),
+    )
+    assert len(seen) > 2 and all(found == [] for found in seen)
+    assert _local_parquet_files(folder) == []
+    table = storage.open_parquet("datasets/77/data.parquet").read()
+    assert table.num_rows == rows and table.column("age").to_pylist()[:3] == [0, 1, 2]
+    assert [p.name for p in result.profiles] == ["age", "region"]
+
+
+@pytest.mark.django_db
+def test_an_ingest_refused_midway_deletes_what_it_streamed(tmp_path, s3_storage):
+    from datasets.ingest.common import IngestLimits, IngestRejected
+    from datasets.ingest.formats import ingest_file
+    from datasets.ingest.writer import ROW_GROUP_ROWS
+
+    body = b"".join(f"{i},r{i % 4}\n".encode() for i in range(2 * ROW_GROUP_ROWS))
+    source = tmp_path / "bad.csv"
+    source.write_bytes(b"age,region\n" + body + b"1,2,3\n")  # a ragged row at the end
+    with pytest.raises(IngestRejected):
+        ingest_file(
+            source=source,
+            destination=tmp_path / "data.parquet",
+            limits=IngestLimits(10**9, 10**9, 10),
+            sink=storage.parquet_sink("datasets/78/data.parquet"),
+        )
+    assert not storage.exists("datasets/78/data.parquet")
+    endpoint, bucket = s3_storage["DPPORTAL_S3_ENDPOINT_URL"], s3_storage["DPPORTAL_S3_BUCKET"]
+    assert bucket_keys(endpoint, bucket) == []

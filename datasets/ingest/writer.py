@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -37,6 +36,7 @@ from datasets.ingest.reader import (
     inspect_sample,
     read_header_and_sample,
 )
+from datasets.ingest.sink import LocalSink, ParquetSink
 
 ROW_GROUP_ROWS = 262_144
 
@@ -60,13 +60,15 @@ def ingest_csv(
     limits: IngestLimits,
     on_progress: Callable[[float], None] | None = None,
     dialect: CsvDialect = PLAIN,
+    sink: ParquetSink | None = None,
 ) -> IngestResult:
     """Validate `source` (CSV, plain or gzip) and write it to `destination` as Parquet.
 
-    Writes to a temporary file next to `destination` (see temporary_parquet_paths)
-    and renames it into place only on success; on any failure the temporary file is
-    removed and IngestRejected (or the unexpected error) propagates. A process killed
-    midway leaves its temporary file behind: the caller removes it before a restart.
+    Writes through `sink` (default: a temporary file next to `destination`, renamed into
+    place only on success; see datasets.ingest.sink) and keeps the Parquet only on
+    success; on any failure it is discarded and IngestRejected (or the unexpected
+    error) propagates. A process killed midway leaves its temporary file behind: the
+    caller removes it before a restart.
     A gzip upload is first decompressed once without parsing (check_decompressed), so
     a bomb is refused in seconds, before any CSV is parsed or Parquet written.
     `dialect` says how to read the text (encoding, delimiter, quote, decimal mark,
@@ -82,21 +84,21 @@ def ingest_csv(
     types, warnings = inspect_sample(
         names, sample, dialect=dialect, max_row_bytes=limits.max_row_bytes
     )
-    temporary = destination.with_name(f".{destination.name}.{os.getpid()}-{uuid.uuid4().hex}.tmp")
+    sink = sink or LocalSink(destination)
     try:
         try:
             # grouped numbers ('1.234,5') and decimal commas are read as text and made
             # plain (tolerant path): pyarrow's decimal_point=',' also takes '1.000' as 1.0
             if dialect.thousands or dialect.decimal_comma:
                 raise _ConversionFailed()
-            profiles = _convert(source, temporary, names, types, limits, on_progress, dialect)
+            profiles = _convert(source, sink.open(), names, types, limits, on_progress, dialect)
         except _ConversionFailed:
             profiles = _convert(
-                source, temporary, names, types, limits, on_progress, dialect, tolerant=True
+                source, sink.open(), names, types, limits, on_progress, dialect, tolerant=True
             )
-        os.replace(temporary, destination)
+        sink.commit()
     finally:
-        temporary.unlink(missing_ok=True)
+        sink.discard()
     return IngestResult(profiles=profiles, warnings=warnings)
 
 
@@ -107,7 +109,7 @@ def temporary_parquet_paths(destination: Path) -> list[Path]:
 
 def _convert(
     source: Path,
-    temporary: Path,
+    temporary: Any,
     names: list[str],
     types: dict[str, str],
     limits: IngestLimits,

@@ -207,6 +207,9 @@ def _run(*, dataset: Dataset) -> Dataset | None:
     if stale:
         logger.info("dataset %s: removed %s stale temporary file(s)", dataset_id, len(stale))
     started = time.monotonic()
+    stored = f"{storage.dataset_prefix(dataset_id)}/{destination.name}"
+    # to a bucket the Parquet streams straight to its object (nothing staged on this disk)
+    sink = storage.parquet_sink(stored) if storage.is_remote() else None
     try:
         result = ingest_file(
             source=Path(settings.MEDIA_ROOT) / dataset.source_file,
@@ -215,6 +218,7 @@ def _run(*, dataset: Dataset) -> Dataset | None:
             limits=ingest_limits(),
             on_progress=_progress_reporter(dataset_id=dataset_id, attempt=attempt),
             dialect=CsvDialect.from_dict(dataset.read_options) if dataset.read_options else None,
+            sink=sink,
         )
     except IngestRejected as exc:
         logger.info("dataset %s rejected", dataset_id)
@@ -229,20 +233,6 @@ def _run(*, dataset: Dataset) -> Dataset | None:
         )
         reason = "The file could not be ingested."
         return _fail(dataset_id=dataset_id, attempt=attempt, reason=reason)
-    stored = f"{storage.dataset_prefix(dataset_id)}/{destination.name}"
-    if storage.is_remote():
-        try:  # the Parquet was staged locally; stream it to the bucket, then drop it here
-            storage.store_local_file(destination, stored)
-        except Exception as exc:
-            logger.error(
-                "dataset %s: storing the Parquet failed: %s", dataset_id, type(exc).__name__
-            )
-            storage.delete(stored)
-            return _fail(
-                dataset_id=dataset_id, attempt=attempt, reason="The file could not be stored."
-            )
-        finally:
-            destination.unlink(missing_ok=True)
 
     try:
         with transaction.atomic():

@@ -28,6 +28,7 @@ from datasets.ingest.formats.unwrap import (
     unzip_single,
 )
 from datasets.ingest.reader import PLAIN
+from datasets.ingest.sink import LocalSink, ParquetSink
 from datasets.ingest.writer import IngestResult, ingest_csv
 
 #: the formats, by extension, with what their first bytes must be (None: text)
@@ -97,8 +98,11 @@ def ingest_file(
     on_progress: Callable[[float], None] | None = None,
     sheet: str = "",
     dialect: CsvDialect | None = None,
+    sink: ParquetSink | None = None,
 ) -> IngestResult:
-    """Ingest an upload of any accepted format (see MAGIC) into `destination`.
+    """Ingest an upload of any accepted format (see MAGIC) into `destination`, or into
+    `sink` when one is given (e.g. a stream to a bucket; `destination`'s folder then only
+    holds the temporary unpacked copy).
 
     `dialect` (the confirmed read options) applies to a CSV or TSV only (None: UTF-8
     with a header, comma- or tab-separated as the name says); `sheet` to Excel.
@@ -111,9 +115,11 @@ def ingest_file(
     if size > limits.max_upload_bytes:
         raise IngestRejected(f"The file is larger than {human_size(limits.max_upload_bytes)}.")
     fmt, wrapper = file_format(source.name)
+    sink = sink or LocalSink(destination)
     if fmt in TEXT and wrapper != "zip":
         return ingest_csv(source=source, destination=destination, limits=limits,
-                          on_progress=on_progress, dialect=dialect or TEXT[fmt])  # fmt: skip
+                          on_progress=on_progress, dialect=dialect or TEXT[fmt],
+                          sink=sink)  # fmt: skip
     unpacked = destination.with_name(
         f".{destination.name}.{os.getpid()}-{uuid.uuid4().hex}-unpacked.tmp"
     )
@@ -131,14 +137,15 @@ def ingest_file(
         )
         if fmt in TEXT:
             return ingest_csv(source=path, destination=destination, limits=unpacked_limits,
-                              on_progress=on_progress, dialect=dialect or TEXT[fmt])  # fmt: skip
+                              on_progress=on_progress, dialect=dialect or TEXT[fmt],
+                              sink=sink)  # fmt: skip
         _check_magic(fmt, path)
-        return _ingest_typed(fmt, path, destination, unpacked_limits, on_progress, sheet)
+        return _ingest_typed(fmt, path, sink, unpacked_limits, on_progress, sheet)
     finally:
         unpacked.unlink(missing_ok=True)
 
 
-def _ingest_typed(fmt, path, destination, limits, on_progress, sheet) -> IngestResult:
+def _ingest_typed(fmt, path, sink, limits, on_progress, sheet) -> IngestResult:
     if fmt == "xlsx":
         reader = ExcelReader(path, limits, sheet)
     elif fmt == "parquet":
@@ -151,7 +158,7 @@ def _ingest_typed(fmt, path, destination, limits, on_progress, sheet) -> IngestR
             profiles = write_batches(
                 layout=layout,
                 batches=reader.batches(layout.types),
-                destination=destination,
+                sink=sink,
                 on_progress=on_progress,
             )
             return IngestResult(profiles=profiles, warnings=[])

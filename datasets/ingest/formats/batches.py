@@ -4,7 +4,7 @@ A format reader gives the column names, each column's type (integer, float or
 string, as the CSV reader infers them) and an iterator of pyarrow RecordBatches.
 Here every batch is converted to the column types (int64, float64, string: the
 same schema the CSV ingest writes), checked, profiled and written in row groups of
-ROW_GROUP_ROWS rows to a temporary file renamed into place only on success.
+ROW_GROUP_ROWS rows through a sink (datasets.ingest.sink) kept only on success.
 
 A float column whose sampled values were all whole numbers is read as integer; a
 later fractional value raises Widen, and the caller reads the file again with
@@ -13,11 +13,8 @@ those columns as float (as the CSV ingest reads again with text columns).
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -35,6 +32,7 @@ from datasets.ingest.common import (
 )
 from datasets.ingest.profile import ColumnProfile, profile_update
 from datasets.ingest.reader import _check_header
+from datasets.ingest.sink import ParquetSink
 
 ROW_GROUP_ROWS = 262_144
 
@@ -69,19 +67,18 @@ def write_batches(
     *,
     layout: Layout,
     batches: Iterator[tuple[pa.RecordBatch, float]],
-    destination: Path,
+    sink: ParquetSink,
     on_progress: Callable[[float], None] | None,
 ) -> list[ColumnProfile]:
-    """Write (batch, fraction read) pairs to `destination`; returns the profiles."""
+    """Write (batch, fraction read) pairs through `sink`; returns the profiles."""
     names, types = layout.names, layout.types
     profiles = [ColumnProfile(n, i, types[n]) for i, n in enumerate(names)]
     for profile in profiles:
         profile.value_labels = layout.value_labels.get(profile.name)
     schema = pa.schema([(n, ARROW_TYPES[types[n]]) for n in names])
-    temporary = destination.with_name(f".{destination.name}.{os.getpid()}-{uuid.uuid4().hex}.tmp")
     rows = 0
     try:
-        with pq.ParquetWriter(temporary, schema, compression="snappy") as writer:
+        with pq.ParquetWriter(sink.open(), schema, compression="snappy") as writer:
             pending: list[pa.RecordBatch] = []
             pending_rows = 0
             for batch, fraction in batches:
@@ -103,9 +100,9 @@ def write_batches(
                 writer.write_table(pa.Table.from_batches(pending, schema), ROW_GROUP_ROWS)
         if rows == 0:
             raise IngestRejected("The file has a header but no data rows.")
-        os.replace(temporary, destination)
+        sink.commit()
     finally:
-        temporary.unlink(missing_ok=True)
+        sink.discard()
     return profiles
 
 
