@@ -33,7 +33,7 @@ def members_post_only(view):
     @wraps(view)
     def wrapper(request: HttpRequest, *args, **kwargs):
         if not request.user.is_authenticated:
-            raise PermissionDenied("You must be logged in.")
+            raise PermissionDenied(gettext("You must be logged in."))
         return view(request, *args, **kwargs)
 
     return require_POST(wrapper)
@@ -124,7 +124,7 @@ def _project_for_budget_page(request: HttpRequest, slug: str) -> Project:
     if request.user.is_staff:
         project = Project.objects.filter(slug=slug).first()
         if project is None:
-            raise NotFound("No such project.")
+            raise NotFound(gettext("No such project."))
         return project
     return selectors.project_get_for_member(slug=slug, user=request.user)
 

@@ -10,9 +10,9 @@ from django.db.models.functions import Coalesce
 from django.utils.translation import gettext
 
 from budgets.models import Membership, Project
-from budgets.selectors import project_roles
+from budgets.selectors import project_roles, role_required
 from datasets.models import Column, Dataset
-from dpportal.errors import NotFound, PermissionDenied
+from dpportal.errors import NotFound
 
 # Release statuses in which the dataset's declaration may still change.
 EDITABLE_RELEASE_STATUSES = ("draft",)
@@ -32,9 +32,9 @@ def dataset_get_for_member(
     dataset = Dataset.objects.select_related("project").filter(pk=dataset_id).first()
     held = project_roles(project=dataset.project, user=user) if dataset else set()
     if dataset is None or not held:
-        raise NotFound("No such dataset.")
+        raise NotFound(gettext("No such dataset."))
     if roles is not None and not (held & roles):
-        raise PermissionDenied(f"This needs the {' or '.join(sorted(roles))} role in the project.")
+        raise role_required(roles)
     return dataset
 
 

@@ -15,6 +15,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from django.utils.translation import gettext
 
 from dpportal.errors import ValidationFailed
 from dpportal.privacy import accounting, mechanisms, noise, planning, sensitivity
@@ -143,7 +144,10 @@ def statistic_accuracy(*, plan: ReleasePlan, stat: StatisticPlan) -> dict[str, A
                 **params, epsilon=stat.epsilon, simultaneous=True
             )
     except PrivacyParameterError as exc:
-        raise ValidationFailed(f"Statistic {stat.position + 1}: {exc}")
+        raise ValidationFailed(
+            gettext("Statistic %(number)s: %(problem)s")
+            % {"number": stat.position + 1, "problem": exc}
+        )
     return {
         "cells": params["cells"],
         "halfwidth": per_cell,
@@ -196,7 +200,10 @@ def statistic_noise(*, plan: ReleasePlan, stat: StatisticPlan) -> tuple[noise.No
             sum_share=share, **common,
         )  # fmt: skip
     except PrivacyParameterError as exc:
-        raise ValidationFailed(f"Statistic {stat.position + 1}: {exc}")
+        raise ValidationFailed(
+            gettext("Statistic %(number)s: %(problem)s")
+            % {"number": stat.position + 1, "problem": exc}
+        )
 
 
 def statistic_records(*, plan: ReleasePlan, stat: StatisticPlan) -> list[MechanismRecord]:
@@ -242,17 +249,20 @@ def epsilon_for_target(*, plan: ReleasePlan, stat: StatisticPlan) -> Fraction:
         return dp_stats.epsilon_for_target(plan=plan, stat=stat)
     params = _planning_parameters(plan=plan, stat=stat)
     target = _frac(stat.target_halfwidth)
-    where = f"Statistic {stat.position + 1}"
+    where = gettext("Statistic %(number)s") % {"number": stat.position + 1}
     try:
         high = planning.EPSILON_RANGE[1]
         if planning.statistic_halfwidth(**params, epsilon=high) > target:
             raise ValidationFailed(
-                f"{where}: the target half-width {float(target):g} would need an epsilon "
-                f"above {high}; choose a wider target."
+                gettext(
+                    "%(where)s: the target half-width %(target)s would need an epsilon above "
+                    "%(high)s; choose a wider target."
+                )
+                % {"where": where, "target": f"{float(target):g}", "high": high}
             )
         return planning.epsilon_for_halfwidth(**params, halfwidth=target)
     except PrivacyParameterError as exc:
-        raise ValidationFailed(f"{where}: {exc}")
+        raise ValidationFailed(gettext("%(where)s: %(problem)s") % {"where": where, "problem": exc})
 
 
 # --- drawing noise: the only function that receives a true aggregate ------------------

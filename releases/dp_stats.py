@@ -18,6 +18,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from django.utils.translation import gettext
 
 from dpportal.errors import ValidationFailed
 from dpportal.privacy import planning_stats, quantiles, sensitivity
@@ -141,7 +142,7 @@ def _rank_error(plan: ReleasePlan, stat: StatisticPlan, epsilon: object, k: int 
 
 def statistic_accuracy(*, plan: ReleasePlan, stat: StatisticPlan) -> dict[str, Any]:
     """The preview of one new-kind statistic (keys: stats14-format.md, "Preview")."""
-    where = f"Statistic {stat.position + 1}"
+    where = gettext("Statistic %(number)s") % {"number": stat.position + 1}
     try:
         if stat.kind == "quantiles":
             k = len(stat.quantiles)
@@ -163,12 +164,12 @@ def statistic_accuracy(*, plan: ReleasePlan, stat: StatisticPlan) -> dict[str, A
             "n_guess": stat.n_guess,
         }
     except PrivacyParameterError as exc:
-        raise ValidationFailed(f"{where}: {exc}")
+        raise ValidationFailed(gettext("%(where)s: %(problem)s") % {"where": where, "problem": exc})
 
 
 def epsilon_for_target(*, plan: ReleasePlan, stat: StatisticPlan) -> Fraction:
     """The smallest epsilon meeting the target: a per-cell half-width, or a rank error."""
-    where = f"Statistic {stat.position + 1}"
+    where = gettext("Statistic %(number)s") % {"number": stat.position + 1}
     target = _frac(stat.target_halfwidth)
     try:
         if stat.kind == "quantiles":
@@ -179,7 +180,10 @@ def epsilon_for_target(*, plan: ReleasePlan, stat: StatisticPlan) -> Fraction:
             )  # fmt: skip
         return planning_stats.epsilon_for_target(lambda e: _halfwidth(plan, stat, e), target)
     except PrivacyParameterError as exc:
-        raise ValidationFailed(f"{where}: no epsilon in range meets the target ({exc}).")
+        raise ValidationFailed(
+            gettext("%(where)s: no epsilon in range meets the target (%(problem)s).")
+            % {"where": where, "problem": exc}
+        )
 
 
 def statistic_noise(*, plan: ReleasePlan, stat: StatisticPlan) -> tuple[NoiseSpec, ...]:
@@ -204,7 +208,10 @@ def statistic_noise(*, plan: ReleasePlan, stat: StatisticPlan) -> tuple[NoiseSpe
             return (grouped_sum_noise(**args),)
         return grouped_mean_noise(**args, sum_share=GROUPED_SUM_SHARE)
     except PrivacyParameterError as exc:
-        raise ValidationFailed(f"Statistic {stat.position + 1}: {exc}")
+        raise ValidationFailed(
+            gettext("Statistic %(number)s: %(problem)s")
+            % {"number": stat.position + 1, "problem": exc}
+        )
 
 
 def mechanism_records(*, plan: ReleasePlan, stat: StatisticPlan) -> list[MechanismRecord]:

@@ -18,10 +18,11 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import models, transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from budgets import services as budget_services
 from budgets.models import Membership
-from budgets.selectors import project_roles
+from budgets.selectors import project_roles, role_required
 from dpportal.errors import InvalidTransition, NotFound, PermissionDenied
 from releases import dispatch
 from releases.models import Release, ReleaseEvent, ReleaseResult
@@ -71,8 +72,11 @@ def release_transition(
     from_status = release.status
     if not transition_allowed(from_status=from_status, to_status=to_status):
         raise InvalidTransition(
-            f"A release that is {Release.Status(from_status).label.lower()} cannot become "
-            f"{Release.Status(to_status).label.lower()}."
+            gettext("A release that is %(from_status)s cannot become %(to_status)s.")
+            % {
+                "from_status": str(Release.Status(from_status).label).lower(),
+                "to_status": str(Release.Status(to_status).label).lower(),
+            }
         )
     release.status = to_status
     release.save(update_fields=["status", *extra_fields])
@@ -91,18 +95,18 @@ def release_lock(*, release_id: int) -> Release:
     """The release row, locked until the end of the caller's transaction."""
     release = Release.objects.select_for_update().filter(pk=release_id).first()
     if release is None:
-        raise NotFound("No such release.")
+        raise NotFound(gettext("No such release."))
     return release
 
 
 def _require_role(*, release: Release, user: AbstractBaseUser | None, role: str) -> None:
     if user is None:
-        raise PermissionDenied("You must be logged in.")
+        raise PermissionDenied(gettext("You must be logged in."))
     roles = project_roles(project=release.project, user=user)
     if not roles:
-        raise NotFound("No such release.")
+        raise NotFound(gettext("No such release."))
     if role not in roles:
-        raise PermissionDenied(f"This needs the {role} role in the project.")
+        raise role_required({role})
 
 
 def release_submit(*, release: Release, actor: AbstractBaseUser) -> Release:
@@ -115,7 +119,7 @@ def release_submit(*, release: Release, actor: AbstractBaseUser) -> Release:
         locked = release_lock(release_id=release.pk)
         _require_role(release=locked, user=actor, role=Membership.Role.OWNER)
         if locked.status != S.DRAFT:
-            raise InvalidTransition("Only a draft release can be submitted.")
+            raise InvalidTransition(gettext("Only a draft release can be submitted."))
         frozen = release_freeze(release=locked)
         budget_request = budget_services.budget_request_create(
             project=locked.project,
@@ -152,9 +156,9 @@ def release_approve(*, release: Release, reviewer: AbstractBaseUser, comment: st
     with transaction.atomic():
         locked = release_lock(release_id=release.pk)
         if not project_roles(project=locked.project, user=reviewer):
-            raise NotFound("No such release.")
+            raise NotFound(gettext("No such release."))
         if locked.status != S.SUBMITTED or locked.budget_request_id is None:
-            raise InvalidTransition("Only a submitted release can be approved.")
+            raise InvalidTransition(gettext("Only a submitted release can be approved."))
         budget_services.budget_request_approve(
             budget_request_id=locked.budget_request_id, reviewer=reviewer, comment=comment
         )
@@ -173,9 +177,9 @@ def release_reject(*, release: Release, reviewer: AbstractBaseUser, comment: str
     with transaction.atomic():
         locked = release_lock(release_id=release.pk)
         if not project_roles(project=locked.project, user=reviewer):
-            raise NotFound("No such release.")
+            raise NotFound(gettext("No such release."))
         if locked.status != S.SUBMITTED or locked.budget_request_id is None:
-            raise InvalidTransition("Only a submitted release can be rejected.")
+            raise InvalidTransition(gettext("Only a submitted release can be rejected."))
         budget_services.budget_request_reject(
             budget_request_id=locked.budget_request_id, reviewer=reviewer, comment=comment
         )
@@ -195,7 +199,8 @@ def release_withdraw(*, release: Release, actor: AbstractBaseUser) -> Release:
         _require_role(release=locked, user=actor, role=Membership.Role.OWNER)
         if not transition_allowed(from_status=locked.status, to_status=S.WITHDRAWN):
             raise InvalidTransition(
-                f"A release that is {locked.get_status_display().lower()} cannot be withdrawn."
+                gettext("A release that is %(status)s cannot be withdrawn.")
+                % {"status": locked.get_status_display().lower()}
             )
         if locked.budget_request_id is not None:
             budget_services.budget_request_withdraw(
@@ -211,7 +216,7 @@ def release_publish(*, release: Release, actor: AbstractBaseUser) -> Release:
         locked = release_lock(release_id=release.pk)
         _require_role(release=locked, user=actor, role=Membership.Role.OWNER)
         if locked.status != S.COMPUTED:
-            raise InvalidTransition("Only a computed release can be published.")
+            raise InvalidTransition(gettext("Only a computed release can be published."))
         locked.published_at = timezone.now()
         locked.published_by = actor
         release_transition(

@@ -10,6 +10,7 @@ privacy unit in words by `releases.public.facts`); the downloads by
 from __future__ import annotations
 
 from django.db.models import Count, Max, Q, QuerySet
+from django.utils.translation import gettext
 
 from budgets.models import Project
 from dpportal.errors import NotFound
@@ -36,7 +37,7 @@ def project_get_published(*, slug: str) -> Project:
     """The project named `slug` if it has a published release; NotFound otherwise."""
     project = project_list_published().filter(slug=slug).first()
     if project is None:
-        raise NotFound("No such project.")
+        raise NotFound(gettext("No such project."))
     return project
 
 
@@ -67,7 +68,7 @@ def release_get_published(*, slug: str, release_id: int) -> Release:
         .first()
     )
     if release is None:
-        raise NotFound("No such release.")
+        raise NotFound(gettext("No such release."))
     return release
 
 

@@ -6,10 +6,11 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
+from django.utils.translation import gettext
 
 from budgets.models import Project
-from budgets.selectors import project_roles
-from dpportal.errors import NotFound, PermissionDenied
+from budgets.selectors import project_roles, role_required
+from dpportal.errors import NotFound
 from releases.lifecycle import release_worker_lost
 from releases.models import Release, ReleaseResult
 
@@ -28,7 +29,7 @@ def release_get_for_member(
     try:
         pk = int(str(release_id))
     except (TypeError, ValueError):
-        raise NotFound("No such release.")
+        raise NotFound(gettext("No such release."))
     release = (
         Release.objects.select_related("project", "dataset", "budget_request", "created_by")
         .filter(pk=pk)
@@ -36,9 +37,9 @@ def release_get_for_member(
     )
     held = project_roles(project=release.project, user=user) if release else set()
     if release is None or not held:
-        raise NotFound("No such release.")
+        raise NotFound(gettext("No such release."))
     if roles is not None and not (held & roles):
-        raise PermissionDenied(f"This needs the {' or '.join(sorted(roles))} role in the project.")
+        raise role_required(roles)
     return release
 
 

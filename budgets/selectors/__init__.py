@@ -33,6 +33,7 @@ from budgets.selectors.projects import (
     project_get_public,
     project_list_for_user,
     project_roles,
+    role_required,
 )
 from budgets.selectors.registry import (
     ACCOUNTING_RULE,
@@ -85,6 +86,7 @@ __all__ = [
     "project_registry_cached",
     "project_registry_version",
     "project_roles",
+    "role_required",
     "spend_standing",
     "statistic_lines",
 ]

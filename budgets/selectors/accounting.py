@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
+from django.utils.translation import gettext
+
 from budgets import amounts
 from budgets.models import LedgerEntry, Project
 from dpportal import formatting
@@ -115,40 +117,60 @@ class CostFit:
     def refusal(self, *, what: str) -> str:
         """Why it does not fit, for a reviewer or owner: both bounds, in words.
 
-        `what` names the thing that costs ("this request", "this release").
+        `what` names the thing that costs ("this request", "this release"), in the
+        active language, as the whole message is.
         """
         eps_left = amounts.sub(self.project.epsilon_cap, self.summary.epsilon_committed)
         delta_left = amounts.sub(self.project.delta_cap, self.summary.delta_committed)
-        cost = (
-            f"Budget exceeded: {what} costs epsilon {amounts.text(self.epsilon)}, "
-            f"delta {amounts.text(self.delta)}"
-        )
+        values = {
+            "what": what,
+            "epsilon": amounts.text(self.epsilon),
+            "delta": amounts.text(self.delta),
+            "epsilon_left": amounts.text(eps_left),
+            "delta_left": amounts.text(delta_left),
+            "epsilon_committed": amounts.text(self.summary.epsilon_committed),
+            "delta_committed": amounts.text(self.summary.delta_committed),
+            "epsilon_cap": amounts.text(self.project.epsilon_cap),
+            "delta_cap": amounts.text(self.project.delta_cap),
+        }
         if eps_left >= 0 and delta_left >= 0:
-            message = (
-                f"{cost}, but only epsilon {amounts.text(eps_left)}, delta "
-                f"{amounts.text(delta_left)} remain in the project by basic composition "
-                "(the plain sums of all releases)."
+            message = gettext(
+                "Budget exceeded: %(what)s costs epsilon %(epsilon)s, delta %(delta)s, but only "
+                "epsilon %(epsilon_left)s, delta %(delta_left)s remain in the project by basic "
+                "composition (the plain sums of all releases)."
             )
         else:
-            message = (
-                f"{cost}, and by basic composition (the plain sums of all releases) the "
-                f"project is already past its cap: epsilon "
-                f"{amounts.text(self.summary.epsilon_committed)}, delta "
-                f"{amounts.text(self.summary.delta_committed)} committed of epsilon "
-                f"{amounts.text(self.project.epsilon_cap)}, delta "
-                f"{amounts.text(self.project.delta_cap)}."
+            message = gettext(
+                "Budget exceeded: %(what)s costs epsilon %(epsilon)s, delta %(delta)s, and by "
+                "basic composition (the plain sums of all releases) the project is already past "
+                "its cap: epsilon %(epsilon_committed)s, delta %(delta_committed)s committed of "
+                "epsilon %(epsilon_cap)s, delta %(delta_cap)s."
             )
+        message = message % values
         if self.tight is None:
             return message
         before, after = self.tight.before.pld_epsilon, self.tight.after.pld_epsilon
         left = float(self.project.epsilon_cap) - before
-        remains = f", so epsilon {epsilon_text(left)} remains" if left > 0 else ""
-        return (
-            f"{message} Counted tightly (privacy loss distributions, at the cap's delta "
-            f"{amounts.text(self.project.delta_cap)}), the project has used epsilon "
-            f"{epsilon_text(before)} of its cap of {amounts.text(self.project.epsilon_cap)}"
-            f"{remains}, and {what} would bring it to epsilon {epsilon_text(after)}."
-        )
+        values |= {
+            "message": message,
+            "before": epsilon_text(before),
+            "after": epsilon_text(after),
+            "left": epsilon_text(left),
+        }
+        if left > 0:
+            tight = gettext(
+                "%(message)s Counted tightly (privacy loss distributions, at the cap's delta "
+                "%(delta_cap)s), the project has used epsilon %(before)s of its cap of "
+                "%(epsilon_cap)s, so epsilon %(left)s remains, and %(what)s would bring it to "
+                "epsilon %(after)s."
+            )
+        else:
+            tight = gettext(
+                "%(message)s Counted tightly (privacy loss distributions, at the cap's delta "
+                "%(delta_cap)s), the project has used epsilon %(before)s of its cap of "
+                "%(epsilon_cap)s, and %(what)s would bring it to epsilon %(after)s."
+            )
+        return tight % values
 
     def extra(self) -> dict[str, str | None]:
         """The refusal's machine-readable details: exact strings (JSON keeps exact values)."""

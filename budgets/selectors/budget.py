@@ -11,6 +11,7 @@ from typing import ClassVar
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import connection
 from django.db.models import Q, QuerySet, Sum
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from budgets import amounts
@@ -300,7 +301,7 @@ def budget_request_get_for_member(
         .first()
     )
     if budget_request is None or not project_roles(project=budget_request.project, user=user):
-        raise NotFound("No such budget request.")
+        raise NotFound(gettext("No such budget request."))
     return budget_request
 
 

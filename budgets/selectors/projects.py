@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
+from django.utils.translation import gettext
 
 from budgets.models import Membership, Project
 from dpportal.errors import NotFound, PermissionDenied
@@ -27,10 +28,23 @@ def project_get_for_member(
     project = Project.objects.filter(slug=slug).first()
     held = project_roles(project=project, user=user) if project else set()
     if project is None or not held:
-        raise NotFound("No such project.")
+        raise NotFound(gettext("No such project."))
     if roles is not None and not (held & roles):
-        raise PermissionDenied(f"This needs the {' or '.join(sorted(roles))} role in the project.")
+        raise role_required(roles)
     return project
+
+
+def role_required(roles: set[str]) -> PermissionDenied:
+    """The refusal for a member holding none of `roles` (role codes), naming them by label."""
+    labels = [str(Membership.Role(r).label).lower() for r in sorted(roles)]
+    if len(labels) == 1:
+        return PermissionDenied(
+            gettext("This needs the %(role)s role in the project.") % {"role": labels[0]}
+        )
+    return PermissionDenied(
+        gettext("This needs one of these roles in the project: %(roles)s.")
+        % {"roles": ", ".join(labels)}
+    )
 
 
 def project_list_for_user(*, user: AbstractBaseUser) -> QuerySet[Project]:
@@ -41,5 +55,5 @@ def project_get_public(*, slug: str) -> Project:
     """Any project, for its public registry (NotFound if there is none)."""
     project = Project.objects.filter(slug=slug).first()
     if project is None:
-        raise NotFound("No such project.")
+        raise NotFound(gettext("No such project."))
     return project

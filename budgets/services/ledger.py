@@ -9,6 +9,7 @@ import logging
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext
 
 from budgets.models import BudgetRequest, LedgerEntry, Membership, Project
 from budgets.services.validation import _check_note
@@ -26,12 +27,12 @@ def _lock_request(*, budget_request_id: object) -> tuple[Project, BudgetRequest]
     try:
         request_id = int(budget_request_id)  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        raise NotFound("No such budget request.")
+        raise NotFound(gettext("No such budget request."))
     project_id = (
         BudgetRequest.objects.filter(pk=request_id).values_list("project_id", flat=True).first()
     )
     if project_id is None:
-        raise NotFound("No such budget request.")
+        raise NotFound(gettext("No such budget request."))
     project = Project.objects.select_for_update().get(pk=project_id)
     budget_request = BudgetRequest.objects.select_for_update().get(pk=request_id)
     return project, budget_request
@@ -87,13 +88,13 @@ def _settle_open(
         # Idempotency: the locked row and the ledger decide, never the caller's copy.
         if locked.status != BudgetRequest.Status.APPROVED:
             raise InvalidTransition(
-                f"This request is {locked.get_status_display().lower()}; "
-                "it holds no reservation to settle."
+                gettext("This request is %(status)s; it holds no reservation to settle.")
+                % {"status": locked.get_status_display().lower()}
             )
         reserve = _open_reservation(budget_request=locked)
         if reserve is None:
             raise InvalidTransition(
-                "This request has no open reservation: it was already charged or returned."
+                gettext("This request has no open reservation: it was already charged or returned.")
             )
         entry = _settle(
             project=project,
@@ -130,4 +131,6 @@ def _settle(
             )
     except IntegrityError:
         # The partial unique index: a second settlement of one reservation.
-        raise InvalidTransition("This request's reservation was already charged or returned.")
+        raise InvalidTransition(
+            gettext("This request's reservation was already charged or returned.")
+        )

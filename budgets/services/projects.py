@@ -73,7 +73,7 @@ def project_create(
 def membership_add(*, project: Project, user: AbstractBaseUser, role: str) -> Membership:
     """Give `user` a role in `project` (idempotent)."""
     if role not in Membership.Role.values:
-        raise ValidationFailed(f"Unknown role '{role}'.")
+        raise ValidationFailed(gettext("Unknown role '%(role)s'.") % {"role": role})
     membership, _ = Membership.objects.get_or_create(project=project, user=user, role=role)
     return membership
 
@@ -98,13 +98,13 @@ def project_caps_update(
         is_staff = bool(getattr(actor, "is_staff", False))
         roles = _user_roles(project=locked, user=actor)
         if not roles and not is_staff:
-            raise NotFound("No such project.")
+            raise NotFound(gettext("No such project."))
         if Membership.Role.OWNER not in roles and not is_staff:
-            raise PermissionDenied("Only an owner of the project may change its caps.")
+            raise PermissionDenied(gettext("Only an owner of the project may change its caps."))
         raising = new_eps > locked.epsilon_cap or new_delta > locked.delta_cap
         if raising and not is_staff:
             raise PermissionDenied(
-                "Raising a cap needs a staff member; owners may only lower the caps."
+                gettext("Raising a cap needs a staff member; owners may only lower the caps.")
             )
         totals = _ledger_totals(project=locked)
         basic_ok = new_eps >= totals.epsilon_committed and new_delta >= totals.delta_committed
@@ -113,15 +113,21 @@ def project_caps_update(
         if not basic_ok and not _tight_within(project=locked, epsilon=new_eps, delta=new_delta):
             if new_eps < totals.epsilon_committed:
                 raise ValidationFailed(
-                    f"The epsilon cap cannot go below the {_text(totals.epsilon_committed)} "
-                    "already committed (nor below what the tight accountant counts)."
+                    gettext(
+                        "The epsilon cap cannot go below the %(committed)s already committed "
+                        "(nor below what the tight accountant counts)."
+                    )
+                    % {"committed": _text(totals.epsilon_committed)}
                 )
             raise ValidationFailed(
-                f"The delta cap cannot go below the {_text(totals.delta_committed)} "
-                "already committed (nor below what the tight accountant counts)."
+                gettext(
+                    "The delta cap cannot go below the %(committed)s already committed "
+                    "(nor below what the tight accountant counts)."
+                )
+                % {"committed": _text(totals.delta_committed)}
             )
         if new_eps == locked.epsilon_cap and new_delta == locked.delta_cap:
-            raise ValidationFailed("The new caps are the same as the current ones.")
+            raise ValidationFailed(gettext("The new caps are the same as the current ones."))
         CapChange.objects.create(
             project=locked,
             actor=actor,
@@ -152,15 +158,20 @@ def project_member_add(
 ) -> Membership:
     """An owner gives the user named `username` a role in `project`."""
     if Membership.Role.OWNER not in _user_roles(project=project, user=actor):
-        raise PermissionDenied("Only an owner of the project may add members.")
+        raise PermissionDenied(gettext("Only an owner of the project may add members."))
     username = (username or "").strip()
     if not username:
-        raise ValidationFailed("Give the username of the person to add.")
+        raise ValidationFailed(gettext("Give the username of the person to add."))
     if role not in Membership.Role.values:
-        raise ValidationFailed(f"Unknown role '{role}'.")
+        raise ValidationFailed(gettext("Unknown role '%(role)s'.") % {"role": role})
     user = get_user_model().objects.filter(username=username, is_active=True).first()
     if user is None:
-        raise ValidationFailed(f"There is no user named '{username}'.")
+        raise ValidationFailed(
+            gettext("There is no user named '%(username)s'.") % {"username": username}
+        )
     if Membership.objects.filter(project=project, user=user, role=role).exists():
-        raise ValidationFailed(f"{username} already holds the {role} role in this project.")
+        raise ValidationFailed(
+            gettext("%(username)s already holds the %(role)s role in this project.")
+            % {"username": username, "role": str(Membership.Role(role).label).lower()}
+        )
     return membership_add(project=project, user=user, role=role)

@@ -12,6 +12,7 @@ from decimal import Decimal
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from budgets.amounts import text as _text
 from budgets.models import BudgetRequest, LedgerEntry, Membership, Project
@@ -36,8 +37,6 @@ from dpportal.privacy.pld import within_cap
 
 logger = logging.getLogger(__name__)
 
-_DONE = {"approve": "approved", "reject": "rejected"}
-
 
 def budget_request_create(
     *,
@@ -58,18 +57,22 @@ def budget_request_create(
     """
     title = (title or "").strip() if isinstance(title, str) else ""
     if not title:
-        raise ValidationFailed("A budget request needs a title.")
+        raise ValidationFailed(gettext("A budget request needs a title."))
     if len(title) > TITLE_MAX_LENGTH:
-        raise ValidationFailed(f"The title may be at most {TITLE_MAX_LENGTH} characters.")
+        raise ValidationFailed(
+            gettext("The title may be at most %(limit)s characters.") % {"limit": TITLE_MAX_LENGTH}
+        )
     eps, dlt = parse_cost(epsilon, delta)
     if not isinstance(summary, dict):
-        raise ValidationFailed("The request's summary must be a JSON object.")
+        raise ValidationFailed(gettext("The request's summary must be a JSON object."))
     if not isinstance(spec_hash, str) or not (0 < len(spec_hash) <= 64):
-        raise ValidationFailed("The request needs the specification's hash (at most 64 chars).")
+        raise ValidationFailed(
+            gettext("The request needs the specification's hash (at most 64 chars).")
+        )
     records = parse_mechanisms(mechanisms or [], epsilon=eps, delta=dlt)
     _check_alone_within_cap(project=project, epsilon=eps, delta=dlt, mechanisms=records)
     if Membership.Role.OWNER not in _user_roles(project=project, user=requested_by):
-        raise PermissionDenied("Only an owner of the project may request budget.")
+        raise PermissionDenied(gettext("Only an owner of the project may request budget."))
     budget_request = BudgetRequest.objects.create(
         project=project,
         title=title,
@@ -105,12 +108,17 @@ def _check_alone_within_cap(
         return
     if epsilon > project.epsilon_cap:
         raise ValidationFailed(
-            f"epsilon {_text(epsilon)} is above the project's epsilon cap of "
-            f"{_text(project.epsilon_cap)}, even counted tightly."
+            gettext(
+                "epsilon %(epsilon)s is above the project's epsilon cap of %(cap)s, "
+                "even counted tightly."
+            )
+            % {"epsilon": _text(epsilon), "cap": _text(project.epsilon_cap)}
         )
     raise ValidationFailed(
-        f"delta {_text(delta)} is above the project's delta cap of {_text(project.delta_cap)}, "
-        "even counted tightly."
+        gettext(
+            "delta %(delta)s is above the project's delta cap of %(cap)s, even counted tightly."
+        )
+        % {"delta": _text(delta), "cap": _text(project.delta_cap)}
     )
 
 
@@ -120,16 +128,29 @@ def _check_decision(
     """May `reviewer` approve or reject (`verb`) this request now? Else the error that says why."""
     roles = _user_roles(project=project, user=reviewer)
     if not roles:
-        raise NotFound("No such budget request.")
+        raise NotFound(gettext("No such budget request."))
     if Membership.Role.REVIEWER not in roles:
-        raise PermissionDenied(f"Only a reviewer of the project may {verb} budget requests.")
+        raise PermissionDenied(
+            gettext("Only a reviewer of the project may approve budget requests.")
+            if verb == "approve"
+            else gettext("Only a reviewer of the project may reject budget requests.")
+        )
     if budget_request.requested_by_id == reviewer.pk:
-        hint = " (you may withdraw it instead)" if verb == "reject" else ""
-        raise SelfApproval(f"You made this request, so another reviewer must decide on it{hint}.")
+        raise SelfApproval(
+            gettext(
+                "You made this request, so another reviewer must decide on it "
+                "(you may withdraw it instead)."
+            )
+            if verb == "reject"
+            else gettext("You made this request, so another reviewer must decide on it.")
+        )
     if budget_request.status != BudgetRequest.Status.PENDING:
+        status = {"status": budget_request.get_status_display().lower()}
         raise InvalidTransition(
-            f"This request is {budget_request.get_status_display().lower()}; "
-            f"only a pending request can be {_DONE[verb]}."
+            gettext("This request is %(status)s; only a pending request can be approved.") % status
+            if verb == "approve"
+            else gettext("This request is %(status)s; only a pending request can be rejected.")
+            % status
         )
 
 
@@ -170,7 +191,7 @@ def budget_request_approve(
             mechanisms=budget_request.mechanisms,
         )
         if not fit.within:
-            raise BudgetExceeded(fit.refusal(what="this request"), extra=fit.extra())
+            raise BudgetExceeded(fit.refusal(what=gettext("this request")), extra=fit.extra())
         _record_decision(
             budget_request=budget_request,
             status=BudgetRequest.Status.APPROVED,
@@ -221,17 +242,21 @@ def budget_request_withdraw(*, budget_request_id: int, actor: AbstractBaseUser) 
         project, budget_request = _lock_request(budget_request_id=budget_request_id)
         roles = _user_roles(project=project, user=actor)
         if not roles:
-            raise NotFound("No such budget request.")
+            raise NotFound(gettext("No such budget request."))
         if budget_request.requested_by_id != actor.pk and Membership.Role.OWNER not in roles:
-            raise PermissionDenied("Only the requester or an owner may withdraw this request.")
+            raise PermissionDenied(
+                gettext("Only the requester or an owner may withdraw this request.")
+            )
         if budget_request.status == BudgetRequest.Status.PENDING:
             pass
         elif budget_request.status == BudgetRequest.Status.APPROVED:
             reserve = _open_reservation(budget_request=budget_request)
             if reserve is None:
                 raise InvalidTransition(
-                    "This request's budget has already been spent or returned; "
-                    "it can no longer be withdrawn."
+                    gettext(
+                        "This request's budget has already been spent or returned; "
+                        "it can no longer be withdrawn."
+                    )
                 )
             _settle(
                 project=project,
@@ -243,8 +268,11 @@ def budget_request_withdraw(*, budget_request_id: int, actor: AbstractBaseUser) 
             )
         else:
             raise InvalidTransition(
-                f"This request is {budget_request.get_status_display().lower()}; "
-                "only a pending or approved request can be withdrawn."
+                gettext(
+                    "This request is %(status)s; only a pending or approved request can be "
+                    "withdrawn."
+                )
+                % {"status": budget_request.get_status_display().lower()}
             )
         budget_request.status = BudgetRequest.Status.WITHDRAWN
         budget_request.save(update_fields=["status"])

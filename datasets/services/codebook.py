@@ -21,6 +21,8 @@ import csv
 import io
 import re
 
+from django.utils.translation import gettext
+
 from datasets.models import Column, Dataset
 from datasets.services.common import csv_safe_cell
 from datasets.services.declaration_columns import column_kind
@@ -55,29 +57,33 @@ def parse_codebook(content: bytes) -> list[tuple[int, dict[str, object]]]:
     codebook: its encoding, its header, a row's number of cells, a repeated column.
     """
     if not content.strip():
-        raise ValidationFailed("The codebook is empty.")
+        raise ValidationFailed(gettext("The codebook is empty."))
     if len(content) > MAX_CODEBOOK_BYTES:
-        raise ValidationFailed("The codebook is larger than 2 MiB.")
+        raise ValidationFailed(gettext("The codebook is larger than 2 MiB."))
     try:
         text = content.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = content[: exc.start].count(b"\n") + 1
         raise ValidationFailed(
-            f"Line {line} of the codebook is not UTF-8 text: save it as UTF-8 CSV."
+            gettext("Line %(line)s of the codebook is not UTF-8 text: save it as UTF-8 CSV.")
+            % {"line": line}
         ) from None
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = [h.strip().lower() for h in next(reader)]
     except (StopIteration, csv.Error):
-        raise ValidationFailed("The codebook's first line must be its header.") from None
+        raise ValidationFailed(gettext("The codebook's first line must be its header.")) from None
     unknown = [h for h in header if h not in HEADERS]
     if unknown or "column" not in header or "kind" not in header:
         raise ValidationFailed(
-            "Line 1 of the codebook: the header must name the columns 'column' and 'kind', "
-            "and may name only: " + ", ".join(HEADERS) + "."
+            gettext(
+                "Line 1 of the codebook: the header must name the columns 'column' and 'kind', "
+                "and may name only: %(headers)s."
+            )
+            % {"headers": ", ".join(HEADERS)}
         )
     if len(set(header)) != len(header):
-        raise ValidationFailed("Line 1 of the codebook names a header twice.")
+        raise ValidationFailed(gettext("Line 1 of the codebook names a header twice."))
     rows: list[tuple[int, dict[str, object]]] = []
     seen: dict[str, int] = {}
     try:
@@ -87,17 +93,25 @@ def parse_codebook(content: bytes) -> list[tuple[int, dict[str, object]]]:
                 continue
             if len(cells) != len(header):
                 raise ValidationFailed(
-                    f"Line {line} of the codebook has {len(cells)} cells; the header has "
-                    f"{len(header)}."
+                    gettext(
+                        "Line %(line)s of the codebook has %(cells)s cells; "
+                        "the header has %(headers)s."
+                    )
+                    % {"line": line, "cells": len(cells), "headers": len(header)}
                 )
             spec = {h: _unquote(c.strip()) for h, c in zip(header, cells, strict=True)}
             name = str(spec["column"])
             if not name:
-                raise ValidationFailed(f"Line {line} of the codebook names no column.")
+                raise ValidationFailed(
+                    gettext("Line %(line)s of the codebook names no column.") % {"line": line}
+                )
             if name in seen:
                 raise ValidationFailed(
-                    f"Line {line} of the codebook declares '{name[:100]}' again "
-                    f"(first on line {seen[name]})."
+                    gettext(
+                        "Line %(line)s of the codebook declares '%(name)s' again "
+                        "(first on line %(first)s)."
+                    )
+                    % {"line": line, "name": name[:100], "first": seen[name]}
                 )
             seen[name] = line
             for key in LISTS:
@@ -105,10 +119,14 @@ def parse_codebook(content: bytes) -> list[tuple[int, dict[str, object]]]:
                     spec[key] = [v.strip() for v in str(spec[key]).split(SEPARATOR) if v.strip()]
             rows.append((line, spec))
             if len(rows) > MAX_ROWS:
-                raise ValidationFailed(f"A codebook may declare at most {MAX_ROWS} columns.")
+                raise ValidationFailed(
+                    gettext("A codebook may declare at most %(limit)s columns.")
+                    % {"limit": MAX_ROWS}
+                )
     except csv.Error:
         raise ValidationFailed(
-            f"Line {reader.line_num} of the codebook is not valid CSV (check its quotes)."
+            gettext("Line %(line)s of the codebook is not valid CSV (check its quotes).")
+            % {"line": reader.line_num}
         ) from None
     return rows
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.utils.translation import gettext
 
 from budgets.models import Membership, Project
 from budgets.selectors import project_roles
@@ -36,4 +37,4 @@ def dataset_parquet_path(*, dataset: Dataset) -> Path:
 
 def require_owner(*, project: Project, user: AbstractBaseUser) -> None:
     if Membership.Role.OWNER not in project_roles(project=project, user=user):
-        raise PermissionDenied("Only the project's owners may do this.")
+        raise PermissionDenied(gettext("Only the project's owners may do this."))

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext, gettext_lazy, ngettext
 
 from datasets.models import Column, Dataset
 from datasets.selectors import dataset_is_frozen
@@ -58,7 +58,10 @@ def _derived_parts(
         marked = [p for p in marked.replace(",", " ").split() if p]
     unknown = sorted(str(p) for p in marked if p not in DERIVED_PARTS)
     if unknown:
-        errors.append("derived_from_data may list only: " + ", ".join(DERIVED_PARTS) + ".")
+        errors.append(
+            gettext("derived_from_data may list only: %(parts)s.")
+            % {"parts": ", ".join(DERIVED_PARTS)}
+        )
     declared = {
         Column.Kind.CATEGORICAL: [Column.Derived.CATEGORIES],
         Column.Kind.NUMERIC: [Column.Derived.BOUNDS],
@@ -76,11 +79,11 @@ def _derived_parts(
     column.derived_from_data = parts
     unconfirmed = [p for p in parts if p not in confirmed_before]
     if unconfirmed and not _bool(spec.get("confirm_derived")):
-        what = " and ".join(str(Column.Derived(p).label) for p in unconfirmed)
-        message = (
-            f"{what} were filled in with the data's private profile: confirm that you mean to "
-            f"publish them ({DERIVED_CONFIRMATION}), or give publicly known values instead."
-        )
+        what = ", ".join(str(Column.Derived(p).label) for p in unconfirmed)
+        message = gettext(
+            "%(what)s were filled in with the data's private profile: confirm that you mean to "
+            "publish them (%(why)s), or give publicly known values instead."
+        ) % {"what": what, "why": DERIVED_CONFIRMATION}
         errors.append(message)
 
 
@@ -96,18 +99,21 @@ def _unit(
     """The privacy unit as (id_column, bound) and the problems found."""
     general: list[str] = []
     if unit is not None and unit not in UNITS:
-        general.append("choose the privacy unit: one row, or one person identified by a column.")
+        general.append(
+            gettext("choose the privacy unit: one row, or one person identified by a column.")
+        )
     if unit == "row" and id_column:
-        general.append("one row is the privacy unit, so no ID column may be named.")
+        general.append(gettext("one row is the privacy unit, so no ID column may be named."))
     if unit == "person" and not id_column:
-        general.append("name the ID column that identifies a person.")
+        general.append(gettext("name the ID column that identifies a person."))
     if not id_column:
         return "", 1, general
     if id_column not in by_name:
-        general.append("the ID column must be one of the dataset's columns.")
+        general.append(gettext("the ID column must be one of the dataset's columns."))
     elif by_name[id_column].kind != Column.Kind.EXCLUDED:
         general.append(
-            f"declare the ID column '{id_column}' excluded: its values are never published."
+            gettext("declare the ID column '%(name)s' excluded: its values are never published.")
+            % {"name": id_column}
         )
     try:
         bound = int(str(contribution_bound).strip())
@@ -115,7 +121,8 @@ def _unit(
         bound = 0
     if not 1 <= bound <= MAX_CONTRIBUTION_BOUND:
         general.append(
-            f"rows kept per person must be a whole number from 1 to {MAX_CONTRIBUTION_BOUND}."
+            gettext("rows kept per person must be a whole number from 1 to %(limit)s.")
+            % {"limit": MAX_CONTRIBUTION_BOUND}
         )
     return id_column, bound, general
 
@@ -135,10 +142,10 @@ def _lock_declarable(*, dataset: Dataset, actor: AbstractBaseUser) -> Dataset:
     # Lock the dataset so two owners' declarations cannot interleave.
     dataset = Dataset.objects.select_for_update().get(pk=dataset.pk)
     if dataset.status != Dataset.Status.READY:
-        raise InvalidTransition("Only a ready dataset can be declared.")
+        raise InvalidTransition(gettext("Only a ready dataset can be declared."))
     if dataset_is_frozen(dataset=dataset):
         raise InvalidTransition(
-            "A release using this dataset has been submitted: its declaration is frozen."
+            gettext("A release using this dataset has been submitted: its declaration is frozen.")
         )
     return dataset
 
@@ -161,7 +168,10 @@ def dataset_import_codebook(*, dataset: Dataset, actor: AbstractBaseUser, conten
         name = str(spec["column"])
         column = by_name.get(name)
         if column is None:
-            problems.append(f"Line {line}: the dataset has no column named '{name[:100]}'.")
+            problems.append(
+                gettext("Line %(line)s: the dataset has no column named '%(name)s'.")
+                % {"line": line, "name": name[:100]}
+            )
             continue
         if not str(spec.get("kind") or "").strip():
             continue
@@ -170,14 +180,23 @@ def dataset_import_codebook(*, dataset: Dataset, actor: AbstractBaseUser, conten
         if not found:
             _derived_parts(column, {}, before, found)
         if not found and name == dataset.id_column and column.kind != Column.Kind.EXCLUDED:
-            found.append("it identifies a person (the privacy unit): declare it excluded.")
-        problems += [f"Line {line} (column '{name[:100]}'): {p}" for p in found]
+            found.append(gettext("it identifies a person (the privacy unit): declare it excluded."))
+        where = {"line": line, "name": name[:100]}
+        problems += [
+            gettext("Line %(line)s (column '%(name)s'): %(problem)s") % {**where, "problem": p}
+            for p in found
+        ]
         changed.append(column)
     if problems:
-        more = [f"... and {len(problems) - 50} more."] if len(problems) > 50 else []
+        left = len(problems) - 50
+        more = [gettext("... and %(count)s more.") % {"count": left}] if left > 0 else []
         raise ValidationFailed(
-            f"The codebook has {len(problems)} problem{'s' if len(problems) != 1 else ''}; "
-            "nothing was saved.",
+            ngettext(
+                "The codebook has %(count)s problem; nothing was saved.",
+                "The codebook has %(count)s problems; nothing was saved.",
+                len(problems),
+            )
+            % {"count": len(problems)},
             extra={"errors": {"__all__": problems[:50] + more}},
         )
     Column.objects.bulk_update(changed, DECLARED_FIELDS)
@@ -237,7 +256,12 @@ def dataset_declare(
     if errors:
         count = sum(len(v) for v in errors.values())
         raise ValidationFailed(
-            f"The declaration has {count} problem{'s' if count != 1 else ''}; nothing was saved.",
+            ngettext(
+                "The declaration has %(count)s problem; nothing was saved.",
+                "The declaration has %(count)s problems; nothing was saved.",
+                count,
+            )
+            % {"count": count},
             extra={"errors": errors},
         )
     Column.objects.bulk_update(
@@ -279,9 +303,11 @@ def dataset_confirm_unit(
     require_owner(project=dataset.project, user=actor)
     dataset = Dataset.objects.select_for_update().get(pk=dataset.pk)
     if dataset.status != Dataset.Status.READY or not dataset.declared:
-        raise InvalidTransition("Declare the dataset's columns and its privacy unit first.")
+        raise InvalidTransition(
+            gettext("Declare the dataset's columns and its privacy unit first.")
+        )
     if unit not in UNITS:
-        raise ValidationFailed("Choose the privacy unit: 'row' or 'person'.")
+        raise ValidationFailed(gettext("Choose the privacy unit: 'row' or 'person'."))
     try:
         bound = int(str(contribution_bound).strip()) if unit == "person" else 1
     except ValueError:
@@ -289,8 +315,10 @@ def dataset_confirm_unit(
     given = ((id_column or "").strip() if unit == "person" else "", bound)
     if given != (dataset.id_column, dataset.contribution_bound if dataset.id_column else 1):
         raise ValidationFailed(
-            "That is not the dataset's declared privacy unit (it may have changed meanwhile): "
-            "reload the page, or change the unit on the declaration page."
+            gettext(
+                "That is not the dataset's declared privacy unit (it may have changed "
+                "meanwhile): reload the page, or change the unit on the declaration page."
+            )
         )
     _set_unit(dataset=dataset, id_column=given[0], bound=given[1], confirm_by=actor)
     dataset.save(update_fields=["unit_confirmed_at", "unit_confirmed_by"])

@@ -16,6 +16,8 @@ import datetime as dt
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 
+from django.utils.translation import gettext, gettext_noop
+
 from datasets.domains import DATE_BINS, DATE_FORMATS, date_bin_labels
 from datasets.models import Column
 
@@ -36,6 +38,21 @@ DECLARED_FIELDS = [
     "date",
     "derived_from_data",
 ]
+#: a date range with too many bins, by bin (translated when the problem is found)
+_TOO_MANY_BINS = {
+    "year": gettext_noop(
+        "the range holds more than %(limit)s years: bin by a longer period or narrow the range."
+    ),
+    "quarter": gettext_noop(
+        "the range holds more than %(limit)s quarters: bin by a longer period or narrow the range."
+    ),
+    "month": gettext_noop(
+        "the range holds more than %(limit)s months: bin by a longer period or narrow the range."
+    ),
+    "day": gettext_noop(
+        "the range holds more than %(limit)s days: bin by a longer period or narrow the range."
+    ),
+}
 
 
 def column_kind(column: Column) -> str:
@@ -46,18 +63,21 @@ def column_kind(column: Column) -> str:
 def number(value: object, *, label: str, errors: list[str]) -> Decimal | None:
     text = str(value if value is not None else "").strip()
     if not text:
-        errors.append(f"{label} is required.")
+        errors.append(gettext("%(label)s is required.") % {"label": label})
         return None
     try:
         parsed = Decimal(text)
     except (InvalidOperation, ValueError):
-        errors.append(f"{label} must be a number.")
+        errors.append(gettext("%(label)s must be a number.") % {"label": label})
         return None
     if not parsed.is_finite():
-        errors.append(f"{label} must be a finite number.")
+        errors.append(gettext("%(label)s must be a finite number.") % {"label": label})
         return None
     if abs(parsed) >= Decimal("1e20") or parsed.as_tuple().exponent < -10:  # type: ignore[operator]
-        errors.append(f"{label} must be below 10^20 with at most 10 decimal places.")
+        errors.append(
+            gettext("%(label)s must be below 10^20 with at most 10 decimal places.")
+            % {"label": label}
+        )
         return None
     return parsed
 
@@ -76,9 +96,9 @@ def declare_column(column: Column, spec: Mapping[str, object]) -> list[str]:
     kind = str(spec.get("kind") or "").strip()
     missing = str(spec.get("missing") or Column.Missing.DROP).strip()
     if kind not in KINDS:
-        return ["choose categorical, numeric, date or excluded."]
+        return [gettext("choose categorical, numeric, date or excluded.")]
     if missing not in Column.Missing.values:
-        errors.append("choose what happens to missing values.")
+        errors.append(gettext("choose what happens to missing values."))
     column.kind, column.missing = (Column.Kind.CATEGORICAL if kind == DATE else kind), missing
     column.categories, column.lower, column.upper, column.bin_edges = [], None, None, []
     column.missing_codes, column.date = [], {}
@@ -96,26 +116,39 @@ def declare_column(column: Column, spec: Mapping[str, object]) -> list[str]:
 def _categorical(column: Column, spec: Mapping[str, object], errors: list[str]) -> None:
     if column.suggested_type == Column.Type.FLOAT:
         errors.append(
-            "this column holds decimal numbers: declare it numeric (with bin edges) instead."
+            gettext(
+                "this column holds decimal numbers: declare it numeric (with bin edges) instead."
+            )
         )
     categories = lines(spec.get("categories"), separator="\n")
     if not categories:
-        errors.append("list at least one category, one per line.")
+        errors.append(gettext("list at least one category, one per line."))
     if len(categories) > MAX_CATEGORIES:
-        errors.append(f"at most {MAX_CATEGORIES} categories are allowed.")
+        errors.append(
+            gettext("at most %(limit)s categories are allowed.") % {"limit": MAX_CATEGORIES}
+        )
     if column.suggested_type == Column.Type.INTEGER:
         normalized = []
         for category in categories:
             try:
                 normalized.append(str(int(category)))
             except ValueError:
-                errors.append(f"category '{category[:50]}' is not a whole number.")
+                errors.append(
+                    gettext("category '%(category)s' is not a whole number.")
+                    % {"category": category[:50]}
+                )
         categories = normalized
     if any(len(c) > MAX_CATEGORY_LENGTH for c in categories):
-        errors.append(f"categories must be at most {MAX_CATEGORY_LENGTH} characters.")
+        errors.append(
+            gettext("categories must be at most %(limit)s characters.")
+            % {"limit": MAX_CATEGORY_LENGTH}
+        )
     duplicates = sorted({c for c in categories if categories.count(c) > 1})
     if duplicates:
-        errors.append("categories are listed twice: " + ", ".join(duplicates[:10]) + ".")
+        errors.append(
+            gettext("categories are listed twice: %(categories)s.")
+            % {"categories": ", ".join(duplicates[:10])}
+        )
     column.categories = categories
 
 
@@ -125,38 +158,50 @@ def _numeric(column: Column, spec: Mapping[str, object], errors: list[str]) -> N
     ):
         # the ingest found that most cells are not numbers (datasets.ingest.profile)
         errors.append(
-            "this column holds text (most of its cells are not numbers): declare it "
-            "categorical, date or excluded."
+            gettext(
+                "this column holds text (most of its cells are not numbers): declare it "
+                "categorical, date or excluded."
+            )
         )
-    lower = number(spec.get("lower"), label="the lower bound", errors=errors)
-    upper = number(spec.get("upper"), label="the upper bound", errors=errors)
+    lower = number(spec.get("lower"), label=gettext("the lower bound"), errors=errors)
+    upper = number(spec.get("upper"), label=gettext("the upper bound"), errors=errors)
     if lower is not None and upper is not None and lower >= upper:
-        errors.append("the lower bound must be below the upper bound.")
+        errors.append(gettext("the lower bound must be below the upper bound."))
     column.lower, column.upper = lower, upper
     edges_text = lines(spec.get("bin_edges"), separator=",")
-    edges = [number(e, label=f"bin edge '{e[:50]}'", errors=errors) for e in edges_text]
+    edges = [
+        number(e, label=gettext("bin edge '%(edge)s'") % {"edge": e[:50]}, errors=errors)
+        for e in edges_text
+    ]
     if edges and None not in edges:
         if len(edges) < 2:
-            errors.append("give at least two bin edges, or none.")
+            errors.append(gettext("give at least two bin edges, or none."))
         if any(b <= a for a, b in zip(edges, edges[1:], strict=False)):
-            errors.append("bin edges must be strictly increasing.")
+            errors.append(gettext("bin edges must be strictly increasing."))
         if lower is not None and upper is not None and (edges[0] < lower or edges[-1] > upper):
-            errors.append("bin edges must lie within [lower, upper].")
+            errors.append(gettext("bin edges must lie within [lower, upper]."))
         column.bin_edges = [str(e) for e in edges]
 
 
 def _day(value: object, *, label: str, errors: list[str]) -> dt.date | None:
     text = str(value if value is not None else "").strip()
     if not text:
-        errors.append(f"{label} is required (a date such as 2024-01-31).")
+        errors.append(
+            gettext("%(label)s is required (a date such as 2024-01-31).") % {"label": label}
+        )
         return None
     try:
         day = dt.date.fromisoformat(text)
     except ValueError:
-        errors.append(f"{label} must be a date written YYYY-MM-DD, such as 2024-01-31.")
+        errors.append(
+            gettext("%(label)s must be a date written YYYY-MM-DD, such as 2024-01-31.")
+            % {"label": label}
+        )
         return None
     if not 1000 <= day.year <= 9999:
-        errors.append(f"{label} must lie between the years 1000 and 9999.")
+        errors.append(
+            gettext("%(label)s must lie between the years 1000 and 9999.") % {"label": label}
+        )
         return None
     return day
 
@@ -165,23 +210,26 @@ def _date(column: Column, spec: Mapping[str, object], errors: list[str]) -> None
     unit = str(spec.get("date_bin") or "").strip()
     layout = str(spec.get("date_format") or "YYYY-MM-DD").strip()
     if unit not in DATE_BINS:
-        errors.append("choose how dates are binned: by " + ", ".join(DATE_BINS) + ".")
+        errors.append(
+            gettext("choose how dates are binned: by %(bins)s.")
+            % {"bins": ", ".join(gettext(b) for b in DATE_BINS)}
+        )
     if layout not in DATE_FORMATS:
-        errors.append("choose how dates are written: " + ", ".join(DATE_FORMATS) + ".")
+        errors.append(
+            gettext("choose how dates are written: %(formats)s.")
+            % {"formats": ", ".join(DATE_FORMATS)}
+        )
     if column.suggested_type == Column.Type.FLOAT:
-        errors.append("this column holds decimal numbers, not dates.")
-    lower = _day(spec.get("date_lower"), label="the first date", errors=errors)
-    upper = _day(spec.get("date_upper"), label="the last date", errors=errors)
+        errors.append(gettext("this column holds decimal numbers, not dates."))
+    lower = _day(spec.get("date_lower"), label=gettext("the first date"), errors=errors)
+    upper = _day(spec.get("date_upper"), label=gettext("the last date"), errors=errors)
     if lower and upper and lower > upper:
-        errors.append("the first date must not be after the last date.")
+        errors.append(gettext("the first date must not be after the last date."))
     if errors or lower is None or upper is None:
         return
     labels = date_bin_labels(lower, upper, unit, limit=MAX_CATEGORIES)
     if labels is None:
-        errors.append(
-            f"the range holds more than {MAX_CATEGORIES} {unit}s: "
-            "bin by a longer period or narrow the range."
-        )
+        errors.append(gettext(_TOO_MANY_BINS[unit]) % {"limit": MAX_CATEGORIES})
         return
     column.categories = labels
     column.date = {
@@ -197,23 +245,36 @@ def _missing_codes(
 ) -> None:
     codes = lines(spec.get("missing_codes"), separator=",")
     if len(codes) > MAX_MISSING_CODES:
-        errors.append(f"at most {MAX_MISSING_CODES} missing-value codes are allowed.")
+        errors.append(
+            gettext("at most %(limit)s missing-value codes are allowed.")
+            % {"limit": MAX_MISSING_CODES}
+        )
         return
     if any(len(c) > MAX_CODE_LENGTH for c in codes):
-        errors.append(f"missing-value codes must be at most {MAX_CODE_LENGTH} characters.")
+        errors.append(
+            gettext("missing-value codes must be at most %(limit)s characters.")
+            % {"limit": MAX_CODE_LENGTH}
+        )
         return
     if numeric:
-        parsed = [number(c, label=f"missing-value code '{c}'", errors=errors) for c in codes]
+        parsed = [
+            number(c, label=gettext("missing-value code '%(code)s'") % {"code": c}, errors=errors)
+            for c in codes
+        ]
         if None in parsed:
             return
         codes = [_plain(c) for c in parsed]  # type: ignore[arg-type]
     duplicates = sorted({c for c in codes if codes.count(c) > 1})
     if duplicates:
-        errors.append("missing-value codes are listed twice: " + ", ".join(duplicates) + ".")
+        errors.append(
+            gettext("missing-value codes are listed twice: %(codes)s.")
+            % {"codes": ", ".join(duplicates)}
+        )
     clash = [c for c in codes if c in column.categories]
     if clash:
         errors.append(
-            "a missing-value code cannot also be a category: " + ", ".join(clash[:10]) + "."
+            gettext("a missing-value code cannot also be a category: %(codes)s.")
+            % {"codes": ", ".join(clash[:10])}
         )
     column.missing_codes = codes
 

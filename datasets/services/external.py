@@ -14,6 +14,7 @@ import logging
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.utils.translation import gettext
 
 from budgets.models import Project
 from datasets import external
@@ -38,13 +39,13 @@ def dataset_register_external(
     require_owner(project=project, user=registered_by)
     if not user_may_register_external(user=registered_by):
         raise PermissionDenied(
-            "Registering data in place needs a permission an administrator grants."
+            gettext("Registering data in place needs a permission an administrator grants.")
         )
     name = (name or "").strip()
     if not name:
-        raise ValidationFailed("The dataset needs a name.")
+        raise ValidationFailed(gettext("The dataset needs a name."))
     if len(name) > 200:
-        raise ValidationFailed("The dataset's name must be at most 200 characters.")
+        raise ValidationFailed(gettext("The dataset's name must be at most 200 characters."))
     # IngestRejected is a ValidationFailed: the owner reads why, and nothing is created
     where = external.parse_location(location)
     files = external.list_files(where)

@@ -18,6 +18,7 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.utils.translation import gettext
 
 from datasets.ingest import CsvDialect, IngestRejected, Preview, detect, preview
 from datasets.ingest.common import DELIMITERS, QUOTE_CHARS
@@ -44,7 +45,7 @@ def _flag(name: str, value) -> bool:
         return True
     if text in FALSE:
         return False
-    raise ValidationFailed(f"'{name}' must be true or false.")
+    raise ValidationFailed(gettext("'%(name)s' must be true or false.") % {"name": name})
 
 
 def parse_read_options(data: Mapping, *, base: CsvDialect, combined: bool = True) -> CsvDialect:
@@ -62,17 +63,21 @@ def parse_read_options(data: Mapping, *, base: CsvDialect, combined: bool = True
     if "encoding" in given:
         encoding = normalize_encoding(str(given["encoding"]))
         if encoding is None:
-            raise ValidationFailed("That encoding is not one of those offered.")
+            raise ValidationFailed(gettext("That encoding is not one of those offered."))
         values["encoding"] = encoding
     if "delimiter" in given:
         delimiter = str(given["delimiter"])
         delimiter = DELIMITER_NAMES.get(delimiter.strip().lower(), delimiter)
         if delimiter not in DELIMITERS:
-            raise ValidationFailed("The delimiter must be a comma, semicolon, tab or pipe.")
+            raise ValidationFailed(
+                gettext("The delimiter must be a comma, semicolon, tab or pipe.")
+            )
         values["delimiter"] = delimiter
     if "quote_char" in given:
         if given["quote_char"] not in QUOTE_CHARS:
-            raise ValidationFailed("The quote character must be a double or a single quote.")
+            raise ValidationFailed(
+                gettext("The quote character must be a double or a single quote.")
+            )
         values["quote_char"] = given["quote_char"]
     for name in ("decimal_comma", "header"):
         if name in given:
@@ -82,19 +87,23 @@ def parse_read_options(data: Mapping, *, base: CsvDialect, combined: bool = True
         thousands = THOUSANDS_NAMES.get(thousands.strip().lower(), thousands)
         if thousands not in THOUSANDS and thousands != "":
             raise ValidationFailed(
-                "The thousands separator must be a comma, period, space, apostrophe or none."
+                gettext(
+                    "The thousands separator must be a comma, period, space, apostrophe or none."
+                )
             )
         values["thousands"] = thousands
     dialect = CsvDialect.from_dict(values)
     if not combined:
         return dialect
     if dialect.decimal_comma and dialect.delimiter == ",":
-        raise ValidationFailed("A decimal comma needs another delimiter than the comma.")
+        raise ValidationFailed(gettext("A decimal comma needs another delimiter than the comma."))
     if dialect.thousands == ("," if dialect.decimal_comma else "."):
         raise ValidationFailed(
-            "The thousands separator must differ from the decimal mark: with a decimal "
-            "comma group by period, space or apostrophe; with a decimal point, by comma, "
-            "space or apostrophe."
+            gettext(
+                "The thousands separator must differ from the decimal mark: with a decimal "
+                "comma group by period, space or apostrophe; with a decimal point, by comma, "
+                "space or apostrophe."
+            )
         )
     return dialect
 
@@ -118,7 +127,7 @@ def dataset_read_preview(
     """The first rows as the stored options (with `options` applied) read them."""
     require_owner(project=dataset.project, user=actor)
     if not dataset.source_file:
-        raise InvalidTransition("The uploaded file is no longer kept.")
+        raise InvalidTransition(gettext("The uploaded file is no longer kept."))
     dialect = parse_read_options(options or {}, base=CsvDialect.from_dict(dataset.read_options))
     return preview(_source(dataset), ingest_limits(), dialect)
 
@@ -131,7 +140,9 @@ def dataset_confirm_reading(
     with transaction.atomic():
         locked = Dataset.objects.select_for_update().filter(pk=dataset.pk).first()
         if locked is None or locked.status != Dataset.Status.AWAITING:
-            raise InvalidTransition("This upload is not waiting for its reading to be confirmed.")
+            raise InvalidTransition(
+                gettext("This upload is not waiting for its reading to be confirmed.")
+            )
         base = CsvDialect.from_dict(locked.read_options)
         locked.read_options = parse_read_options(options or {}, base=base).to_dict()
         locked.status = Dataset.Status.UPLOADED

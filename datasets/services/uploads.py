@@ -13,6 +13,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.files import File
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from budgets.models import Project
 from datasets import storage
@@ -61,15 +62,18 @@ def dataset_create(
     require_owner(project=project, user=uploaded_by)
     name = (name or "").strip() or Path(uploaded_file.name or "dataset").stem.strip()
     if not name:
-        raise ValidationFailed("The dataset needs a name.")
+        raise ValidationFailed(gettext("The dataset needs a name."))
     if len(name) > 200:
-        raise ValidationFailed("The dataset's name must be at most 200 characters.")
+        raise ValidationFailed(gettext("The dataset's name must be at most 200 characters."))
     size = uploaded_file.size or 0
     if size == 0:
-        raise ValidationFailed("The file is empty.")
+        raise ValidationFailed(gettext("The file is empty."))
     limit = settings.DPPORTAL_MAX_UPLOAD_BYTES
     if size > limit:
-        raise UploadTooLarge(f"The file is {human_size(size)}; the limit is {human_size(limit)}.")
+        raise UploadTooLarge(
+            gettext("The file is %(size)s; the limit is %(limit)s.")
+            % {"size": human_size(size), "limit": human_size(limit)}
+        )
     uploaded_file.seek(0)
     stored_name = source_name(uploaded_file.name or "", uploaded_file.read(32))
     uploaded_file.seek(0)
@@ -78,14 +82,16 @@ def dataset_create(
     preset = CsvDialect(delimiter="\t" if fmt == "tsv" else ",")  # a .tsv is a CSV with tabs
     if given and not is_csv:
         raise ValidationFailed(
-            "The encoding, delimiter, quote, decimal mark and header options apply to "
-            "CSV and TSV files only (plain, gzip or zip)."
+            gettext(
+                "The encoding, delimiter, quote, decimal mark and header options apply to "
+                "CSV and TSV files only (plain, gzip or zip)."
+            )
         )
     sheet = (sheet or "").strip()
     if len(sheet) > 200:
-        raise ValidationFailed("The sheet's name must be at most 200 characters.")
+        raise ValidationFailed(gettext("The sheet's name must be at most 200 characters."))
     if sheet and file_format(stored_name)[0] != "xlsx":
-        raise ValidationFailed("A sheet can be chosen for an Excel workbook (.xlsx) only.")
+        raise ValidationFailed(gettext("A sheet can be chosen for an Excel workbook (.xlsx) only."))
     folder: Path | None = None
     try:
         with transaction.atomic():
@@ -129,7 +135,9 @@ def dataset_delete(*, dataset: Dataset, actor: AbstractBaseUser) -> None:
             return
         if locked.releases.exists():
             raise InvalidTransition(
-                "This dataset is used by releases, so it is kept: their results refer to it."
+                gettext(
+                    "This dataset is used by releases, so it is kept: their results refer to it."
+                )
             )
         folder = dataset_folder(dataset=locked)
         locked.delete()

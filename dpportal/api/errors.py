@@ -17,6 +17,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404
+from django.utils.translation import gettext, ngettext
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions as drf_exceptions
 from rest_framework import serializers, status
@@ -100,17 +101,19 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
             status_code=exc.status_code, code=exc.code, message=exc.message, details=exc.extra
         )
     if isinstance(exc, Http404):
-        return _error(status_code=404, code="not_found", message="Not found.")
+        return _error(status_code=404, code="not_found", message=gettext("Not found."))
     if isinstance(exc, DjangoPermissionDenied):
-        return _error(status_code=403, code="forbidden", message="You may not do this.")
+        return _error(status_code=403, code="forbidden", message=gettext("You may not do this."))
     if isinstance(exc, RequestDataTooBig):
-        return _error(status_code=413, code="too_large", message="The request body is too large.")
+        return _error(
+            status_code=413, code="too_large", message=gettext("The request body is too large.")
+        )
     if isinstance(exc, drf_exceptions.ValidationError):
-        message = _first_message(exc.detail) or "Invalid input."
+        message = _first_message(exc.detail) or gettext("Invalid input.")
         return _error(
             status_code=400,
             code="invalid",
-            message=f"Invalid input: {message}",
+            message=gettext("Invalid input: %(problem)s") % {"problem": message},
             details={"fields": exc.detail} if isinstance(exc.detail, dict) else exc.detail,
         )
     if isinstance(exc, drf_exceptions.NotAuthenticated | drf_exceptions.AuthenticationFailed):
@@ -122,9 +125,13 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         )
     if isinstance(exc, drf_exceptions.Throttled):
         wait = math.ceil(exc.wait) if exc.wait is not None else None
-        message = "Too many requests."
+        message = gettext("Too many requests.")
         if wait is not None:
-            message += f" Try again in {wait} second{'s' if wait != 1 else ''}."
+            message = ngettext(
+                "Too many requests. Try again in %(count)s second.",
+                "Too many requests. Try again in %(count)s seconds.",
+                wait,
+            ) % {"count": wait}
         return _error(
             status_code=429,
             code="throttled",
@@ -147,5 +154,5 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
     return _error(
         status_code=status.HTTP_500_INTERNAL_SERVER_ERROR,
         code="server_error",
-        message="Something went wrong on our side; nothing was changed.",
+        message=gettext("Something went wrong on our side; nothing was changed."),
     )

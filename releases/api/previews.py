@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -165,6 +166,7 @@ class ReleaseSavedPreviewApi(ApiView):
             )
         else:
             raise InvalidTransition(
-                f"This release is {release.get_status_display().lower()}: it has no preview."
+                gettext("This release is %(status)s: it has no preview.")
+                % {"status": release.get_status_display().lower()}
             )
         return Response(PreviewOutputSerializer(preview).data)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.utils.translation import gettext
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -56,6 +57,7 @@ class ReleaseResultsApi(ApiView):
         confidence = public_options.confidence_parse(value=request.query_params.get("confidence"))
         if selectors.release_result_get(release=release) is None:
             raise InvalidTransition(
-                f"This release is {release.get_status_display().lower()}: it has no results yet."
+                gettext("This release is %(status)s: it has no results yet.")
+                % {"status": release.get_status_display().lower()}
             )
         return Response(release_data(release, confidence=confidence))

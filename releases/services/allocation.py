@@ -24,6 +24,8 @@ from decimal import ROUND_DOWN, Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
+from django.utils.translation import gettext
+
 from budgets.amounts import EXACT, add, sub, text, total
 from budgets.models import DELTA_FIELD, EPSILON_FIELD
 from dpportal.errors import ValidationFailed
@@ -73,7 +75,10 @@ def _check_places(value: Decimal, *, quantum: Decimal, what: str) -> None:
     """The ledger holds `quantum` steps: a finer amount could never be split exactly."""
     if value != value.quantize(quantum, context=EXACT):
         places = -quantum.as_tuple().exponent
-        raise ValidationFailed(f"{what} may have at most {places} decimal places.")
+        raise ValidationFailed(
+            gettext("%(field)s may have at most %(places)s decimal places.")
+            % {"field": what, "places": places}
+        )
 
 
 def allocate(plan: ReleasePlan) -> None:
@@ -82,11 +87,13 @@ def allocate(plan: ReleasePlan) -> None:
     if plan.mechanism == "gaussian":
         takers = [s for s in stats if s.kind not in dp.PURE_KINDS]
         if takers:
-            _check_places(plan.delta, quantum=DELTA_QUANTUM, what="The total delta")
+            _check_places(plan.delta, quantum=DELTA_QUANTUM, what=gettext("The total delta"))
             shares = split_exactly(plan.delta, [s.weight for s in takers], DELTA_QUANTUM)
             for s, share in zip(takers, shares, strict=True):
                 if share <= 0:
-                    raise ValidationFailed("Delta is too small to share between the statistics.")
+                    raise ValidationFailed(
+                        gettext("Delta is too small to share between the statistics.")
+                    )
                 s.delta = share
         else:
             plan.delta = Decimal(0)
@@ -98,24 +105,29 @@ def allocate(plan: ReleasePlan) -> None:
             if s.epsilon < Fraction(solved):
                 s.epsilon += EPS_QUANTUM
         elif s.hold:
-            what = f"The epsilon held by statistic {s.position + 1}"
+            what = gettext("The epsilon held by statistic %(number)s") % {"number": s.position + 1}
             _check_places(s.epsilon_given, quantum=EPS_QUANTUM, what=what)
             s.epsilon = s.epsilon_given
     fixed = [s for s in stats if s.target_halfwidth is not None or s.hold]
     rest = [s for s in stats if s not in fixed]
     fixed_total = total(s.epsilon for s in fixed)
     if rest:
-        _check_places(plan.epsilon, quantum=EPS_QUANTUM, what="The total epsilon")
+        _check_places(plan.epsilon, quantum=EPS_QUANTUM, what=gettext("The total epsilon"))
         remaining = sub(plan.epsilon, fixed_total)
         if remaining <= 0:
             raise ValidationFailed(
-                f"The held and targeted statistics already use epsilon {text(fixed_total)}, "
-                f"all of the total {text(plan.epsilon)}: raise the total or release a hold."
+                gettext(
+                    "The held and targeted statistics already use epsilon %(used)s, all of the "
+                    "total %(total)s: raise the total or release a hold."
+                )
+                % {"used": text(fixed_total), "total": text(plan.epsilon)}
             )
         shares = split_exactly(remaining, [s.weight for s in rest], EPS_QUANTUM)
         for s, share in zip(rest, shares, strict=True):
             if share <= 0:
-                raise ValidationFailed("Epsilon is too small to share between the statistics.")
+                raise ValidationFailed(
+                    gettext("Epsilon is too small to share between the statistics.")
+                )
             s.epsilon = share
     else:
         plan.epsilon = fixed_total

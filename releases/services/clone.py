@@ -6,6 +6,7 @@ import logging
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.utils.translation import gettext
 
 from datasets.models import Dataset
 from datasets.selectors import dataset_usability_problem
@@ -37,8 +38,11 @@ def release_clone(*, release: Release, actor: AbstractBaseUser) -> Release:
     """
     if release.status not in CLONABLE:
         raise InvalidTransition(
-            f"A release that is {release.get_status_display().lower()} cannot be cloned: "
-            "only rejected or withdrawn releases can."
+            gettext(
+                "A release that is %(status)s cannot be cloned: only rejected or withdrawn "
+                "releases can."
+            )
+            % {"status": release.get_status_display().lower()}
         )
     dataset = Dataset.objects.get(pk=release.dataset_id)  # as it is now, not as cached
     problem = dataset_usability_problem(dataset=dataset)

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.utils.translation import gettext
 
 from budgets.amounts import fmt
 from budgets.models import Membership, Project
@@ -26,9 +27,9 @@ BOUNDED_KINDS = ("sum", "mean", *NEW_KINDS)
 def _require_owner(*, project: Project, user: AbstractBaseUser) -> None:
     roles = project_roles(project=project, user=user)
     if not roles:
-        raise NotFound("No such project.")
+        raise NotFound(gettext("No such project."))
     if Membership.Role.OWNER not in roles:
-        raise PermissionDenied("Only an owner of the project may build releases.")
+        raise PermissionDenied(gettext("Only an owner of the project may build releases."))
 
 
 def release_save_draft(
@@ -48,10 +49,10 @@ def release_save_draft(
         else:
             release = Release.objects.select_for_update().get(pk=release.pk)
             if release.project_id != project.pk:
-                raise NotFound("No such release.")
+                raise NotFound(gettext("No such release."))
             if release.status != Release.Status.DRAFT:
                 raise InvalidTransition(
-                    "This release was submitted: its statistics and parameters are frozen."
+                    gettext("This release was submitted: its statistics and parameters are frozen.")
                 )
         release.dataset = plan.dataset
         release.title = plan.title

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from django.utils.translation import gettext, pgettext
+
 from budgets.models import Project
 from budgets.services import parse_delta, parse_epsilon
 from datasets.models import Column, Dataset
@@ -86,26 +88,35 @@ def _parse_statistic(
     raw: dict, *, position: int, dataset: Dataset, columns: dict[str, Column]
 ) -> StatisticPlan:
     if not isinstance(raw, dict):
-        raise ValidationFailed("Each statistic must be an object.")
+        raise ValidationFailed(gettext("Each statistic must be an object."))
     kind = str(raw.get("kind") or "").strip()
     if kind not in KINDS:
-        raise ValidationFailed(f"Statistic {position + 1}: unknown kind '{kind}'.")
+        raise ValidationFailed(
+            gettext("Statistic %(number)s: unknown kind '%(kind)s'.")
+            % {"number": position + 1, "kind": kind}
+        )
     plan = StatisticPlan(
         position=position,
         kind=kind,
-        label=_text(raw.get("label"), field="label", max_length=200),
+        label=_text(raw.get("label"), field=pgettext("field", "label"), max_length=200),
     )
-    where = f"Statistic {position + 1} ({Statistic.Kind(kind).label.lower()})"
+    where = gettext("Statistic %(number)s (%(kind)s)") % {
+        "number": position + 1,
+        "kind": str(Statistic.Kind(kind).label).lower(),
+    }
     try:
         if kind == "count":
             if raw.get("column"):
                 plan.column = _column(dataset, columns, raw.get("column"), what="count")
                 if plan.column.kind != Column.Kind.CATEGORICAL:
-                    raise ValidationFailed("A count of one category needs a categorical column.")
+                    raise ValidationFailed(
+                        gettext("A count of one category needs a categorical column.")
+                    )
                 plan.category = str(raw.get("category") or "")
                 if plan.category not in [str(c) for c in plan.column.categories]:
                     raise ValidationFailed(
-                        f"'{plan.category}' is not a declared category of '{plan.column.name}'."
+                        gettext("'%(category)s' is not a declared category of '%(name)s'.")
+                        % {"category": plan.category, "name": plan.column.name}
                     )
         elif kind == "histogram":
             plan.column = _column(dataset, columns, raw.get("column"), what="histogram")
@@ -114,11 +125,11 @@ def _parse_statistic(
                 plan.column2 = _column(dataset, columns, raw.get("column2"), what="histogram")
                 _check_histogram_column(plan.column2)
                 if plan.column2.pk == plan.column.pk:
-                    raise ValidationFailed("A 2-D histogram needs two different columns.")
+                    raise ValidationFailed(gettext("A 2-D histogram needs two different columns."))
         elif kind in ("sum", "mean"):
             plan.column = _column(dataset, columns, raw.get("column"), what=kind)
-            plan.lower = _optional_decimal(raw.get("lower"), field="lower bound")
-            plan.upper = _optional_decimal(raw.get("upper"), field="upper bound")
+            plan.lower = _optional_decimal(raw.get("lower"), field=pgettext("field", "lower bound"))
+            plan.upper = _optional_decimal(raw.get("upper"), field=pgettext("field", "upper bound"))
             _clip_bounds(plan, plan.column)
             if kind == "mean":
                 n_guess = raw.get("n_guess")
@@ -126,41 +137,52 @@ def _parse_statistic(
                     plan.n_guess = int(str(n_guess).strip())
                 except (TypeError, ValueError):
                     raise ValidationFailed(
-                        "A mean needs a planning guess of the number of rows (n), "
-                        "a whole number: it is used for the preview only."
+                        gettext(
+                            "A mean needs a planning guess of the number of rows (n), "
+                            "a whole number: it is used for the preview only."
+                        )
                     )
                 if not (1 <= plan.n_guess <= 10**12):
-                    raise ValidationFailed("The planning guess of n must be between 1 and 10^12.")
+                    raise ValidationFailed(
+                        gettext("The planning guess of n must be between 1 and 10^12.")
+                    )
         elif kind in NEW_KINDS:
             parse_statistic_stats(plan, raw, dataset=dataset, columns=columns)
         elif kind == "argmax":
-            plan.column = _column(dataset, columns, raw.get("column"), what="most common category")
+            plan.column = _column(dataset, columns, raw.get("column"), what="argmax")
             if plan.column.kind != Column.Kind.CATEGORICAL or len(plan.column.categories) < 2:
                 raise ValidationFailed(
-                    "The most common category needs a categorical column with at least two "
-                    "declared categories."
+                    gettext(
+                        "The most common category needs a categorical column with at least two "
+                        "declared categories."
+                    )
                 )
-        weight = _optional_decimal(raw.get("weight"), field="weight")
+        weight = _optional_decimal(raw.get("weight"), field=pgettext("field", "weight"))
         plan.weight = Decimal(1) if weight is None else weight
         if plan.weight <= 0:
-            raise ValidationFailed("Weights must be greater than 0.")
+            raise ValidationFailed(gettext("Weights must be greater than 0."))
         plan.hold = _bool(raw.get("hold"))
         given = raw.get("epsilon")
         if given not in (None, ""):
-            plan.epsilon_given = parse_epsilon(given, field="epsilon")
+            plan.epsilon_given = parse_epsilon(given, field=pgettext("field", "epsilon"))
         if plan.hold and plan.epsilon_given is None:
-            raise ValidationFailed("A held statistic needs its epsilon.")
+            raise ValidationFailed(gettext("A held statistic needs its epsilon."))
         target = raw.get("target_halfwidth")
         if target not in (None, ""):
             try:
                 plan.target_halfwidth = float(target)
             except (TypeError, ValueError):
-                raise ValidationFailed("The target half-width must be a number.")
+                raise ValidationFailed(gettext("The target half-width must be a number."))
             if not (0 < plan.target_halfwidth < 1e18):
-                what = "rank error" if kind == "quantiles" else "half-width"
-                raise ValidationFailed(f"The target {what} must be greater than 0.")
+                raise ValidationFailed(
+                    gettext("The target rank error must be greater than 0.")
+                    if kind == "quantiles"
+                    else gettext("The target half-width must be greater than 0.")
+                )
     except ValidationFailed as exc:
-        raise ValidationFailed(f"{where}: {exc.message}")
+        raise ValidationFailed(
+            gettext("%(where)s: %(problem)s") % {"where": where, "problem": exc.message}
+        )
     if not plan.label:
         plan.label = _default_label(plan)
     return plan
@@ -186,21 +208,21 @@ def release_plan_parse(*, project: Project, data: dict) -> ReleasePlan:
     Raises ValidationFailed with a message naming the problem; reads no data.
     """
     if not isinstance(data, dict):
-        raise ValidationFailed("The release must be an object.")
+        raise ValidationFailed(gettext("The release must be an object."))
     try:
         dataset_id = int(str(data.get("dataset")).strip())
     except (TypeError, ValueError):
-        raise ValidationFailed("Pick a dataset.")
+        raise ValidationFailed(gettext("Pick a dataset."))
     dataset = Dataset.objects.filter(pk=dataset_id, project=project).first()
     if dataset is None:
-        raise ValidationFailed("The project has no such dataset.")
+        raise ValidationFailed(gettext("The project has no such dataset."))
     # ready, every column declared, privacy unit confirmed by an owner (never a default)
     problem = dataset_usability_problem(dataset=dataset)
     if problem is not None:
         raise ValidationFailed(problem)
     mechanism = str(data.get("mechanism") or "laplace").strip()
     if mechanism not in Release.Mechanism.values:
-        raise ValidationFailed("The mechanism must be Laplace or Gaussian.")
+        raise ValidationFailed(gettext("The mechanism must be Laplace or Gaussian."))
     confidence_text = str(data.get("confidence") or "0.95").strip().rstrip("%").strip()
     if confidence_text in ("90", "95", "99"):
         confidence_text = f"0.{confidence_text}"
@@ -209,25 +231,30 @@ def release_plan_parse(*, project: Project, data: dict) -> ReleasePlan:
     except ArithmeticError:
         confidence = Decimal(0)
     if confidence not in {Decimal(c) for c in CONFIDENCES}:
-        raise ValidationFailed("The confidence level must be 90 %, 95 % or 99 %.")
-    epsilon = parse_epsilon(data.get("epsilon"), field="total epsilon")
+        raise ValidationFailed(gettext("The confidence level must be 90 %, 95 % or 99 %."))
+    epsilon = parse_epsilon(data.get("epsilon"), field=pgettext("field", "total epsilon"))
     if mechanism == "gaussian":
-        delta = parse_delta(data.get("delta"), field="delta")
+        delta = parse_delta(data.get("delta"), field=pgettext("field", "delta"))
         if delta <= 0:
-            raise ValidationFailed("The Gaussian mechanism needs a delta above 0.")
+            raise ValidationFailed(gettext("The Gaussian mechanism needs a delta above 0."))
     else:
         delta = Decimal(0)
     raw_statistics = data.get("statistics") or []
     if not isinstance(raw_statistics, list) or not raw_statistics:
-        raise ValidationFailed("Add at least one statistic.")
+        raise ValidationFailed(gettext("Add at least one statistic."))
     if len(raw_statistics) > MAX_STATISTICS:
-        raise ValidationFailed(f"A release may hold at most {MAX_STATISTICS} statistics.")
+        raise ValidationFailed(
+            gettext("A release may hold at most %(limit)s statistics.") % {"limit": MAX_STATISTICS}
+        )
     columns = {c.name: c for c in dataset.columns.all()}
     plan = ReleasePlan(
         project=project,
         dataset=dataset,
-        title=_text(data.get("title"), field="title", max_length=200) or "Untitled release",
-        description=_text(data.get("description"), field="description", max_length=5000),
+        title=_text(data.get("title"), field=pgettext("field", "title"), max_length=200)
+        or "Untitled release",
+        description=_text(
+            data.get("description"), field=pgettext("field", "description"), max_length=5000
+        ),
         mechanism=mechanism,
         confidence=confidence,
         epsilon=epsilon,

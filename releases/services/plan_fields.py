@@ -5,18 +5,39 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from django.utils.translation import gettext, gettext_noop, pgettext_lazy
+
 from budgets.services import _parse_decimal
 from datasets.models import Column, Dataset
 from dpportal import formatting
 from dpportal.errors import ValidationFailed
 
+#: what a statistic's column is for, by statistic kind ("grouping": a grouping column), in
+#: the messages below; lazy, so each message is worded in the language active when raised
+COLUMN_USES = {
+    "count": pgettext_lazy("statistic", "count"),
+    "histogram": pgettext_lazy("statistic", "histogram"),
+    "sum": pgettext_lazy("statistic", "sum"),
+    "mean": pgettext_lazy("statistic", "mean"),
+    "argmax": pgettext_lazy("statistic", "most common category"),
+    "grouped_sum": pgettext_lazy("statistic", "grouped sum"),
+    "grouped_mean": pgettext_lazy("statistic", "grouped mean"),
+    "quantiles": pgettext_lazy("statistic", "quantile"),
+    "stddev": pgettext_lazy("statistic", "standard deviation"),
+    "variance": pgettext_lazy("statistic", "variance"),
+    "grouping": pgettext_lazy("statistic", "grouping"),
+}
+
 
 def _text(value: object, *, field: str, max_length: int, required: bool = False) -> str:
     text = "" if value is None else str(value).strip()
     if required and not text:
-        raise ValidationFailed(f"Please give the {field}.")
+        raise ValidationFailed(gettext("Please give the %(field)s.") % {"field": field})
     if len(text) > max_length:
-        raise ValidationFailed(f"The {field} may be at most {max_length} characters.")
+        raise ValidationFailed(
+            gettext("The %(field)s may be at most %(max_length)s characters.")
+            % {"field": field, "max_length": max_length}
+        )
     return text
 
 
@@ -25,7 +46,7 @@ def _optional_decimal(value: object, *, field: str) -> Decimal | None:
         return None
     number = _parse_decimal(value, field=field)
     if abs(number) >= Decimal("1e20"):
-        raise ValidationFailed(f"The {field} is too large.")
+        raise ValidationFailed(gettext("The %(field)s is too large.") % {"field": field})
     return number
 
 
@@ -36,56 +57,94 @@ def _bool(value: object) -> bool:
 
 
 def _column(dataset: Dataset, columns: dict[str, Column], name: object, *, what: str) -> Column:
+    """The declared column named `name`; `what` is a key of COLUMN_USES."""
     name = "" if name is None else str(name).strip()
     if not name:
-        raise ValidationFailed(f"The {what} needs a column.")
+        raise ValidationFailed(
+            gettext("The %(what)s needs a column.") % {"what": COLUMN_USES[what]}
+        )
     column = columns.get(name)
     if column is None:
-        raise ValidationFailed(f"The dataset has no column named '{name}'.")
+        raise ValidationFailed(
+            gettext("The dataset has no column named '%(name)s'.") % {"name": name}
+        )
     if column.kind == Column.Kind.EXCLUDED:
-        raise ValidationFailed(f"Column '{name}' is excluded: it cannot be used in a statistic.")
+        raise ValidationFailed(
+            gettext("Column '%(name)s' is excluded: it cannot be used in a statistic.")
+            % {"name": name}
+        )
     if column.kind == Column.Kind.UNDECLARED:
         raise ValidationFailed(
-            f"Column '{name}' has no declared public domain yet: declare it before using it."
+            gettext(
+                "Column '%(name)s' has no declared public domain yet: declare it before using it."
+            )
+            % {"name": name}
         )
     return column
 
 
-def _check_histogram_column(column: Column) -> None:
+def _check_histogram_column(column: Column, *, grouping: bool = False) -> None:
+    """A histogram's (or, `grouping`, a grouping) column: declared categories or bin edges."""
     if column.kind == Column.Kind.CATEGORICAL:
         if not column.categories:
-            raise ValidationFailed(f"Column '{column.name}' declares no categories.")
+            raise ValidationFailed(
+                gettext("Column '%(name)s' declares no categories.") % {"name": column.name}
+            )
         return
     if len(column.bin_edges or []) < 2:
-        raise ValidationFailed(
-            f"A histogram of numeric column '{column.name}' needs declared bin edges."
+        message = (
+            gettext("Grouping by numeric column '%(name)s' needs declared bin edges.")
+            if grouping
+            else gettext("A histogram of numeric column '%(name)s' needs declared bin edges.")
         )
+        raise ValidationFailed(message % {"name": column.name})
 
 
 _RANGE_OF = {
-    "mean": "A mean",
-    "grouped_mean": "A mean",
-    "quantiles": "The candidate grid",
-    "stddev": "A standard deviation",
-    "variance": "A variance",
+    "mean": gettext_noop(
+        "A mean of '%(name)s' needs a declared range: declare the column's lower and upper "
+        "bounds (or give them here)."
+    ),
+    "grouped_mean": gettext_noop(
+        "A mean of '%(name)s' needs a declared range: declare the column's lower and upper "
+        "bounds (or give them here)."
+    ),
+    "quantiles": gettext_noop(
+        "The candidate grid of '%(name)s' needs a declared range: declare the column's lower "
+        "and upper bounds (or give them here)."
+    ),
+    "stddev": gettext_noop(
+        "A standard deviation of '%(name)s' needs a declared range: declare the column's "
+        "lower and upper bounds (or give them here)."
+    ),
+    "variance": gettext_noop(
+        "A variance of '%(name)s' needs a declared range: declare the column's lower and "
+        "upper bounds (or give them here)."
+    ),
 }
+_RANGE_OF_SUM = gettext_noop(
+    "A sum of '%(name)s' needs a declared range: declare the column's lower and upper bounds "
+    "(or give them here)."
+)
 
 
 def _clip_bounds(plan: Any, column: Column) -> None:
     lower = plan.lower if plan.lower is not None else column.lower
     upper = plan.upper if plan.upper is not None else column.upper
     if column.kind != Column.Kind.NUMERIC:
-        raise ValidationFailed(f"A {plan.kind} needs a numeric column; '{column.name}' is not.")
+        raise ValidationFailed(
+            gettext("A %(what)s needs a numeric column; '%(name)s' is not.")
+            % {"what": COLUMN_USES.get(plan.kind, plan.kind), "name": column.name}
+        )
     if lower is None or upper is None:
         raise ValidationFailed(
-            f"{_RANGE_OF.get(plan.kind, 'A sum')} of '{column.name}' needs a declared "
-            "range: declare the column's lower and upper bounds (or give them here)."
+            gettext(_RANGE_OF.get(plan.kind, _RANGE_OF_SUM)) % {"name": column.name}
         )
     if lower > upper:
         raise ValidationFailed(
-            f"The lower bound ({formatting.exact(lower)}) is above the upper bound "
-            f"({formatting.exact(upper)})."
+            gettext("The lower bound (%(lower)s) is above the upper bound (%(upper)s).")
+            % {"lower": formatting.exact(lower), "upper": formatting.exact(upper)}
         )
     if lower == upper:
-        raise ValidationFailed("The lower and upper bounds must differ.")
+        raise ValidationFailed(gettext("The lower and upper bounds must differ."))
     plan.lower, plan.upper = Decimal(lower), Decimal(upper)

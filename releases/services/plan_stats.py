@@ -14,6 +14,8 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
+from django.utils.translation import gettext, pgettext
+
 from datasets.models import Column, Dataset
 from dpportal import formatting
 from dpportal.errors import ValidationFailed
@@ -21,6 +23,7 @@ from dpportal.privacy.errors import PrivacyParameterError
 from dpportal.privacy.quantiles import candidate_grid
 from releases.dp_stats import GROUPED_KINDS, SPREAD_KINDS
 from releases.services.plan_fields import (
+    COLUMN_USES,
     _check_histogram_column,
     _clip_bounds,
     _column,
@@ -40,11 +43,14 @@ def _n_guess(plan: StatisticPlan, raw: dict, *, what: str) -> None:
         plan.n_guess = int(str(raw.get("n_guess")).strip())
     except (TypeError, ValueError):
         raise ValidationFailed(
-            f"A {what} needs a planning guess of the number of rows (n), a whole number: "
-            "it is used for the preview only."
+            gettext(
+                "A %(what)s needs a planning guess of the number of rows (n), a whole number: "
+                "it is used for the preview only."
+            )
+            % {"what": what}
         )
     if not (1 <= plan.n_guess <= 10**12):
-        raise ValidationFailed("The planning guess of n must be between 1 and 10^12.")
+        raise ValidationFailed(gettext("The planning guess of n must be between 1 and 10^12."))
 
 
 def _group_columns(
@@ -55,7 +61,7 @@ def _group_columns(
         first, second = second, None
     if not first:
         if required:
-            raise ValidationFailed("Choose the column to group by.")
+            raise ValidationFailed(gettext("Choose the column to group by."))
         return
     plan.group_column = _column(dataset, columns, first, what="grouping")
     _check_group_column(plan.group_column)
@@ -63,18 +69,16 @@ def _group_columns(
         plan.group_column2 = _column(dataset, columns, second, what="grouping")
         _check_group_column(plan.group_column2)
         if plan.group_column2.pk == plan.group_column.pk:
-            raise ValidationFailed("The two grouping columns must differ.")
+            raise ValidationFailed(gettext("The two grouping columns must differ."))
     if plan.column is not None and plan.column.pk in {c.pk for c in plan.group_columns}:
         raise ValidationFailed(
-            f"'{plan.column.name}' cannot be both the value column and a grouping column."
+            gettext("'%(name)s' cannot be both the value column and a grouping column.")
+            % {"name": plan.column.name}
         )
 
 
 def _check_group_column(column: Column) -> None:
-    try:
-        _check_histogram_column(column)
-    except ValidationFailed as exc:
-        raise ValidationFailed(exc.message.replace("A histogram of", "Grouping by"))
+    _check_histogram_column(column, grouping=True)
 
 
 def parse_quantiles(value: object) -> list[str]:
@@ -86,29 +90,43 @@ def parse_quantiles(value: object) -> list[str]:
     else:
         items = []
     if not items:
-        raise ValidationFailed("Name at least one quantile, e.g. 0.5 for the median.")
+        raise ValidationFailed(gettext("Name at least one quantile, e.g. 0.5 for the median."))
     if len(items) > MAX_QUANTILES:
-        raise ValidationFailed(f"At most {MAX_QUANTILES} quantiles per statistic.")
+        raise ValidationFailed(
+            gettext("At most %(limit)s quantiles per statistic.") % {"limit": MAX_QUANTILES}
+        )
     out: list[Decimal] = []
     for item in items:
         text = str(item).strip()
         percent = text.endswith("%")
+        not_a_quantile = ValidationFailed(
+            gettext("'%(text)s' is not a quantile: give a number such as 0.5.") % {"text": text}
+        )
         try:
             q = Decimal(text.rstrip("%").strip())
         except InvalidOperation:
-            raise ValidationFailed(f"'{text}' is not a quantile: give a number such as 0.5.")
+            raise not_a_quantile from None
         if not q.is_finite():
-            raise ValidationFailed(f"'{text}' is not a quantile: give a number such as 0.5.")
+            raise not_a_quantile
         if percent:
             q = q / 100
         if not (0 < q < 1):
             raise ValidationFailed(
-                f"Quantiles lie strictly between 0 and 1 (or 0 % and 100 %); got {text}."
+                gettext(
+                    "Quantiles lie strictly between 0 and 1 (or 0 %% and 100 %%); got %(text)s."
+                )
+                % {"text": text}
             )
         if q != q.quantize(Decimal(1).scaleb(-QUANTILE_PLACES)):
-            raise ValidationFailed(f"Quantiles may have at most {QUANTILE_PLACES} decimal places.")
+            raise ValidationFailed(
+                gettext("Quantiles may have at most %(places)s decimal places.")
+                % {"places": QUANTILE_PLACES}
+            )
         if q in out:
-            raise ValidationFailed(f"The quantile {formatting.exact(q)} is named twice.")
+            raise ValidationFailed(
+                gettext("The quantile %(quantile)s is named twice.")
+                % {"quantile": formatting.exact(q)}
+            )
         out.append(q)
     return [formatting.exact(q.normalize()) for q in sorted(out)]
 
@@ -116,29 +134,38 @@ def parse_quantiles(value: object) -> list[str]:
 def _quantile_grid(plan: StatisticPlan, raw: dict) -> None:
     column = plan.column
     if column.kind != Column.Kind.NUMERIC:
-        raise ValidationFailed(f"Quantiles need a numeric column; '{column.name}' is not.")
-    plan.step = _optional_decimal(raw.get("step"), field="step")
+        raise ValidationFailed(
+            gettext("Quantiles need a numeric column; '%(name)s' is not.") % {"name": column.name}
+        )
+    plan.step = _optional_decimal(raw.get("step"), field=pgettext("field", "step"))
     if plan.step is None:
         edges = column.bin_edges or []
         if len(edges) < 2:
             raise ValidationFailed(
-                f"Quantiles of '{column.name}' need a candidate grid: give a step (with the "
-                "declared bounds), or declare bin edges for the column."
+                gettext(
+                    "Quantiles of '%(name)s' need a candidate grid: give a step (with the "
+                    "declared bounds), or declare bin edges for the column."
+                )
+                % {"name": column.name}
             )
         plan.grid = tuple(Fraction(Decimal(str(e))) for e in edges)
         plan.lower = plan.upper = None
         return
     if plan.step <= 0:
-        raise ValidationFailed("The step of the candidate grid must be greater than 0.")
-    plan.lower = _optional_decimal(raw.get("lower"), field="lower bound")
-    plan.upper = _optional_decimal(raw.get("upper"), field="upper bound")
+        raise ValidationFailed(gettext("The step of the candidate grid must be greater than 0."))
+    plan.lower = _optional_decimal(raw.get("lower"), field=pgettext("field", "lower bound"))
+    plan.upper = _optional_decimal(raw.get("upper"), field=pgettext("field", "upper bound"))
     _clip_bounds(plan, column)
     try:
         plan.grid = candidate_grid(plan.lower, plan.upper, plan.step)
     except PrivacyParameterError as exc:
-        raise ValidationFailed(f"The candidate grid is too fine: {exc}.")
+        raise ValidationFailed(
+            gettext("The candidate grid is too fine: %(problem)s.") % {"problem": exc}
+        )
     if len(plan.grid) < 2:
-        raise ValidationFailed("The step is wider than the range: the grid needs two candidates.")
+        raise ValidationFailed(
+            gettext("The step is wider than the range: the grid needs two candidates.")
+        )
 
 
 def parse_statistic_stats(
@@ -146,23 +173,24 @@ def parse_statistic_stats(
 ) -> None:
     """Fill `plan` (a StatisticPlan of a NEW kind) from the builder's input, or raise."""
     kind = plan.kind
-    what = {"quantiles": "quantile", "stddev": "standard deviation"}.get(kind, kind)
-    plan.column = _column(dataset, columns, raw.get("column"), what=what.replace("_", " "))
+    plan.column = _column(dataset, columns, raw.get("column"), what=kind)
     if kind == "quantiles":
         plan.quantiles = parse_quantiles(raw.get("quantiles"))
         _quantile_grid(plan, raw)
         return
     if plan.column.kind != Column.Kind.NUMERIC:
         name = plan.column.name
-        raise ValidationFailed(f"This statistic needs a numeric column; '{name}' is not.")
-    plan.lower = _optional_decimal(raw.get("lower"), field="lower bound")
-    plan.upper = _optional_decimal(raw.get("upper"), field="upper bound")
+        raise ValidationFailed(
+            gettext("This statistic needs a numeric column; '%(name)s' is not.") % {"name": name}
+        )
+    plan.lower = _optional_decimal(raw.get("lower"), field=pgettext("field", "lower bound"))
+    plan.upper = _optional_decimal(raw.get("upper"), field=pgettext("field", "upper bound"))
     _clip_bounds(plan, plan.column)
     _group_columns(plan, raw, dataset=dataset, columns=columns, required=kind in GROUPED_KINDS)
     if kind == "grouped_mean":
-        _n_guess(plan, raw, what="mean by group")
+        _n_guess(plan, raw, what=pgettext("statistic", "mean by group"))
     elif kind in SPREAD_KINDS:
-        _n_guess(plan, raw, what="standard deviation" if kind == "stddev" else "variance")
+        _n_guess(plan, raw, what=COLUMN_USES[kind])
 
 
 def default_label_stats(plan: StatisticPlan) -> str:

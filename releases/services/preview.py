@@ -7,6 +7,8 @@ import math
 from decimal import Decimal
 from typing import Any
 
+from django.utils.translation import gettext
+
 from budgets.amounts import fmt
 from budgets.models import Project
 from budgets.selectors import BudgetSummary, CostFit, budget_summary, committed_records, cost_fits
@@ -197,5 +199,5 @@ def _check_fits(*, plan: ReleasePlan) -> tuple[Decimal, Decimal]:
     summary = budget_summary(project=plan.project)
     fit = _fit(plan=plan, summary=summary, cost_eps=cost_eps, cost_delta=cost_delta)
     if not fit.within:
-        raise BudgetExceeded(fit.refusal(what="this release"), extra=fit.extra())
+        raise BudgetExceeded(fit.refusal(what=gettext("this release")), extra=fit.extra())
     return cost_eps, cost_delta

@@ -19,6 +19,8 @@ from decimal import ROUND_FLOOR, Decimal
 from fractions import Fraction
 from typing import Any
 
+from django.utils.translation import gettext
+
 from dpportal import formatting
 from dpportal.errors import ValidationFailed
 from dpportal.privacy.errors import PrivacyParameterError
@@ -50,7 +52,7 @@ def plan_at_epsilon(*, plan: ReleasePlan, epsilon: Decimal) -> ReleasePlan:
     """The same release with its allocation scaled to total `epsilon` (deltas unchanged)."""
     total = plan.cost_epsilon
     if total <= 0 or epsilon <= 0:
-        raise ValidationFailed("The release needs a positive total epsilon.")
+        raise ValidationFailed(gettext("The release needs a positive total epsilon."))
     return replace(
         plan,
         epsilon=epsilon,

@@ -1,0 +1,158 @@
+"""Issue 17: the messages our errors carry to people are translated.
+
+Every ApplicationError (ValidationFailed, PermissionDenied, ...) raised in the
+application's Python code must take its message from gettext/ngettext/pgettext
+(or a `%` of one), never from English written in place: a string literal or an
+f-string would reach a Chinese reader in English. The scan reads the source with
+`ast`; a message held in a variable is trusted (it was built elsewhere, and the
+scan sees where). The translations themselves are checked by test_i18n_catalogue.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+from django.utils import translation
+
+from budgets.selectors import role_required
+from budgets.services import parse_epsilon
+from datasets.services.codebook import parse_codebook
+from dpportal import catalogues
+from dpportal.errors import ValidationFailed
+from releases.services.plan_stats import parse_quantiles
+
+ROOT = Path(__file__).resolve().parent.parent
+#: the error classes whose message is shown to a person (dpportal.errors). Not yet:
+#: datasets.ingest's IngestRejected and releases.compute's SpecMismatch, mostly raised in
+#: Celery workers and stored as the dataset's or release's failure text, so translating
+#: them when raised would fix the worker's language, not the reader's
+ERROR_CLASSES = {
+    "ApplicationError",
+    "ValidationFailed",
+    "PermissionDenied",
+    "NotFound",
+    "InvalidTransition",
+    "BudgetExceeded",
+    "SelfApproval",
+    "UploadTooLarge",
+}
+TRANSLATE = {"gettext", "ngettext", "pgettext", "npgettext"}
+SKIP = {".venv", "tests", "var", "node_modules", ".git", "migrations"}
+
+
+def _name(node: ast.expr) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return ""
+
+
+def _plain_text(node: ast.expr) -> bool:
+    """Is `node` English written in place (a literal, an f-string, or text made from one)?"""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.JoinedStr):
+        return True
+    if isinstance(node, ast.BinOp):
+        if isinstance(node.op, ast.Mod):  # "..." % x is plain; gettext("...") % x is not
+            return _plain_text(node.left)
+        return _plain_text(node.left) or _plain_text(node.right)
+    if isinstance(node, ast.IfExp):
+        return _plain_text(node.body) or _plain_text(node.orelse)
+    if isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ("format", "join"):
+            return _plain_text(node.func.value) and node.func.attr == "format"
+        return False  # gettext(...), or a function that builds the message
+    return False
+
+
+def untranslated_errors(source: str, filename: str = "<source>") -> list[str]:
+    """`file:line` of each error raised with an untranslated message in `source`."""
+    found = []
+    for node in ast.walk(ast.parse(source, filename=filename)):
+        if not (isinstance(node, ast.Call) and _name(node.func) in ERROR_CLASSES):
+            continue
+        messages = node.args[:1] + [k.value for k in node.keywords if k.arg == "message"]
+        if any(_plain_text(m) for m in messages):
+            found.append(f"{filename}:{node.lineno}")
+    return found
+
+
+def application_sources() -> list[Path]:
+    return sorted(p for p in ROOT.rglob("*.py") if not SKIP & set(p.relative_to(ROOT).parts))
+
+
+def test_the_checker_catches_plain_text_and_passes_a_translation():
+    bad = [
+        'raise ValidationFailed("Pick a dataset.")',
+        'raise ValidationFailed(f"Column {name} is excluded.")',
+        'raise errors.NotFound("No such " + "release.")',
+        'raise PermissionDenied("Hello %s" % name)',
+        'raise InvalidTransition("{} cannot".format(x))',
+        'raise ValidationFailed(gettext("a") if x else "b")',
+        'raise BudgetExceeded(message=f"over by {x}")',
+    ]
+    good = [
+        'raise ValidationFailed(gettext("Pick a dataset."))',
+        'raise ValidationFailed(gettext("Column %(name)s.") % {"name": name})',
+        'raise ValidationFailed(ngettext("%(n)s row", "%(n)s rows", n) % {"n": n})',
+        'raise ValidationFailed(gettext("a") if x else pgettext("c", "b"))',
+        "raise ValidationFailed(problem)",
+        'raise BudgetExceeded(fit.refusal(what="x"), extra={"a": "b"})',
+        'raise ValueError("not shown to a person")',
+    ]
+    for line in bad:
+        assert untranslated_errors(line) == ["<source>:1"], line
+    for line in good:
+        assert untranslated_errors(line) == [], line
+
+
+def test_the_scan_sees_the_services():
+    names = {str(p.relative_to(ROOT)) for p in application_sources()}
+    assert {"releases/services/plan.py", "budgets/services/validation.py"} <= names
+    assert not any(n.startswith(("tests/", ".venv/")) for n in names)
+
+
+def test_every_error_message_goes_through_gettext():
+    found = []
+    for path in application_sources():
+        found += untranslated_errors(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
+    assert found == []
+
+
+@pytest.fixture
+def chinese():
+    catalogues.compile_all()
+    with translation.override("zh-hans"):
+        yield
+
+
+def _message(call) -> str:
+    with pytest.raises(ValidationFailed) as caught:
+        call()
+    return caught.value.message
+
+
+def test_service_errors_come_out_in_chinese(chinese):
+    assert _message(lambda: parse_epsilon("0", field=None)) == "ε 必须大于 0。"
+    assert _message(lambda: parse_quantiles("0.5, 2")) == (
+        "分位数必须严格介于 0 与 1 之间（或 0 % 与 100 %）；收到的是 2。"
+    )
+    assert _message(lambda: parse_codebook(b"column,kind\nscore,numeric,1\n")) == (
+        "编码簿第 2 行有 3 个单元格，而表头有 2 个。"
+    )
+
+
+def test_a_refusal_names_the_role_in_chinese(chinese):
+    assert role_required({"owner"}).message == "此操作需要项目中的“所有者”角色。"
+    assert role_required({"owner", "reviewer"}).message == (
+        "此操作需要项目中的以下角色之一：所有者, 审核人。"
+    )
+
+
+def test_service_errors_stay_english_by_default():
+    with translation.override("en"):
+        assert _message(lambda: parse_epsilon("0")) == "epsilon must be greater than 0."
