@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
-from django.utils.translation import gettext
+from django.utils.translation import gettext, pgettext
 
 from budgets.models import Membership, Project
 from dpportal.errors import NotFound, PermissionDenied
@@ -43,7 +43,7 @@ def role_required(roles: set[str]) -> PermissionDenied:
         )
     return PermissionDenied(
         gettext("This needs one of these roles in the project: %(roles)s.")
-        % {"roles": ", ".join(labels)}
+        % {"roles": pgettext("list separator", ", ").join(labels)}
     )
 
 
