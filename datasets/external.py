@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from botocore.exceptions import BotoCoreError, ClientError
 from django.conf import settings
+from django.utils.translation import gettext_noop
 
 from datasets import storage
 from datasets.ingest.common import IngestLimits, IngestRejected
@@ -54,35 +55,41 @@ def parse_location(text: str) -> Location:
     text = (text or "").strip()
     if not text:
         raise IngestRejected(
-            "Give the location of the Parquet data (s3://bucket/prefix/ or a path)."
+            gettext_noop("Give the location of the Parquet data (s3://bucket/prefix/ or a path).")
         )
     if len(text) > 900:
-        raise IngestRejected("The location is too long.")
+        raise IngestRejected(gettext_noop("The location is too long."))
     if text.startswith("s3://"):
         rest = text.removeprefix("s3://")
         bucket, _, key = rest.partition("/")
         if not bucket or ".." in key.split("/"):
-            raise IngestRejected("An S3 location reads s3://bucket/prefix/ (no '..').")
+            raise IngestRejected(
+                gettext_noop("An S3 location reads s3://bucket/prefix/ (no '..').")
+            )
         own = "/".join(p for p in (settings.DPPORTAL_S3_PREFIX.strip("/"), "datasets") if p)
         if bucket == settings.DPPORTAL_S3_BUCKET and (key + "/").startswith(own + "/"):
-            raise IngestRejected("That location is dpportal's own storage.")
+            raise IngestRejected(gettext_noop("That location is dpportal's own storage."))
         return Location(storage.EXTERNAL_S3, f"{bucket}/{key}")
     if "://" in text:
-        raise IngestRejected("Only s3:// locations and local paths can be registered.")
+        raise IngestRejected(
+            gettext_noop("Only s3:// locations and local paths can be registered.")
+        )
     roots = allowed_roots()
     if not roots:
-        raise IngestRejected("Registering local paths is turned off on this server.")
+        raise IngestRejected(gettext_noop("Registering local paths is turned off on this server."))
     given = Path(text)
     if not given.is_absolute():
-        raise IngestRejected("A local path must be absolute.")
+        raise IngestRejected(gettext_noop("A local path must be absolute."))
     try:
         resolved = given.resolve(strict=True)
     except (OSError, RuntimeError):
-        raise IngestRejected("The path does not exist or cannot be read.") from None
+        raise IngestRejected(gettext_noop("The path does not exist or cannot be read.")) from None
     if not _inside_roots(resolved):
-        raise IngestRejected("The path is outside the folders this server allows registering.")
+        raise IngestRejected(
+            gettext_noop("The path is outside the folders this server allows registering.")
+        )
     if resolved.is_relative_to(Path(settings.MEDIA_ROOT).resolve()):
-        raise IngestRejected("That location is dpportal's own storage.")
+        raise IngestRejected(gettext_noop("That location is dpportal's own storage."))
     return Location(storage.EXTERNAL_LOCAL, str(resolved))
 
 
@@ -93,14 +100,18 @@ def list_files(location: Location) -> list[dict[str, Any]]:
             files = storage.external_listing(location.kind, location.path)
         except (BotoCoreError, ClientError, OSError):
             raise IngestRejected(
-                "The S3 location could not be listed (bucket or access)."
+                gettext_noop("The S3 location could not be listed (bucket or access).")
             ) from None
     else:
         files = _local_files(Path(location.path))
     if not files:
-        raise IngestRejected("No Parquet file (*.parquet) was found at that location.")
+        raise IngestRejected(
+            gettext_noop("No Parquet file (*.parquet) was found at that location.")
+        )
     if len(files) > MAX_FILES:
-        raise IngestRejected(f"The location holds more than {MAX_FILES} Parquet files.")
+        raise IngestRejected(
+            gettext_noop("The location holds more than %(limit)s Parquet files."), limit=MAX_FILES
+        )
     return files
 
 
@@ -111,7 +122,9 @@ def _local_files(path: Path) -> list[dict[str, Any]]:
         resolved = candidate.resolve()
         if not _inside_roots(resolved):
             raise IngestRejected(
-                "A file in the folder leads outside the folders this server allows registering."
+                gettext_noop(
+                    "A file in the folder leads outside the folders this server allows registering."
+                )
             )
         if resolved.is_file():
             stat = resolved.stat()
@@ -126,7 +139,9 @@ def _open(kind: str, path: str) -> pq.ParquetFile:
     try:
         return pq.ParquetFile(storage.external_filesystem(kind).open_input_file(path))
     except (pa.ArrowInvalid, OSError):
-        raise IngestRejected("A file at that location is not a readable Parquet file.") from None
+        raise IngestRejected(
+            gettext_noop("A file at that location is not a readable Parquet file.")
+        ) from None
 
 
 def read_layout(kind: str, files: list[dict[str, Any]], limits: IngestLimits) -> Layout:
@@ -136,11 +151,15 @@ def read_layout(kind: str, files: list[dict[str, Any]], limits: IngestLimits) ->
         other = _open(kind, f["path"]).schema_arrow
         if not other.equals(schema, check_metadata=False):
             raise IngestRejected(
-                "The Parquet files at that location do not all have the same columns and types."
+                gettext_noop(
+                    "The Parquet files at that location do not all have the same columns and types."
+                )
             )
     if len(schema) > limits.max_columns:
         raise IngestRejected(
-            f"The data has {len(schema)} columns; at most {limits.max_columns} are allowed."
+            gettext_noop("The data has %(count)s columns; at most %(limit)s are allowed."),
+            count=len(schema),
+            limit=limits.max_columns,
         )
     names = check_names(schema.names, limits)
     types = {}
@@ -149,9 +168,13 @@ def read_layout(kind: str, files: list[dict[str, Any]], limits: IngestLimits) ->
         t = field.type
         if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_string(t)):
             raise IngestRejected(
-                f"Column '{name[:100]}' has type {t}: data registered in place is read as "
-                "stored, so only integer, floating point and text columns are accepted. "
-                "Convert it, or upload the file instead."
+                gettext_noop(
+                    "Column '%(name)s' has type %(type)s: data registered in place is read as "
+                    "stored, so only integer, floating point and text columns are accepted. "
+                    "Convert it, or upload the file instead."
+                ),
+                name=name[:100],
+                type=str(t),
             )
     return Layout(names=names, types=types)
 
@@ -167,7 +190,9 @@ def batches(kind: str, files: list[dict[str, Any]]) -> Iterator[tuple[pa.RecordB
             try:
                 table = parquet.read_row_group(group)
             except (pa.ArrowInvalid, OSError):
-                raise IngestRejected("A Parquet file is damaged: a row group is unreadable.")
+                raise IngestRejected(
+                    gettext_noop("A Parquet file is damaged: a row group is unreadable.")
+                )
             fraction = (done + f["size"] * (group + 1) / groups) / total
             for batch in table.to_batches(BATCH_ROWS):
                 yield batch, fraction
@@ -203,5 +228,5 @@ def profile(
         rows += batch.num_rows
         on_progress(fraction)
     if rows == 0:
-        raise IngestRejected("The Parquet data has no rows.")
+        raise IngestRejected(gettext_noop("The Parquet data has no rows."))
     return profiles

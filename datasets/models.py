@@ -46,6 +46,9 @@ class Dataset(models.Model):
     read_options = models.JSONField(default=dict, blank=True)
     progress = models.FloatField(default=0.0, help_text="Fraction of the upload's bytes ingested.")
     failure_reason = models.TextField(blank=True)
+    # The failure reason as message records (dpportal.messages), translated when shown;
+    # empty for rows failed before records were kept (failure_reason is shown then).
+    failure_record = models.JSONField(default=list, blank=True)
     # Delivery and liveness of the ingest (see datasets.services.ingesting).
     dispatched_at = models.DateTimeField(
         null=True, blank=True, help_text="When the ingest task was last sent."

@@ -54,9 +54,9 @@ class DatasetReadingView(View):
             dataset_confirm_reading(dataset=dataset, actor=request.user, options=options)
         except ApplicationError as exc:
             if dataset.status != Dataset.Status.AWAITING:
-                messages.error(request, exc.message)
+                messages.error(request, exc.reader_message())
                 return redirect("datasets:detail", pk)
-            return self._render(request, dataset, options, error=exc.message, status=400)
+            return self._render(request, dataset, options, error=exc.reader_message(), status=400)
         messages.success(request, gettext("Confirmed. The file is being checked and converted."))
         return redirect("datasets:detail", pk)
 
@@ -64,7 +64,7 @@ class DatasetReadingView(View):
         try:
             preview = dataset_read_preview(dataset=dataset, actor=request.user, options=options)
         except ApplicationError as exc:
-            error = error or exc.message
+            error = error or exc.reader_message()
             status = 400
             preview = dataset_read_preview(dataset=dataset, actor=request.user)
         dialect: CsvDialect = preview.dialect

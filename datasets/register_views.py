@@ -55,7 +55,9 @@ class DatasetRegisterView(View):
                 registered_by=request.user,
             )
         except ApplicationError as exc:
-            return self._render(request, project, form, status=exc.status_code, error=exc.message)
+            return self._render(
+                request, project, form, status=exc.status_code, error=exc.reader_message()
+            )
         messages.success(request, gettext("Registered. The workers are profiling the data."))
         return redirect("datasets:detail", pk=dataset.pk)
 

@@ -42,6 +42,7 @@ from datasets.upload_limits import (
     upload_too_large_message,
 )
 from dpportal.errors import ApplicationError
+from dpportal.messages import reader_text
 
 OWNER = {Membership.Role.OWNER.value}
 
@@ -101,7 +102,9 @@ class DatasetUploadView(View):
                 sheet=form.cleaned_data["sheet"],
             )
         except ApplicationError as exc:
-            return self._render(request, project, form, status=exc.status_code, error=exc.message)
+            return self._render(
+                request, project, form, status=exc.status_code, error=exc.reader_message()
+            )
         if dataset.status == Dataset.Status.AWAITING:
             messages.success(
                 request, gettext("Uploaded. Check how the file is read, then confirm.")
@@ -196,7 +199,9 @@ class DatasetStatusView(View):
                 "status": dataset.status,
                 "status_display": dataset.get_status_display(),
                 "progress": round(dataset.progress, 3),
-                "failure_reason": dataset.failure_reason,
+                "failure_reason": reader_text(
+                    dataset.failure_record, fallback=dataset.failure_reason
+                ),
             }
         )
 

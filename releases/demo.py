@@ -120,7 +120,7 @@ def demo_release_publish(
         try:
             compute.release_compute(release_id=release.pk)
         except compute.SpecMismatch as exc:  # as the task does: fail, return the budget
-            lifecycle.release_fail(release_id=release.pk, reason=exc.message)
+            lifecycle.release_fail(release_id=release.pk, reason=exc.records)
         release.refresh_from_db()
     if release.status == Release.Status.COMPUTED:
         release = lifecycle.release_publish(release=release, actor=owner)

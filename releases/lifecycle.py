@@ -23,6 +23,7 @@ from django.utils.translation import gettext
 from budgets import services as budget_services
 from budgets.models import Membership
 from budgets.selectors import project_roles, role_required
+from dpportal import messages
 from dpportal.errors import InvalidTransition, NotFound, PermissionDenied
 from releases import dispatch
 from releases.models import Release, ReleaseEvent, ReleaseResult
@@ -228,8 +229,11 @@ def release_publish(*, release: Release, actor: AbstractBaseUser) -> Release:
     return locked
 
 
-def release_fail(*, release_id: int, reason: str) -> Release | None:
+def release_fail(*, release_id: int, reason: messages.Message) -> Release | None:
     """queued/computing -> failed and the reservation RELEASEd, in one transaction.
+
+    `reason`: message records (dpportal.messages), stored with their English so that
+    each reader sees them in their own language.
 
     Only called when no noise was stored (results and the charge commit together),
     so returning the reservation is sound. A release that already has results, or
@@ -239,12 +243,14 @@ def release_fail(*, release_id: int, reason: str) -> Release | None:
         locked = release_lock(release_id=release_id)
         if locked.status not in COMPUTABLE or release_has_result(release=locked):
             return None
-        locked.failure_reason = reason[:2000]
+        english = messages.english(reason)
+        locked.failure_reason = english[:2000]
+        locked.failure_record = reason
         release_transition(
             release=locked,
             to_status=S.FAILED,
-            comment=reason[:500],
-            extra_fields=("failure_reason",),
+            comment=english[:500],
+            extra_fields=("failure_reason", "failure_record"),
         )
         if locked.budget_request_id is not None:
             budget_services.budget_release(budget_request=locked.budget_request, note="failed")

@@ -58,6 +58,9 @@ class Release(models.Model):
     dispatched_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     failure_reason = models.TextField(blank=True)
+    # The failure reason as message records (dpportal.messages), translated when shown;
+    # empty for rows failed before records were kept (failure_reason is shown then).
+    failure_record = models.JSONField(default=list, blank=True)
     computed_at = models.DateTimeField(null=True, blank=True)
     published_at = models.DateTimeField(null=True, blank=True)
     published_by = models.ForeignKey(

@@ -6,7 +6,8 @@ here lets that text out: a failed attempt is recorded (retry messages, the
 result backend, Celery's own log lines, our logs) as `AttemptFailed(<type>)`,
 an exception escaping a task is replaced by one (`scrubbed`), and the reason
 shown to the release's owners is a plain sentence chosen by the exception's
-type (`failure_reason`).
+type (`failure_reason`), kept as message records so that each owner reads it in their
+own language.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ import pyarrow as pa
 from celery.exceptions import Ignore, Reject, Retry
 from django.conf import settings
 from django.db import DatabaseError
+from django.utils.translation import gettext_noop
+
+from dpportal import messages
 
 MAX_RETRIES = 5
 
@@ -74,22 +78,30 @@ def scrubbed() -> Iterator[None]:
     _raise_without_context(failure)
 
 
-def failure_reason(exc: BaseException, *, attempts: int) -> str:
-    """What the release's owners read when the computation gave up: no data, no raw text."""
+def failure_reason(exc: BaseException, *, attempts: int) -> messages.Message:
+    """What the release's owners read when the computation gave up: no data, no raw text.
+
+    Three sentences (message records): what went wrong, how often it was tried, and that
+    nothing was spent."""
     if isinstance(exc, FileNotFoundError):
-        what = "The dataset's stored copy is missing."
+        what = gettext_noop("The dataset's stored copy is missing.")
     elif isinstance(exc, pa.ArrowException | OSError):
-        what = (
+        what = gettext_noop(
             "The dataset's stored copy could not be read: a column's values do not match "
             "its declared type, or the file is damaged."
         )
     elif isinstance(exc, DatabaseError):
-        what = "The database could not be reached."
+        what = gettext_noop("The database could not be reached.")
     elif isinstance(exc, MemoryError):
-        what = "The computation ran out of memory."
+        what = gettext_noop("The computation ran out of memory.")
     else:
-        what = "The computation failed."
-    return (
-        f"{what} It was tried {attempts} times ({type(exc).__name__}). Nothing was spent: "
-        "the reserved budget was returned."
-    )
+        what = gettext_noop("The computation failed.")
+    return [
+        messages.record(what),
+        messages.record(
+            gettext_noop("It was tried %(attempts)s times (%(error)s)."),
+            attempts=attempts,
+            error=type(exc).__name__,
+        ),
+        messages.record(gettext_noop("Nothing was spent: the reserved budget was returned.")),
+    ]

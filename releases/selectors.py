@@ -10,6 +10,7 @@ from django.utils.translation import gettext
 
 from budgets.models import Project
 from budgets.selectors import project_roles, role_required
+from dpportal import messages
 from dpportal.errors import NotFound
 from releases.lifecycle import release_worker_lost
 from releases.models import Release, ReleaseResult
@@ -74,6 +75,10 @@ def release_status(*, release: Release) -> dict[str, Any]:
         "status_label": "Worker lost, resuming" if worker_lost else release.get_status_display(),
         "worker_lost": worker_lost,
         "progress": round(float(release.progress), 4),
-        "failure_reason": release.failure_reason if release.status == "failed" else "",
+        "failure_reason": (
+            messages.reader_text(release.failure_record, fallback=release.failure_reason)
+            if release.status == "failed"
+            else ""
+        ),
         "has_results": ReleaseResult.objects.filter(release=release).exists(),
     }

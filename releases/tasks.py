@@ -38,7 +38,7 @@ def release_compute_task(self, release_id: int) -> None:
         try:
             outcome = compute.release_compute(release_id=release_id)
         except compute.SpecMismatch as exc:
-            release_fail(release_id=release_id, reason=exc.message)  # our own sentence
+            release_fail(release_id=release_id, reason=exc.records)  # our own sentence
             return
         except ApplicationError as exc:
             # expected refusals (e.g. the release vanished): nothing to retry

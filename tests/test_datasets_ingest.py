@@ -186,12 +186,12 @@ def test_header_without_rows(project, owner):
 
 def test_blank_header_name(project, owner):
     dataset = ingest_bytes(project, owner, b"a, ,c\n1,2,3\n")
-    assert_rejected(dataset, "column 2 has a blank name")
+    assert_rejected(dataset, "Column 2 has a blank name")
 
 
 def test_duplicate_header_names(project, owner):
     dataset = ingest_bytes(project, owner, b"age,income,age\n1,2,3\n")
-    assert_rejected(dataset, "columns 1 and 3 have the same name 'age'")
+    assert_rejected(dataset, "Columns 1 and 3 have the same name 'age'")
 
 
 @pytest.mark.parametrize("row", [b"3,SECRETVALUE\n", b"3,SECRETVALUE,4,5\n"])

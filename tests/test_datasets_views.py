@@ -137,7 +137,7 @@ def test_failed_dataset_page_shows_the_reason(client, owner, project):
     client.force_login(owner)
     page = client.get(reverse("datasets:detail", kwargs={"pk": dataset.pk})).content.decode()
     assert "The file was not accepted" in page
-    assert "columns 1 and 2 have the same name" in page
+    assert "Columns 1 and 2 have the same name" in page
 
 
 def declaration_post(**overrides):

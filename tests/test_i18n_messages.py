@@ -3,9 +3,12 @@
 Every ApplicationError (ValidationFailed, PermissionDenied, ...) raised in the
 application's Python code must take its message from gettext/ngettext/pgettext
 (or a `%` of one), never from English written in place: a string literal or an
-f-string would reach a Chinese reader in English. The scan reads the source with
-`ast`; a message held in a variable is trusted (it was built elsewhere, and the
-scan sees where). The translations themselves are checked by test_i18n_catalogue.
+f-string would reach a Chinese reader in English. The errors whose message is stored
+and read later (IngestRejected, SpecMismatch: dpportal.errors.RecordedError) are
+raised with a msgid marked by gettext_noop and its named parameters instead, and
+translated where they are shown. The scan reads the source with `ast`; a message held
+in a variable is trusted (it was built elsewhere, and the scan sees where). The
+translations themselves are checked by test_i18n_catalogue.
 """
 
 from __future__ import annotations
@@ -15,19 +18,20 @@ from pathlib import Path
 
 import pytest
 from django.utils import translation
+from django.utils.translation import gettext_noop
 
 from budgets.selectors import role_required
 from budgets.services import parse_epsilon
+from datasets.ingest.common import IngestRejected
 from datasets.services.codebook import parse_codebook
-from dpportal import catalogues
+from dpportal import catalogues, messages
 from dpportal.errors import ValidationFailed
+from releases.retry import failure_reason
 from releases.services.plan_stats import parse_quantiles
 
 ROOT = Path(__file__).resolve().parent.parent
-#: the error classes whose message is shown to a person (dpportal.errors). Not yet:
-#: datasets.ingest's IngestRejected and releases.compute's SpecMismatch, mostly raised in
-#: Celery workers and stored as the dataset's or release's failure text, so translating
-#: them when raised would fix the worker's language, not the reader's
+#: the error classes whose message is shown to a person (dpportal.errors), translated
+#: when raised
 ERROR_CLASSES = {
     "ApplicationError",
     "ValidationFailed",
@@ -38,6 +42,10 @@ ERROR_CLASSES = {
     "SelfApproval",
     "UploadTooLarge",
 }
+#: errors mostly raised in Celery workers and stored as a dataset's or a release's failure
+#: reason: translating them when raised would fix the worker's language, not the reader's,
+#: so they carry a gettext_noop msgid and its parameters (dpportal.errors.RecordedError)
+RECORDED_CLASSES = {"RecordedError", "IngestRejected", "SpecMismatch"}
 TRANSLATE = {"gettext", "ngettext", "pgettext", "npgettext"}
 SKIP = {".venv", "tests", "var", "node_modules", ".git", "migrations"}
 
@@ -65,19 +73,50 @@ def _plain_text(node: ast.expr) -> bool:
     if isinstance(node, ast.Call):
         if isinstance(node.func, ast.Attribute) and node.func.attr in ("format", "join"):
             return _plain_text(node.func.value) and node.func.attr == "format"
-        return False  # gettext(...), or a function that builds the message
+        # gettext_noop only marks: the English would be shown as it is
+        return _name(node.func) == "gettext_noop"
     return False
+
+
+def _unrecorded(node: ast.expr) -> bool:
+    """Is `node` not a msgid to keep (plain text, text translated or filled in already)?"""
+    if isinstance(node, ast.Call) and _name(node.func) == "gettext_noop":
+        return False
+    if isinstance(node, ast.Call) and _name(node.func) in TRANSLATE:
+        return True  # the raiser's language, stored for every reader
+    if isinstance(node, ast.IfExp):
+        return _unrecorded(node.body) or _unrecorded(node.orelse)
+    return isinstance(node, ast.Constant | ast.JoinedStr | ast.BinOp) or _plain_text(node)
+
+
+def _record_args(node: ast.expr) -> list[ast.expr]:
+    """The msgids of record(...) calls (dpportal.messages) among prepared records."""
+    if isinstance(node, ast.Call) and _name(node.func) == "record":
+        return node.args[:1]
+    return [node] if isinstance(node, ast.Constant | ast.JoinedStr | ast.BinOp) else []
 
 
 def untranslated_errors(source: str, filename: str = "<source>") -> list[str]:
     """`file:line` of each error raised with an untranslated message in `source`."""
     found = []
     for node in ast.walk(ast.parse(source, filename=filename)):
-        if not (isinstance(node, ast.Call) and _name(node.func) in ERROR_CLASSES):
+        if not isinstance(node, ast.Call):
             continue
-        messages = node.args[:1] + [k.value for k in node.keywords if k.arg == "message"]
-        if any(_plain_text(m) for m in messages):
-            found.append(f"{filename}:{node.lineno}")
+        func = node.func
+        if _name(func) in ERROR_CLASSES:
+            texts = node.args[:1] + [k.value for k in node.keywords if k.arg == "message"]
+            if any(_plain_text(m) for m in texts):
+                found.append(f"{filename}:{node.lineno}")
+        elif _name(func) in RECORDED_CLASSES:
+            if any(_unrecorded(m) for m in node.args[:1]):
+                found.append(f"{filename}:{node.lineno}")
+        elif (
+            isinstance(func, ast.Attribute)
+            and func.attr == "of"
+            and _name(func.value) in RECORDED_CLASSES
+        ):
+            if any(_unrecorded(m) for arg in node.args for m in _record_args(arg)):
+                found.append(f"{filename}:{node.lineno}")
     return found
 
 
@@ -94,6 +133,14 @@ def test_the_checker_catches_plain_text_and_passes_a_translation():
         'raise InvalidTransition("{} cannot".format(x))',
         'raise ValidationFailed(gettext("a") if x else "b")',
         'raise BudgetExceeded(message=f"over by {x}")',
+        'raise ValidationFailed(gettext_noop("Marked, never translated."))',
+        'raise IngestRejected("The file is empty.")',
+        'raise IngestRejected(f"The file is larger than {size}.")',
+        'raise SpecMismatch("The release " + "changed.")',
+        'raise IngestRejected(gettext("Translated in the worker\'s language."))',
+        'raise IngestRejected(gettext_noop("Column %(n)s.") % {"n": n})',
+        'raise IngestRejected.of(record("A line is too long."))',
+        'raise IngestRejected.of(record(gettext_noop("Fine.")), record(f"Not {x}."))',
     ]
     good = [
         'raise ValidationFailed(gettext("Pick a dataset."))',
@@ -103,6 +150,12 @@ def test_the_checker_catches_plain_text_and_passes_a_translation():
         "raise ValidationFailed(problem)",
         'raise BudgetExceeded(fit.refusal(what="x"), extra={"a": "b"})',
         'raise ValueError("not shown to a person")',
+        'raise IngestRejected(gettext_noop("The file is empty."))',
+        'raise IngestRejected(gettext_noop("Larger than %(size)s."), size=human_size(n))',
+        'raise SpecMismatch(gettext_noop("The release\'s spec changed."))',
+        "raise IngestRejected.of(limits.row_message())",
+        'raise IngestRejected.of(record(gettext_noop("A.")), *problems)',
+        "raise IngestRejected(msgid, name=name)",
     ]
     for line in bad:
         assert untranslated_errors(line) == ["<source>:1"], line
@@ -156,3 +209,27 @@ def test_a_refusal_names_the_role_in_chinese(chinese):
 def test_service_errors_stay_english_by_default():
     with translation.override("en"):
         assert _message(lambda: parse_epsilon("0")) == "epsilon must be greater than 0."
+
+
+def test_a_stored_refusal_keeps_its_english_and_translates_when_read(chinese):
+    """The worker's language does not matter: the record is put into words when read."""
+    with translation.override("en"):  # as in a worker
+        error = IngestRejected(
+            gettext_noop("Column '%(name)s' mixes numbers and text."), name="年龄"
+        )
+    assert error.message == "Column '年龄' mixes numbers and text."
+    assert error.records == [["Column '%(name)s' mixes numbers and text.", {"name": "年龄"}]]
+    assert error.reader_message() == "列“年龄”中数字和文本混杂。"
+    assert messages.reader_text(error.records, fallback="old") == "列“年龄”中数字和文本混杂。"
+    assert messages.reader_text([], fallback="old English") == "old English"
+
+
+def test_a_reason_of_several_sentences_is_translated_sentence_by_sentence(chinese):
+    reason = failure_reason(MemoryError(), attempts=6)
+    assert messages.english(reason) == (
+        "The computation ran out of memory. It was tried 6 times (MemoryError). Nothing was "
+        "spent: the reserved budget was returned."
+    )
+    assert messages.translated(reason) == (
+        "计算时内存不足。已尝试 6 次（MemoryError）。没有花费任何预算：预留的预算已退回。"
+    )

@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from budgets.models import Membership
 from datasets import selectors
 from datasets.models import Column, Dataset
-from dpportal.api import AmountField, validated_input
+from dpportal.api import AmountField, FailureReasonField, validated_input
 
 OWNER = {Membership.Role.OWNER.value}
 
@@ -53,7 +53,7 @@ class DatasetOutputSerializer(serializers.Serializer):
     name = serializers.CharField()
     status = serializers.ChoiceField(choices=Dataset.Status.choices)
     progress = serializers.FloatField(help_text="Fraction of the upload ingested (0 to 1).")
-    failure_reason = serializers.CharField()
+    failure_reason = FailureReasonField()
     uploaded_by = serializers.CharField(source="uploaded_by.username")
     uploaded_at = serializers.DateTimeField()
     declared = serializers.BooleanField()
@@ -104,6 +104,7 @@ def detail(dataset: Dataset) -> dict:
                 if f not in ("project", "unit_confirmed")
             },
             "project": dataset.project,
+            "failure_record": dataset.failure_record,
             "uploaded_by": dataset.uploaded_by,
             "unit_confirmed": dataset.unit_confirmed_at is not None,
             "frozen": selectors.dataset_is_frozen(dataset=dataset),

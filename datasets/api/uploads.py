@@ -34,6 +34,7 @@ from dpportal.api import (
     MEMBER_ERRORS,
     PAGINATION_PARAMETERS,
     ApiView,
+    FailureReasonField,
     error_responses,
     paginated,
     paginated_response,
@@ -156,7 +157,7 @@ class DatasetStatusApi(ApiView):
     class OutputSerializer(serializers.Serializer):
         status = serializers.ChoiceField(choices=Dataset.Status.choices)
         progress = serializers.FloatField()
-        failure_reason = serializers.CharField()
+        failure_reason = FailureReasonField()
 
     @extend_schema(
         operation_id="datasets_status",

@@ -6,8 +6,10 @@ import zipfile
 from dataclasses import dataclass
 
 import pyarrow as pa
+from django.utils.translation import gettext_noop
 
-from dpportal.errors import ValidationFailed
+from dpportal.errors import RecordedError, ValidationFailed
+from dpportal.messages import Record, record
 
 INT_PATTERN = r"^\s*[+-]?[0-9]{1,18}\s*$"
 FLOAT_PATTERN = r"^\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\s*$"
@@ -16,8 +18,12 @@ INTEGER, FLOAT, STRING = "integer", "float", "string"
 ARROW_TYPES = {INTEGER: pa.int64(), FLOAT: pa.float64(), STRING: pa.string()}
 
 
-class IngestRejected(ValidationFailed):
-    """The file cannot become a dataset; the message says why, without data values."""
+class IngestRejected(RecordedError, ValidationFailed):
+    """The file cannot become a dataset; the message says why, without data values.
+
+    Mostly raised in a worker and stored as the dataset's failure reason, so it keeps its
+    message as records (translated when read), not as words in the worker's language.
+    """
 
 
 @dataclass(frozen=True)
@@ -38,17 +44,23 @@ class IngestLimits:
     def decompressed_limit(self, compressed_size: int) -> int:
         return min(self.max_decompressed_bytes, self.max_decompression_ratio * compressed_size)
 
-    def decompressed_message(self) -> str:
-        return (
-            "The file is too large when decompressed: a compressed upload may expand to at "
-            f"most {self.max_decompression_ratio} times its size, and to at most "
-            f"{human_size(self.max_decompressed_bytes)}."
+    def decompressed_message(self) -> Record:
+        return record(
+            gettext_noop(
+                "The file is too large when decompressed: a compressed upload may expand to "
+                "at most %(ratio)s times its size, and to at most %(size)s."
+            ),
+            ratio=self.max_decompression_ratio,
+            size=human_size(self.max_decompressed_bytes),
         )
 
-    def row_message(self) -> str:
-        return (
-            f"A line of the file is longer than {human_size(self.max_row_bytes)}, the limit "
-            "per row: is it a CSV file with one record per line?"
+    def row_message(self) -> Record:
+        return record(
+            gettext_noop(
+                "A line of the file is longer than %(size)s, the limit per row: is it a CSV "
+                "file with one record per line?"
+            ),
+            size=human_size(self.max_row_bytes),
         )
 
 
@@ -120,11 +132,16 @@ def single_zip_member(archive: zipfile.ZipFile, allowed: int, limits: IngestLimi
     members = zip_members(archive)
     if len(members) != 1:
         raise IngestRejected(
-            f"The zip archive holds {len(members)} files; it must hold exactly one data file."
+            gettext_noop(
+                "The zip archive holds %(count)s files; it must hold exactly one data file."
+            ),
+            count=len(members),
         )
     info = members[0]
     if info.flag_bits & 0x1:
-        raise IngestRejected("The zip archive is encrypted: upload it without a password.")
+        raise IngestRejected(
+            gettext_noop("The zip archive is encrypted: upload it without a password.")
+        )
     if info.file_size > allowed:
-        raise IngestRejected(limits.decompressed_message())
+        raise IngestRejected.of(limits.decompressed_message())
     return info

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import codecs
 
+from django.utils.translation import gettext_noop
+
 from datasets.ingest.common import IngestRejected
 from dpportal.formatting import integer
+from dpportal.messages import record
 
 #: the encodings an owner may choose (codec name -> label); detection maps onto these
 ENCODINGS = {
@@ -92,16 +95,21 @@ class Transcoder:
                     text = text[1:]
                 out = text.encode("utf-8")
         except UnicodeDecodeError as exc:
-            raise IngestRejected(self._message(exc))
+            raise self._refusal(exc)
         if data:
             self._first = False
         return out
 
-    def _message(self, exc: UnicodeDecodeError) -> str:
+    def _refusal(self, exc: UnicodeDecodeError) -> IngestRejected:
         before = bytes(exc.object[: exc.start]).decode(self.encoding, errors="replace")
         line = self._lines + before.count("\n") + 1
-        return (
-            f"Line {integer(line)} of the file is not valid {encoding_label(self.encoding)} "
-            "text (a byte there cannot be decoded); nothing was stored. Upload the file "
-            "again and choose its encoding, or save it as UTF-8."
+        return IngestRejected(
+            gettext_noop(
+                "Line %(line)s of the file is not valid %(encoding)s text (a byte there cannot "
+                "be decoded); nothing was stored. Upload the file again and choose its "
+                "encoding, or save it as UTF-8."
+            ),
+            line=integer(line),
+            # the label is a word of its own, translated with the sentence
+            encoding=record(encoding_label(self.encoding)),
         )

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from charset_normalizer import from_bytes
+from django.utils.translation import gettext_noop
 
 from datasets.ingest.common import DELIMITERS, CsvDialect, IngestLimits, IngestRejected
 from datasets.ingest.decoding import normalize_encoding
@@ -186,7 +187,7 @@ def detect(path: Path, limits: IngestLimits, delimiter: str | None = None) -> Cs
     """The dialect of the file's sample; `delimiter` presets the separator (a .tsv's tab)."""
     sample = raw_sample(path, limits)
     if not sample.strip():
-        raise IngestRejected("The file is empty.")
+        raise IngestRejected(gettext_noop("The file is empty."))
     encoding = detect_encoding(sample)
     text = sample.decode(encoding, errors="replace").lstrip("\ufeff")
     quote_char = sniff_quote(text)
@@ -226,7 +227,8 @@ def preview(
             names, sample, dialect=dialect, max_row_bytes=limits.max_row_bytes
         )
     except IngestRejected as exc:
-        return Preview(dialect=dialect, columns=[], rows=[], error=exc.message)
+        # built for the owner's request: the reason in their language
+        return Preview(dialect=dialect, columns=[], rows=[], error=exc.reader_message())
     if not dialect.header:
         warnings = []
     elif not warnings and header_problem(names, limits) == "data":

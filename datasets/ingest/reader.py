@@ -20,6 +20,7 @@ from typing import BinaryIO
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
+from django.utils.translation import gettext_noop
 
 from datasets.ingest.common import (
     ARROW_TYPES,
@@ -36,6 +37,7 @@ from datasets.ingest.common import (
 )
 from datasets.ingest.decoding import Transcoder
 from datasets.ingest.numbers import plain_numbers
+from dpportal.messages import Record, record
 
 MAX_NAME_LENGTH = 200
 SAMPLE_BYTES = 1 << 20  # type inference and header checks read this much first
@@ -91,7 +93,9 @@ class GuardedStream(io.RawIOBase):
             raise
         except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, OSError):
             self.close()
-            raise IngestRejected("The zip archive is damaged or uses an unsupported compression.")
+            raise IngestRejected(
+                gettext_noop("The zip archive is damaged or uses an unsupported compression.")
+            )
 
     def readable(self) -> bool:
         return True
@@ -116,9 +120,13 @@ class GuardedStream(io.RawIOBase):
             data = self._stream.read(size)
         except (OSError, EOFError, zlib.error, zipfile.BadZipFile):
             self._fail(
-                "The zip archive is damaged or uses an unsupported compression."
-                if self._archive is not None
-                else "The file looks compressed (gzip) but could not be decompressed."
+                record(
+                    gettext_noop("The zip archive is damaged or uses an unsupported compression.")
+                    if self._archive is not None
+                    else gettext_noop(
+                        "The file looks compressed (gzip) but could not be decompressed."
+                    )
+                )
             )
         self.consumed += len(data)
         if self.consumed > self._max:
@@ -129,7 +137,9 @@ class GuardedStream(io.RawIOBase):
         if self._transcoder is not None:
             out = self._transcoder.feed(data, final=not data)
             if b"\x00" in out:
-                self._fail("The file contains a NUL byte: it is not a text CSV file.")
+                self._fail(
+                    record(gettext_noop("The file contains a NUL byte: it is not a text CSV file."))
+                )
             self._check_lines(out)
         self.fraction = min(self._raw.tell() / self._total, 1.0)
         return out
@@ -160,8 +170,8 @@ class GuardedStream(io.RawIOBase):
         buffer[: len(data)] = data
         return len(data)
 
-    def _fail(self, message: str):
-        self.error = IngestRejected(message)
+    def _fail(self, message: Record):
+        self.error = IngestRejected.of(message)
         raise self.error
 
     def close(self) -> None:
@@ -204,18 +214,18 @@ def read_header_and_sample(
     finally:
         stream.close()
     if not head.strip():
-        raise IngestRejected("The file is empty.")
+        raise IngestRejected(gettext_noop("The file is empty."))
     if not complete:
         head = head[: head.rfind(b"\n") + 1]
         if not head:
-            raise IngestRejected(limits.row_message())
+            raise IngestRejected.of(limits.row_message())
     text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
     try:
         header = next(_rows(text, dialect))
     except (StopIteration, csv.Error):
-        raise IngestRejected("The file has no header line.")
+        raise IngestRejected(gettext_noop("The file has no header line."))
     if not complete and not text.split("\n", 1)[1].strip():
-        raise IngestRejected(limits.row_message())  # the first row did not end in the sample
+        raise IngestRejected.of(limits.row_message())  # the first row did not end in the sample
     if not dialect.header:
         return [f"column_{i}" for i in range(1, len(header) + 1)], head
     names = [name.strip() for name in header]
@@ -236,29 +246,49 @@ def header_problem(names: list[str], limits: IngestLimits) -> str | None:
 
 def _check_header(names: list[str], limits: IngestLimits) -> None:
     if not names or names == [""]:
-        raise IngestRejected("The file has no header line.")
+        raise IngestRejected(gettext_noop("The file has no header line."))
     if len(names) > limits.max_columns:
         raise IngestRejected(
-            f"The file has {len(names)} columns; at most {limits.max_columns} are allowed."
+            gettext_noop("The file has %(count)s columns; at most %(limit)s are allowed."),
+            count=len(names),
+            limit=limits.max_columns,
         )
     if header_problem(names, limits) == "data":
         raise IngestRejected(
-            "The first line looks like data, not a header: it must name every column "
-            "(or choose 'the file has no header line')."
+            gettext_noop(
+                "The first line looks like data, not a header: it must name every column "
+                "(or choose 'the file has no header line')."
+            )
         )
+    # one sentence per problem, each translated whole (never clauses joined by "; ")
     problems = []
     for position, name in enumerate(names, start=1):
         if not name:
-            problems.append(f"column {position} has a blank name")
+            problems.append(
+                record(gettext_noop("Column %(position)s has a blank name."), position=position)
+            )
         elif len(name) > MAX_NAME_LENGTH:
-            problems.append(f"column {position}'s name is longer than {MAX_NAME_LENGTH} characters")
+            problems.append(
+                record(
+                    gettext_noop("Column %(position)s's name is longer than %(limit)s characters."),
+                    position=position,
+                    limit=MAX_NAME_LENGTH,
+                )
+            )
     seen: dict[str, int] = {}
     for position, name in enumerate(names, start=1):
         if name and name in seen:
-            problems.append(f"columns {seen[name]} and {position} have the same name '{name}'")
+            problems.append(
+                record(
+                    gettext_noop("Columns %(first)s and %(second)s have the same name '%(name)s'."),
+                    first=seen[name],
+                    second=position,
+                    name=name,
+                )
+            )
         seen.setdefault(name, position)
     if problems:
-        raise IngestRejected("The header is not usable: " + "; ".join(problems) + ".")
+        raise IngestRejected.of(record(gettext_noop("The header is not usable.")), *problems)
 
 
 def inspect_sample(
@@ -274,7 +304,7 @@ def inspect_sample(
         io.BytesIO(sample), names, text_types, dialect=dialect, max_row_bytes=max_row_bytes
     )
     if table.num_rows == 0:
-        raise IngestRejected("The file has a header but no data rows.")
+        raise IngestRejected(gettext_noop("The file has a header but no data rows."))
     types = _infer_types(
         names, table, decimal_comma=dialect.decimal_comma, thousands=dialect.thousands
     )
@@ -353,11 +383,16 @@ class RaggedRows:
             self.found = (row.actual_columns, row.expected_columns)
         return "error"
 
-    def message(self) -> str:
+    def message(self) -> Record:
         actual, expected = self.found or (0, 0)
-        return (
-            f"A row has {actual} fields but the header has {expected}: every row must have "
-            "as many fields as the header (a cell containing the separator must be quoted)."
+        return record(
+            gettext_noop(
+                "A row has %(actual)s fields but the header has %(expected)s: every row must "
+                "have as many fields as the header (a cell containing the separator must be "
+                "quoted)."
+            ),
+            actual=actual,
+            expected=expected,
         )
 
 
@@ -404,5 +439,5 @@ def _read_all(
         return pa_csv.read_csv(source, read, parse, convert)
     except pa.ArrowInvalid:
         if ragged.found:
-            raise IngestRejected(ragged.message())
-        raise IngestRejected("The file could not be read as CSV.")
+            raise IngestRejected.of(ragged.message())
+        raise IngestRejected(gettext_noop("The file could not be read as CSV."))

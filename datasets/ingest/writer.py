@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
+from django.utils.translation import gettext_noop
 
 from datasets.ingest.common import (
     ARROW_TYPES,
@@ -76,9 +77,12 @@ def ingest_csv(
     """
     size = source.stat().st_size
     if size == 0:
-        raise IngestRejected("The file is empty.")
+        raise IngestRejected(gettext_noop("The file is empty."))
     if size > limits.max_upload_bytes:
-        raise IngestRejected(f"The file is larger than {human_size(limits.max_upload_bytes)}.")
+        raise IngestRejected(
+            gettext_noop("The file is larger than %(size)s."),
+            size=human_size(limits.max_upload_bytes),
+        )
     check_decompressed(source, limits)
     names, sample = read_header_and_sample(source, limits, dialect)
     types, warnings = inspect_sample(
@@ -173,10 +177,10 @@ def _convert(
         if stream.error is not None:
             raise stream.error
         if ragged.found:
-            raise IngestRejected(ragged.message())
+            raise IngestRejected.of(ragged.message())
         if not tolerant and "conversion error" in str(exc):
             raise _ConversionFailed()
-        raise IngestRejected("The file could not be read as CSV.")
+        raise IngestRejected(gettext_noop("The file could not be read as CSV."))
     finally:
         stream.close()
     return profiles

@@ -45,6 +45,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from datasets import dispatch, external, storage
 from datasets.ingest import (
@@ -57,6 +58,7 @@ from datasets.ingest.formats import ingest_file
 from datasets.models import Column, Dataset
 from datasets.selectors import dataset_ids_to_redispatch
 from datasets.services.common import dataset_folder
+from dpportal import messages
 
 logger = logging.getLogger(__name__)
 
@@ -152,12 +154,15 @@ def _claim(*, dataset_id: int, exclusive: bool) -> Dataset | None:
                     dataset_id,
                     dataset.ingest_attempts,
                 )
-                reason = (
-                    f"The conversion was interrupted {dataset.ingest_attempts} times (the "
-                    "worker stopped before it finished); the file was not ingested. The file "
-                    "may be too large for the server: try a smaller one."
+                reason = messages.record(
+                    gettext_noop(
+                        "The conversion was interrupted %(count)s times (the worker stopped "
+                        "before it finished); the file was not ingested. The file may be too "
+                        "large for the server: try a smaller one."
+                    ),
+                    count=dataset.ingest_attempts,
                 )
-                _mark_failed(dataset=dataset, reason=reason)
+                _mark_failed(dataset=dataset, reason=[reason])
                 return None
             logger.warning(
                 "dataset %s: restarting an interrupted ingest (attempt %s)",
@@ -222,7 +227,7 @@ def _run(*, dataset: Dataset) -> Dataset | None:
         )
     except IngestRejected as exc:
         logger.info("dataset %s rejected", dataset_id)
-        return _fail(dataset_id=dataset_id, attempt=attempt, reason=exc.message)
+        return _fail(dataset_id=dataset_id, attempt=attempt, reason=exc.records)
     except Exception as exc:
         # Log the place, not the message: parser messages may quote cell values.
         logger.error(
@@ -231,7 +236,7 @@ def _run(*, dataset: Dataset) -> Dataset | None:
             type(exc).__name__,
             _where(exc),
         )
-        reason = "The file could not be ingested."
+        reason = [messages.record(gettext_noop("The file could not be ingested."))]
         return _fail(dataset_id=dataset_id, attempt=attempt, reason=reason)
 
     try:
@@ -246,12 +251,12 @@ def _run(*, dataset: Dataset) -> Dataset | None:
             _create_columns(dataset, result.profiles)
             dataset.status = Dataset.Status.READY
             dataset.progress = 1.0
-            dataset.failure_reason = ""
+            dataset.failure_reason, dataset.failure_record = "", []
             dataset.warnings = result.warnings
             dataset.heartbeat_at = timezone.now()
             dataset.parquet_file = stored
-            fields = ["status", "progress", "failure_reason", "warnings", "heartbeat_at"]
-            fields.append("parquet_file")
+            fields = ["status", "progress", "failure_reason", "failure_record", "warnings"]
+            fields += ["heartbeat_at", "parquet_file"]
             dataset.save(update_fields=fields)
     except Exception:
         destination.unlink(missing_ok=True)
@@ -273,7 +278,7 @@ def _run_external(*, dataset: Dataset) -> Dataset | None:
         )
     except IngestRejected as exc:
         logger.info("dataset %s rejected", dataset_id)
-        return _fail(dataset_id=dataset_id, attempt=attempt, reason=exc.message)
+        return _fail(dataset_id=dataset_id, attempt=attempt, reason=exc.records)
     with transaction.atomic():
         dataset = Dataset.objects.select_for_update().filter(pk=dataset_id).first()
         mine = Dataset.Status.INGESTING, attempt
@@ -281,8 +286,11 @@ def _run_external(*, dataset: Dataset) -> Dataset | None:
             return dataset
         _create_columns(dataset, profiles)
         dataset.status, dataset.progress, dataset.failure_reason = Dataset.Status.READY, 1.0, ""
+        dataset.failure_record = []
         dataset.heartbeat_at = timezone.now()
-        dataset.save(update_fields=["status", "progress", "failure_reason", "heartbeat_at"])
+        dataset.save(
+            update_fields=["status", "progress", "failure_reason", "failure_record", "heartbeat_at"]
+        )
     logger.info("dataset %s (registered in place) profiled", dataset_id)
     return dataset
 
@@ -327,7 +335,7 @@ def _where(exc: BaseException) -> str:
     )
 
 
-def _fail(*, dataset_id: int, attempt: int, reason: str) -> Dataset | None:
+def _fail(*, dataset_id: int, attempt: int, reason: messages.Message) -> Dataset | None:
     with transaction.atomic():
         dataset = (
             Dataset.objects.select_for_update()
@@ -339,19 +347,29 @@ def _fail(*, dataset_id: int, attempt: int, reason: str) -> Dataset | None:
     return Dataset.objects.filter(pk=dataset_id).first()
 
 
-def _mark_failed(*, dataset: Dataset, reason: str) -> None:
+def _mark_failed(*, dataset: Dataset, reason: messages.Message) -> None:
     """ingesting -> failed, keeping the row and its reason but none of its files.
 
-    The caller holds the row locked. The files go at once: nothing of a refused
-    upload stays on disk (the row is dismissed by the owner or cleaned up later).
+    The caller holds the row locked. The reason is stored in English and as message
+    records, translated for whoever reads it later (a worker's language is nobody's).
+    The files go at once: nothing of a refused upload stays on disk (the row is
+    dismissed by the owner or cleaned up later).
     """
     dataset.status = Dataset.Status.FAILED
-    dataset.failure_reason = reason
+    dataset.failure_reason = messages.english(reason)
+    dataset.failure_record = reason
     dataset.failed_at = timezone.now()
     dataset.parquet_file = ""
     dataset.source_file = ""
     dataset.save(
-        update_fields=["status", "failure_reason", "failed_at", "parquet_file", "source_file"]
+        update_fields=[
+            "status",
+            "failure_reason",
+            "failure_record",
+            "failed_at",
+            "parquet_file",
+            "source_file",
+        ]
     )
     shutil.rmtree(dataset_folder(dataset=dataset), ignore_errors=True)
     storage.delete_dataset_files(dataset.pk)

@@ -14,7 +14,7 @@ from dpportal.api.errors import (
     error_responses,
     exception_handler,
 )
-from dpportal.api.fields import AmountField, UserRefSerializer, decimal_text
+from dpportal.api.fields import AmountField, FailureReasonField, UserRefSerializer, decimal_text
 from dpportal.api.schema import openapi_from_json_schema
 from dpportal.api.views import (
     PAGINATION_PARAMETERS,
@@ -33,6 +33,7 @@ __all__ = [
     "ApiPagination",
     "ApiView",
     "ErrorSerializer",
+    "FailureReasonField",
     "PublicApiView",
     "UserRefSerializer",
     "decimal_text",

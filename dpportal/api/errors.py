@@ -98,7 +98,10 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
     """Map every failure of an API view to the one error shape (never a bare 500 page)."""
     if isinstance(exc, ApplicationError):
         return _error(
-            status_code=exc.status_code, code=exc.code, message=exc.message, details=exc.extra
+            status_code=exc.status_code,
+            code=exc.code,
+            message=exc.reader_message(),
+            details=exc.extra,
         )
     if isinstance(exc, Http404):
         return _error(status_code=404, code="not_found", message=gettext("Not found."))

@@ -1,13 +1,17 @@
-"""Serializer fields shared by the apps' APIs: exact decimals, user references."""
+"""Serializer fields shared by the apps' APIs: exact decimals, user references, failure
+reasons."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import Context, Decimal
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+
+from dpportal import messages
 
 _EXACT = Context(prec=60)
 
@@ -28,6 +32,24 @@ class AmountField(serializers.Field):
 
     def to_representation(self, value: Any) -> str | None:
         return decimal_text(value)
+
+
+@extend_schema_field(OpenApiTypes.STR)
+class FailureReasonField(serializers.Field):
+    """Why a dataset or a release failed, in the client's language (English by default):
+    the object's (or mapping's) `failure_record` translated now, else its stored English
+    `failure_reason`."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("help_text", "Why it failed (empty unless failed), in words.")
+        super().__init__(source="*", read_only=True, **kwargs)
+
+    def to_representation(self, value: Any) -> str:
+        if isinstance(value, Mapping):
+            record, english = value.get("failure_record"), value.get("failure_reason", "")
+        else:
+            record, english = value.failure_record, value.failure_reason
+        return messages.reader_text(record, fallback=english)
 
 
 class UserRefSerializer(serializers.Serializer):

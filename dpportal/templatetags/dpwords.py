@@ -10,7 +10,7 @@ from __future__ import annotations
 from django import template
 from django.utils.translation import gettext
 
-from dpportal import words
+from dpportal import messages, words
 
 register = template.Library()
 
@@ -19,6 +19,14 @@ register = template.Library()
 def translated(msgid: str) -> str:
     """A message marked with gettext_noop where it was defined, translated now."""
     return gettext(msgid) if msgid else ""
+
+
+@register.filter
+def message_text(record, fallback: str = "") -> str:
+    """Stored message records (dpportal.messages) in the reader's language; `fallback`
+    (the stored English) for a row kept before records were: plain text, escaped by the
+    template."""
+    return messages.reader_text(record, fallback=fallback)
 
 
 @register.filter

@@ -9,6 +9,7 @@ from rest_framework import serializers
 from budgets.models import Membership
 from dpportal.api import (
     AmountField,
+    FailureReasonField,
 )
 from releases.models import Release, Statistic
 from releases.public import data as public_data
@@ -67,7 +68,7 @@ class ReleaseOutputSerializer(serializers.Serializer):
     epsilon = AmountField(help_text="Total cost of the release.")
     delta = AmountField()
     progress = serializers.FloatField()
-    failure_reason = serializers.CharField()
+    failure_reason = FailureReasonField()
     budget_request = serializers.IntegerField(source="budget_request_id", allow_null=True)
     spec_hash = serializers.CharField()
     created_at = serializers.DateTimeField()
@@ -86,6 +87,7 @@ def release_detail(release: Release) -> dict:
         {
             **{f: getattr(release, f) for f in ReleaseOutputSerializer().fields},
             "project": release.project,
+            "failure_record": release.failure_record,
             "dataset_id": release.dataset_id,
             "budget_request_id": release.budget_request_id,
             "statistics": release.statistics.select_related(

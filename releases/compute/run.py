@@ -10,10 +10,11 @@ from typing import Any
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from budgets import services as budget_services
 from datasets.storage import open_release_data
-from dpportal.errors import ApplicationError
+from dpportal.errors import RecordedError
 from dpportal.privacy.rng import RandomSource
 from releases import dp
 from releases.compute import spark_engine
@@ -28,8 +29,12 @@ from releases.services import release_spec_build, spec_hash
 logger = logging.getLogger(__name__)
 
 
-class SpecMismatch(ApplicationError):
-    """The release's specification no longer matches what was approved."""
+class SpecMismatch(RecordedError):
+    """The release's specification no longer matches what was approved.
+
+    Raised in the worker and stored as the release's failure reason: its message is kept
+    as records (dpportal.messages) and translated when read.
+    """
 
     status_code = 409
     code = "spec_mismatch"
@@ -39,12 +44,16 @@ def release_verify_spec(*, release: Release) -> None:
     """Refuse a release whose spec no longer matches its approval or its current rows."""
     approved = release.budget_request.spec_hash if release.budget_request_id else ""
     if not release.spec or not approved:
-        raise SpecMismatch("The release has no frozen specification.")
+        raise SpecMismatch(gettext_noop("The release has no frozen specification."))
     if spec_hash(release.spec) != approved or release.spec_hash != approved:
-        raise SpecMismatch("The release's stored specification does not match its approval.")
+        raise SpecMismatch(
+            gettext_noop("The release's stored specification does not match its approval.")
+        )
     if spec_hash(release_spec_build(release=release)) != approved:
         raise SpecMismatch(
-            "The release's statistics or its columns' declared domains changed after approval."
+            gettext_noop(
+                "The release's statistics or its columns' declared domains changed after approval."
+            )
         )
 
 

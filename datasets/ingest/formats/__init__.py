@@ -15,6 +15,8 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from django.utils.translation import gettext_noop
+
 from datasets.ingest.common import CsvDialect, IngestLimits, IngestRejected, human_size
 from datasets.ingest.formats.batches import Widen, write_batches
 from datasets.ingest.formats.excel import ExcelReader
@@ -86,7 +88,11 @@ def _check_head(fmt: str, head: bytes) -> None:
     expected = MAGIC[fmt]
     if expected is not None and not any(head.startswith(m) for m in expected):
         raise IngestRejected(
-            f"The file is named .{fmt} but its contents are not a {fmt} file: check its extension."
+            gettext_noop(
+                "The file is named .%(format)s but its contents are not a %(format)s file: check "
+                "its extension."
+            ),
+            format=fmt,
         )
 
 
@@ -111,9 +117,12 @@ def ingest_file(
     that temporary_parquet_paths finds it after a crash, and is always removed."""
     size = source.stat().st_size
     if size == 0:
-        raise IngestRejected("The file is empty.")
+        raise IngestRejected(gettext_noop("The file is empty."))
     if size > limits.max_upload_bytes:
-        raise IngestRejected(f"The file is larger than {human_size(limits.max_upload_bytes)}.")
+        raise IngestRejected(
+            gettext_noop("The file is larger than %(size)s."),
+            size=human_size(limits.max_upload_bytes),
+        )
     fmt, wrapper = file_format(source.name)
     sink = sink or LocalSink(destination)
     if fmt in TEXT and wrapper != "zip":
@@ -164,4 +173,6 @@ def _ingest_typed(fmt, path, sink, limits, on_progress, sheet) -> IngestResult:
             return IngestResult(profiles=profiles, warnings=[])
         except Widen as widen:
             layout.types.update(dict.fromkeys(widen.names, "float"))
-    raise IngestRejected("The file's numeric columns could not be typed: save it as CSV.")
+    raise IngestRejected(
+        gettext_noop("The file's numeric columns could not be typed: save it as CSV.")
+    )

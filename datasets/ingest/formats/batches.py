@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from django.utils.translation import gettext_noop
 
 from datasets.ingest.common import (
     ARROW_TYPES,
@@ -99,7 +100,7 @@ def write_batches(
             if pending_rows:
                 writer.write_table(pa.Table.from_batches(pending, schema), ROW_GROUP_ROWS)
         if rows == 0:
-            raise IngestRejected("The file has a header but no data rows.")
+            raise IngestRejected(gettext_noop("The file has a header but no data rows."))
         sink.commit()
     finally:
         sink.discard()
@@ -115,7 +116,9 @@ def _convert(array: pa.Array, profile: ColumnProfile, text_numbers: bool) -> pa.
         return pc.if_else(pc.equal(array, ""), pa.scalar(None, pa.string()), array)
     if pa.types.is_string(array.type) or pa.types.is_large_string(array.type):
         if not text_numbers:
-            raise IngestRejected(f"Column '{profile.name}' mixes numbers and text.")
+            raise IngestRejected(
+                gettext_noop("Column '%(name)s' mixes numbers and text."), name=profile.name
+            )
         pattern = INT_PATTERN if kind == INTEGER else FLOAT_PATTERN
         ok = pc.fill_null(pc.match_substring_regex(array, pattern), True)
         blank = pc.fill_null(pc.equal(pc.utf8_trim_whitespace(array), ""), False)
@@ -133,7 +136,10 @@ def _convert(array: pa.Array, profile: ColumnProfile, text_numbers: bool) -> pa.
         try:
             array = pc.cast(array, target)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            raise IngestRejected(f"Column '{profile.name}' holds values that are not numbers.")
+            raise IngestRejected(
+                gettext_noop("Column '%(name)s' holds values that are not numbers."),
+                name=profile.name,
+            )
     if kind == FLOAT:
         finite = pc.is_finite(array)
         bad = pc.sum(pc.invert(finite)).as_py() or 0

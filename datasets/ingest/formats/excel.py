@@ -18,12 +18,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
+from django.utils.translation import gettext_noop
 from openpyxl import load_workbook
 from openpyxl.utils.exceptions import InvalidFileException
 
 from datasets.ingest.common import IngestLimits, IngestRejected
 from datasets.ingest.formats.batches import Layout, check_names
 from datasets.ingest.reader import _infer_types
+from dpportal.messages import plural
 
 BATCH_ROWS = 50_000
 SAMPLE_ROWS = 10_000
@@ -52,12 +54,35 @@ def _sheet_name(names: list[str], chosen: str) -> str:
         return chosen
     if chosen.isdigit() and 1 <= int(chosen) <= len(names):
         return names[int(chosen) - 1]
+    if chosen.isdigit():
+        msgid = plural(
+            len(names),
+            gettext_noop(
+                "The workbook has no sheet named '%(name)s' and no sheet number %(number)s; "
+                "its %(count)s sheet is: %(sheets)s."
+            ),
+            gettext_noop(
+                "The workbook has no sheet named '%(name)s' and no sheet number %(number)s; "
+                "its %(count)s sheets are: %(sheets)s."
+            ),
+        )
+    else:
+        msgid = plural(
+            len(names),
+            gettext_noop(
+                "The workbook has no sheet named '%(name)s'; its %(count)s sheet is: %(sheets)s."
+            ),
+            gettext_noop(
+                "The workbook has no sheet named '%(name)s'; its %(count)s sheets are: %(sheets)s."
+            ),
+        )
     raise IngestRejected(
-        f"The workbook has no sheet named '{chosen[:100]}'"
-        + (f" and no sheet number {chosen}" if chosen.isdigit() else "")
-        + f"; its {len(names)} sheet{'s are' if len(names) != 1 else ' is'}: "
-        + ", ".join(f"'{n[:50]}'" for n in names[:20])
-        + "."
+        msgid,
+        name=chosen[:100],
+        number=chosen,
+        count=len(names),
+        # the sheets' own names, listed as the file writes them
+        sheets=", ".join(f"'{n[:50]}'" for n in names[:20]),
     )
 
 
@@ -74,11 +99,13 @@ class ExcelReader:
             try:
                 workbook = load_workbook(handle, read_only=True, data_only=True, keep_links=False)
             except (InvalidFileException, zipfile.BadZipFile, KeyError, OSError, ValueError):
-                raise IngestRejected("The file is not a readable Excel workbook (.xlsx).")
+                raise IngestRejected(
+                    gettext_noop("The file is not a readable Excel workbook (.xlsx).")
+                )
             try:
                 sheet = workbook[_sheet_name(workbook.sheetnames, self.sheet)]
                 if not hasattr(sheet, "iter_rows"):
-                    raise IngestRejected("The chosen sheet is a chart, not a table.")
+                    raise IngestRejected(gettext_noop("The chosen sheet is a chart, not a table."))
                 yield sheet
             finally:
                 workbook.close()
@@ -87,8 +114,11 @@ class ExcelReader:
         limit = self.limits.max_sheet_rows
         if rows > limit + 1:  # the header is a row
             raise IngestRejected(
-                f"The sheet has more than {limit:,} data rows, the limit for a spreadsheet: "
-                "save it as CSV (or Parquet) and upload that."
+                gettext_noop(
+                    "The sheet has more than %(limit)s data rows, the limit for a spreadsheet: "
+                    "save it as CSV (or Parquet) and upload that."
+                ),
+                limit=f"{limit:,}",
             )
 
     def read_layout(self) -> Layout:
@@ -98,19 +128,20 @@ class ExcelReader:
             rows = sheet.iter_rows(values_only=True)
             header = next(rows, None)
             if header is None:
-                raise IngestRejected("The sheet is empty.")
+                raise IngestRejected(gettext_noop("The sheet is empty."))
             while header and header[-1] is None:
                 header = header[:-1]
             if len(header) > self.limits.max_columns:
                 raise IngestRejected(
-                    f"The sheet has {len(header)} columns; at most {self.limits.max_columns} "
-                    "are allowed."
+                    gettext_noop("The sheet has %(count)s columns; at most %(limit)s are allowed."),
+                    count=len(header),
+                    limit=self.limits.max_columns,
                 )
             names = check_names([_text(v) or "" for v in header], self.limits)
             sample = [row for row, _ in zip(rows, range(SAMPLE_ROWS), strict=False)]
         table = _table(sample, names)
         if table.num_rows == 0:
-            raise IngestRejected("The sheet has a header but no data rows.")
+            raise IngestRejected(gettext_noop("The sheet has a header but no data rows."))
         self.layout = Layout(
             names=names, types=_infer_types(names, table, decimal_comma=False), text_numbers=True
         )
@@ -146,8 +177,10 @@ def _table(rows: list[tuple], names: list[str]) -> pa.Table:
             continue  # a blank line, as a CSV reader skips it
         if len(row) > width and any(v is not None for v in row[width:]):
             raise IngestRejected(
-                "A row has values to the right of the last named column: every column needs "
-                "a name in the first row."
+                gettext_noop(
+                    "A row has values to the right of the last named column: every column needs "
+                    "a name in the first row."
+                )
             )
         for i in range(width):
             columns[i].append(_text(row[i]) if i < len(row) else None)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from django.utils.translation import gettext_noop
 
 from datasets.ingest.common import FLOAT, INTEGER, STRING, IngestLimits, IngestRejected
 from datasets.ingest.formats.batches import Layout, check_names
@@ -36,15 +37,25 @@ def _kind(name: str, arrow_type: pa.DataType) -> str:
         return STRING
     if pa.types.is_nested(t):
         raise IngestRejected(
-            f"Column '{name[:100]}' is nested (lists, structs or maps): only flat columns of "
-            "numbers, text, booleans or dates can be ingested. Flatten it first."
+            gettext_noop(
+                "Column '%(name)s' is nested (lists, structs or maps): only flat columns of "
+                "numbers, text, booleans or dates can be ingested. Flatten it first."
+            ),
+            name=name[:100],
         )
     if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
         raise IngestRejected(
-            f"Column '{name[:100]}' holds binary data: only numbers, text, booleans or dates "
-            "can be ingested."
+            gettext_noop(
+                "Column '%(name)s' holds binary data: only numbers, text, booleans or dates "
+                "can be ingested."
+            ),
+            name=name[:100],
         )
-    raise IngestRejected(f"Column '{name[:100]}' has a type that cannot be ingested ({t}).")
+    raise IngestRejected(
+        gettext_noop("Column '%(name)s' has a type that cannot be ingested (%(type)s)."),
+        name=name[:100],
+        type=str(t),
+    )
 
 
 class ParquetReader:
@@ -55,15 +66,16 @@ class ParquetReader:
         try:
             return pq.ParquetFile(self.path)
         except (pa.ArrowInvalid, OSError):
-            raise IngestRejected("The file is not a readable Parquet file.")
+            raise IngestRejected(gettext_noop("The file is not a readable Parquet file."))
 
     def read_layout(self) -> Layout:
         with self._open() as parquet:
             schema = parquet.schema_arrow
         if len(schema) > self.limits.max_columns:
             raise IngestRejected(
-                f"The file has {len(schema)} columns; at most {self.limits.max_columns} are "
-                "allowed."
+                gettext_noop("The file has %(count)s columns; at most %(limit)s are allowed."),
+                count=len(schema),
+                limit=self.limits.max_columns,
             )
         names = check_names(schema.names, self.limits)
         types = {name: _kind(name, f.type) for name, f in zip(names, schema, strict=True)}
@@ -76,7 +88,9 @@ class ParquetReader:
                 try:
                     table = parquet.read_row_group(group)
                 except (pa.ArrowInvalid, OSError):
-                    raise IngestRejected("The Parquet file is damaged: a row group is unreadable.")
+                    raise IngestRejected(
+                        gettext_noop("The Parquet file is damaged: a row group is unreadable.")
+                    )
                 for batch in table.to_batches(BATCH_ROWS):
                     yield _flat(batch), (group + 1) / groups
 

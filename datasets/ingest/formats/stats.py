@@ -17,6 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyreadstat
+from django.utils.translation import gettext_noop
 
 from datasets.ingest.common import FLOAT, INTEGER, STRING, IngestLimits, IngestRejected
 from datasets.ingest.formats.batches import Layout, check_names
@@ -49,7 +50,10 @@ class StatsReader:
 
     def _refused(self) -> IngestRejected:
         return IngestRejected(
-            f"The file could not be read as a {self.kind} file: it is damaged or truncated."
+            gettext_noop(
+                "The file could not be read as a %(kind)s file: it is damaged or truncated."
+            ),
+            kind=self.kind,
         )
 
     def read_layout(self) -> Layout:
@@ -59,12 +63,13 @@ class StatsReader:
             raise self._refused()
         if len(sample.columns) > self.limits.max_columns:
             raise IngestRejected(
-                f"The file has {len(sample.columns)} columns; at most {self.limits.max_columns} "
-                "are allowed."
+                gettext_noop("The file has %(count)s columns; at most %(limit)s are allowed."),
+                count=len(sample.columns),
+                limit=self.limits.max_columns,
             )
         names = check_names(list(sample.columns), self.limits)
         if len(sample) == 0:
-            raise IngestRejected("The file has variables but no observations.")
+            raise IngestRejected(gettext_noop("The file has variables but no observations."))
         storage = meta.readstat_variable_types or {}
         table = _arrow(sample)
         types = {}
@@ -105,7 +110,7 @@ def _arrow(frame: pd.DataFrame) -> pa.Table:
     try:
         table = pa.Table.from_pandas(frame, preserve_index=False)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
-        raise IngestRejected("A column mixes numbers and text.")
+        raise IngestRejected(gettext_noop("A column mixes numbers and text."))
     arrays = []
     for column in table.columns:
         t = column.type

@@ -14,6 +14,8 @@ import zlib
 from pathlib import Path
 from typing import BinaryIO
 
+from django.utils.translation import gettext_noop
+
 from datasets.ingest.common import IngestLimits, IngestRejected, single_zip_member
 
 COPY_CHUNK = 1 << 20
@@ -33,7 +35,9 @@ def unzip_single(source: Path, target: Path, limits: IngestLimits) -> str:
                 _copy_limited(stream, target, allowed, limits)
             return info.filename
     except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, OSError):
-        raise IngestRejected("The zip archive is damaged or uses an unsupported compression.")
+        raise IngestRejected(
+            gettext_noop("The zip archive is damaged or uses an unsupported compression.")
+        )
 
 
 def gunzip(source: Path, target: Path, limits: IngestLimits) -> None:
@@ -43,7 +47,9 @@ def gunzip(source: Path, target: Path, limits: IngestLimits) -> None:
         with gzip.open(source, "rb") as stream:
             _copy_limited(stream, target, allowed, limits)
     except (OSError, EOFError, zlib.error):
-        raise IngestRejected("The file looks compressed (gzip) but could not be decompressed.")
+        raise IngestRejected(
+            gettext_noop("The file looks compressed (gzip) but could not be decompressed.")
+        )
 
 
 def _copy_limited(stream: BinaryIO, target: Path, allowed: int, limits: IngestLimits) -> None:
@@ -52,7 +58,7 @@ def _copy_limited(stream: BinaryIO, target: Path, allowed: int, limits: IngestLi
         while chunk := stream.read(COPY_CHUNK):
             written += len(chunk)
             if written > allowed:
-                raise IngestRejected(limits.decompressed_message())
+                raise IngestRejected.of(limits.decompressed_message())
             out.write(chunk)
     if written == 0:
-        raise IngestRejected("The file is empty.")
+        raise IngestRejected(gettext_noop("The file is empty."))
