@@ -202,7 +202,7 @@ def test_service_errors_come_out_in_chinese(chinese):
 def test_a_refusal_names_the_role_in_chinese(chinese):
     assert role_required({"owner"}).message == "此操作需要项目中的“所有者”角色。"
     assert role_required({"owner", "reviewer"}).message == (
-        "此操作需要项目中的以下角色之一：所有者, 审核人。"
+        "此操作需要项目中的以下角色之一：所有者、审核人。"
     )
 
 
