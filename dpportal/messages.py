@@ -86,6 +86,14 @@ def translated(message: Message) -> str:
     return _join(_words(r, gettext) for r in message)
 
 
+def warning_text(warning: Any, *, translate: bool = True) -> str:
+    """One stored warning: a record (translated, or English with translate=False), or the
+    English text an older row kept."""
+    if _is_record(warning):
+        return _words(warning, gettext if translate else _same)
+    return str(warning)
+
+
 def reader_text(message: Any, *, fallback: str = "") -> str:
     """A stored message in the reader's language; `fallback` (the stored English text)
     when there is no record (rows saved before records were kept)."""

@@ -145,7 +145,10 @@ def test_a_release_refused_by_the_worker_shows_its_reason_translated(
     assert release.failure_record == [[english, {}]]
     client.force_login(owner)
     url = reverse("releases:detail", kwargs={"release_id": release.pk})
-    assert "失败：该发布保存的规格与其批准时的规格不一致。" in page(client, url, "zh-hans")
+    chinese = page(client, url, "zh-hans")
+    assert "失败：该发布保存的规格与其批准时的规格不一致。" in chinese
+    # the release's history (its "failed" event) says it in the reader's language too
+    assert chinese.count("该发布保存的规格与其批准时的规格不一致。") == 2 and english not in chinese
     assert f"Failed: {english}" in page(client, url, None)
     api = APIClient()
     api.force_authenticate(owner)
@@ -153,3 +156,30 @@ def test_a_release_refused_by_the_worker_shows_its_reason_translated(
         assert api.get(path).json()["failure_reason"] == english, path
         zh = api.get(path, HTTP_ACCEPT_LANGUAGE="zh-CN").json()
         assert zh["failure_reason"] == "该发布保存的规格与其批准时的规格不一致。", path
+
+
+def test_an_upload_warning_is_kept_as_a_record_and_read_in_the_readers_language(
+    client, project, owner, reviewer
+):
+    """A warning (the first line looks like data) is written by the worker and read later."""
+    body = b"r0,20,0\n" + b"".join(b"r%d,%d,%d\n" % (i, 20 + i % 50, i % 3) for i in range(1, 300))
+    dataset = dataset_create(
+        project=project, name="no-header", uploaded_by=owner, dispatch=False,
+        uploaded_file=SimpleUploadedFile("h.csv", body),
+    )  # fmt: skip
+    with translation.override("en"):
+        dataset_ingest(dataset_id=dataset.pk)
+    dataset.refresh_from_db()
+    assert dataset.status == Dataset.Status.READY
+    client.force_login(owner)
+    url = reverse("datasets:detail", kwargs={"pk": dataset.pk})
+    assert "第一行可能是数据而不是表头：3 列中有 3 列的名称" in page(client, url, "zh-hans")
+    assert "The first line may be data rather than a header" in page(client, url, None)
+    api = APIClient()
+    api.force_authenticate(reviewer)
+    [english] = api.get(f"/api/v1/datasets/{dataset.pk}/").json()["warnings"]
+    assert english.startswith("The first line may be data rather than a header")
+    [chinese] = api.get(f"/api/v1/datasets/{dataset.pk}/", HTTP_ACCEPT_LANGUAGE="zh-CN").json()[
+        "warnings"
+    ]
+    assert chinese.startswith("第一行可能是数据")

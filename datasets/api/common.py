@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from budgets.models import Membership
 from datasets import selectors
 from datasets.models import Column, Dataset
-from dpportal.api import AmountField, FailureReasonField, validated_input
+from dpportal.api import AmountField, FailureReasonField, WarningsField, validated_input
 
 OWNER = {Membership.Role.OWNER.value}
 
@@ -63,10 +63,10 @@ class DatasetOutputSerializer(serializers.Serializer):
         help_text="An owner confirmed the privacy unit (needed before any release)."
     )
     unit_confirmed_at = serializers.DateTimeField(allow_null=True)
-    warnings = serializers.ListField(
-        child=serializers.CharField(),
+    warnings = WarningsField(
         help_text="Things to check about the upload that did not refuse it "
-        "(e.g. a first line that looks like data rather than a header).",
+        "(e.g. a first line that looks like data rather than a header), in the client's "
+        "language (Accept-Language; English by default)."
     )
     read_options = serializers.DictField(
         help_text="How the CSV is (to be) read: encoding, delimiter, quote_char, "

@@ -18,6 +18,7 @@ from datasets.ingest import Preview
 from datasets.ingest.common import DELIMITERS, QUOTE_CHARS
 from datasets.ingest.decoding import ENCODINGS
 from datasets.services.reading import OPTION_NAMES
+from dpportal import messages
 from dpportal.api import MEMBER_ERRORS, ApiView, error_responses, validated_input
 
 
@@ -87,7 +88,7 @@ def reading(preview: Preview) -> dict:
             "delimiter_name": DELIMITERS[dialect.delimiter],
             "columns": preview.columns,
             "rows": preview.rows,
-            "warnings": preview.warnings,
+            "warnings": [messages.warning_text(w) for w in preview.warnings],
             "error": preview.error,
         }
     ).data

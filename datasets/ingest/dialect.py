@@ -31,6 +31,7 @@ from datasets.ingest.reader import (
     inspect_sample,
     read_header_and_sample,
 )
+from dpportal.messages import Record, record
 
 DETECT_BYTES = 256 * 1024
 SNIFF_LINES = 50
@@ -50,7 +51,7 @@ class Preview:
     dialect: CsvDialect
     columns: list[str]
     rows: list[list[str]]
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[Record] = field(default_factory=list)  # dpportal.messages records
     error: str = ""
 
 
@@ -232,5 +233,5 @@ def preview(
     if not dialect.header:
         warnings = []
     elif not warnings and header_problem(names, limits) == "data":
-        warnings = ["The first line looks like data rather than a header."]
+        warnings = [record(gettext_noop("The first line looks like data rather than a header."))]
     return Preview(dialect=dialect, columns=names, rows=body, warnings=warnings)

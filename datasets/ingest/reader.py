@@ -297,7 +297,7 @@ def inspect_sample(
     *,
     dialect: CsvDialect = PLAIN,
     max_row_bytes: int = BLOCK_SIZE,
-) -> tuple[dict[str, str], list[str]]:
+) -> tuple[dict[str, str], list[Record]]:
     """Each column's type from the sample (integer, float or string), and warnings."""
     text_types = {name: STRING for name in names}
     table = _read_all(
@@ -340,7 +340,7 @@ def _shape(text: str) -> str:
     return re.sub(r"[^\W\d_]+", "a", re.sub(r"\d+", "9", text.strip()))
 
 
-def _header_warnings(names: list[str], table: pa.Table, types: dict[str, str]) -> list[str]:
+def _header_warnings(names: list[str], table: pa.Table, types: dict[str, str]) -> list[Record]:
     """A warning when the header looks like a row of data (names only by position).
 
     A name looks like data when it is a number, or when it has digits and is shaped
@@ -366,9 +366,16 @@ def _header_warnings(names: list[str], table: pa.Table, types: dict[str, str]) -
         return []
     listed = ", ".join(str(p) for p in suspicious[:10]) + (", ..." if len(suspicious) > 10 else "")
     return [
-        f"The first line may be data rather than a header: the names of {len(suspicious)} of "
-        f"the {len(names)} columns (column {listed}) look like values. If the file has no "
-        "header line, add one that names every column and upload it again."
+        record(
+            gettext_noop(
+                "The first line may be data rather than a header: the names of %(n)s of the "
+                "%(total)s columns (column %(listed)s) look like values. If the file has no "
+                "header line, add one that names every column and upload it again."
+            ),
+            n=len(suspicious),
+            total=len(names),
+            listed=listed,
+        )
     ]
 
 

@@ -38,6 +38,7 @@ from datasets.ingest.reader import (
     read_header_and_sample,
 )
 from datasets.ingest.sink import LocalSink, ParquetSink
+from dpportal.messages import Record
 
 ROW_GROUP_ROWS = 262_144
 
@@ -47,7 +48,7 @@ class IngestResult:
     """Each column's private profile, and warnings about the file that did not refuse it."""
 
     profiles: list[ColumnProfile]
-    warnings: list[str]
+    warnings: list[Record]  # dpportal.messages records, translated where they are read
 
 
 class _ConversionFailed(Exception):

@@ -14,7 +14,13 @@ from dpportal.api.errors import (
     error_responses,
     exception_handler,
 )
-from dpportal.api.fields import AmountField, FailureReasonField, UserRefSerializer, decimal_text
+from dpportal.api.fields import (
+    AmountField,
+    FailureReasonField,
+    UserRefSerializer,
+    WarningsField,
+    decimal_text,
+)
 from dpportal.api.schema import openapi_from_json_schema
 from dpportal.api.views import (
     PAGINATION_PARAMETERS,
@@ -34,6 +40,7 @@ __all__ = [
     "ApiView",
     "ErrorSerializer",
     "FailureReasonField",
+    "WarningsField",
     "PublicApiView",
     "UserRefSerializer",
     "decimal_text",

@@ -52,5 +52,15 @@ class FailureReasonField(serializers.Field):
         return messages.reader_text(record, fallback=english)
 
 
+class WarningsField(serializers.ListField):
+    """Stored warnings (dpportal.messages records) in the client's language."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(child=serializers.CharField(), read_only=True, **kwargs)
+
+    def to_representation(self, data: Any) -> list[str]:
+        return [messages.warning_text(w) for w in data or []]
+
+
 class UserRefSerializer(serializers.Serializer):
     username = serializers.CharField()

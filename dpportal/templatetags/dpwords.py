@@ -30,5 +30,12 @@ def message_text(record, fallback: str = "") -> str:
 
 
 @register.filter
+def warning_text(warning) -> str:
+    """One stored warning (a dpportal.messages record, or an older row's English text) in
+    the reader's language."""
+    return messages.warning_text(warning)
+
+
+@register.filter
 def mechanism_label(code: str) -> str:
     return words.mechanism_label(code)
