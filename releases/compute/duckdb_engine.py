@@ -39,6 +39,7 @@ from django.conf import settings
 
 from datasets import storage
 from dpportal.privacy.rng import RandomSource, uniform_keys
+from releases.compute import person_rows
 from releases.compute.plan import DUCKDB, ROW, Plan, plan_or_none
 
 
@@ -78,15 +79,22 @@ def duckdb_plan(spec: dict[str, Any]) -> Plan | None:
     return plan_or_none(spec, schema, DUCKDB)
 
 
-def _connect(spill: str) -> duckdb.DuckDBPyConnection:
-    threads = int(getattr(settings, "DPPORTAL_COMPUTE_THREADS", 0) or os.cpu_count() or 1)
-    memory = int(getattr(settings, "DPPORTAL_COMPUTE_MEMORY_MB", 192))
+def compute_threads() -> int:
+    return int(getattr(settings, "DPPORTAL_COMPUTE_THREADS", 0) or os.cpu_count() or 1)
+
+
+def compute_memory_mb() -> int:
+    return int(getattr(settings, "DPPORTAL_COMPUTE_MEMORY_MB", 192))
+
+
+def _connect(spill: str, *, ordered: bool = False) -> duckdb.DuckDBPyConnection:
     return duckdb.connect(
         config={
-            "threads": threads,
-            "memory_limit": f"{memory}MB",
+            "threads": compute_threads(),
+            "memory_limit": f"{compute_memory_mb()}MB",
             "temp_directory": spill,
-            "preserve_insertion_order": False,
+            # only the person-rows copy's reading needs rows in file order
+            "preserve_insertion_order": ordered,
             "enable_external_access": True,
         }
     )
@@ -117,24 +125,54 @@ def run_plan(
     source = f"(SELECT {projection} FROM {read})"  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
     spill = tempfile.mkdtemp(prefix="dpportal-duckdb-")
     report = on_pass or (lambda done: None)
+    copy = person_rows.copy_for(spec) if id_column else None
     try:
-        con = _connect(spill)
+        con = _connect(spill, ordered=copy is not None)
         try:
-            relation = f"{source} AS s"
-            if id_column:
-                bound = int(unit["contribution_bound"])
-                relation = _bound_rows(
-                    con, source, id_column, plan.source_columns, bound, d, rng, report
-                )
-            cursor = con.execute(plan.aggregate_sql(relation))
-            names = [c[0] for c in cursor.description]
-            rows = cursor.fetchall()
+            if copy is not None:
+                rows, names = _through_copy(con, plan, copy, unit, rng)
+            else:
+                rows, names = _through_source(con, plan, source, unit, rng, report)
         finally:
             con.close()
     finally:
         shutil.rmtree(spill, ignore_errors=True)
     report(3 if id_column else 1)
     return plan.shape(rows, names)
+
+
+def _through_source(con, plan: Plan, source: str, unit, rng, report):
+    """The plan over the dataset itself (the person bound, if any, by `_bound_rows`)."""
+    relation = f"{source} AS s"
+    if unit["id_column"]:
+        bound = int(unit["contribution_bound"])
+        relation = _bound_rows(
+            con, source, unit["id_column"], plan.source_columns, bound, plan.dialect, rng, report
+        )
+    cursor = con.execute(plan.aggregate_sql(relation))
+    return cursor.fetchall(), [c[0] for c in cursor.description]
+
+
+def _through_copy(con, plan: Plan, path: str, unit, rng):
+    """The plan over the dataset's person-rows copy (releases.compute.person_rows)."""
+    id_column = unit["id_column"]
+    keyed = person_rows.keyed_hash_sql(plan.dialect, id_column, plan.source_columns)
+    key = int(uniform_keys(1, rng)[0])
+    sql, reading = person_rows.aggregate_sql(
+        con,
+        plan,
+        path,
+        id_column=id_column,
+        bound=int(unit["contribution_bound"]),
+        key=key,
+        keyed_hash=keyed,
+    )
+    del key
+    try:
+        cursor = con.execute(sql)
+        return cursor.fetchall(), [c[0] for c in cursor.description]
+    finally:
+        reading.clear()
 
 
 def _bound_rows(con, source: str, id_column: str, columns: list[str], bound: int, d, rng, report):
@@ -148,8 +186,7 @@ def _bound_rows(con, source: str, id_column: str, columns: list[str], bound: int
     report(1)
     # the order depends on the person's own rows alone (not on row positions); rows
     # identical in every read column are interchangeable, so the position only breaks ties
-    values = ", ".join(f"s.{d.ident(c)}" for c in [id_column, *columns])
-    order = d.keyed_hash.format(values=values, key="$key::UBIGINT") + f", s.{ROW}"
+    order = person_rows.keyed_hash_sql(d, id_column, columns) + f", s.{ROW}"
     con.execute(
         f"CREATE TEMP TABLE dropped AS SELECT {ROW} FROM ("  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
         f"SELECT s.{ROW}, row_number() OVER (PARTITION BY s.{person} ORDER BY {order}) AS rn "
