@@ -24,10 +24,12 @@ row_number() over all rows holds every row; instead three passes --
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +43,8 @@ from datasets import storage
 from dpportal.privacy.rng import RandomSource, uniform_keys
 from releases.compute import person_rows
 from releases.compute.plan import DUCKDB, ROW, Plan, plan_or_none
+
+logger = logging.getLogger(__name__)
 
 
 def open_source(spec: dict[str, Any]) -> tuple[list[str], pa.Schema, pafs.FileSystem | None]:
@@ -127,18 +131,33 @@ def run_plan(
     report = on_pass or (lambda done: None)
     copy = person_rows.copy_for(spec) if id_column else None
     try:
-        con = _connect(spill, ordered=copy is not None)
-        try:
-            if copy is not None:
-                rows, names = _through_copy(con, plan, copy, unit, rng)
-            else:
+        rows, names = None, []
+        if copy is not None:
+            with _connection(spill, ordered=True) as con:
+                try:
+                    rows, names = _through_copy(con, plan, copy, unit, rng)
+                except person_rows.OutOfOrder:
+                    # never an aggregate from a misread copy: the dataset itself, as without one
+                    logger.warning(
+                        "dataset %s: person-rows copy read out of order; not used",
+                        spec.get("dataset"),
+                    )
+        if rows is None:
+            with _connection(spill) as con:
                 rows, names = _through_source(con, plan, source, unit, rng, report)
-        finally:
-            con.close()
     finally:
         shutil.rmtree(spill, ignore_errors=True)
     report(3 if id_column else 1)
     return plan.shape(rows, names)
+
+
+@contextmanager
+def _connection(spill: str, *, ordered: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+    con = _connect(spill, ordered=ordered)
+    try:
+        yield con
+    finally:
+        con.close()
 
 
 def _through_source(con, plan: Plan, source: str, unit, rng, report):
@@ -158,7 +177,7 @@ def _through_copy(con, plan: Plan, path: str, unit, rng):
     id_column = unit["id_column"]
     keyed = person_rows.keyed_hash_sql(plan.dialect, id_column, plan.source_columns)
     key = int(uniform_keys(1, rng)[0])
-    sql, reading = person_rows.aggregate_sql(
+    sql, heavy = person_rows.aggregate_sql(
         con,
         plan,
         path,
@@ -171,8 +190,12 @@ def _through_copy(con, plan: Plan, path: str, unit, rng):
     try:
         cursor = con.execute(sql)
         return cursor.fetchall(), [c[0] for c in cursor.description]
+    except duckdb.Error:
+        if heavy.out_of_order:
+            raise person_rows.OutOfOrder from None
+        raise
     finally:
-        reading.clear()
+        heavy.cursor.close()
 
 
 def _bound_rows(con, source: str, id_column: str, columns: list[str], bound: int, d, rng, report):

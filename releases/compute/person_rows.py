@@ -25,6 +25,7 @@ two batches) at a time in numpy, DuckDB under its memory limit.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,16 @@ HASH = "__dpportal_h"
 
 class OutOfOrder(Exception):
     """The copy's rows did not arrive in person order (the bound cannot be applied)."""
+
+
+@dataclass
+class Heavy:
+    """What the aggregation reads while it runs: keep it until the query is done."""
+
+    cursor: Any  # the cursor reading the copy's heavy rows in file order
+    stream: pa.RecordBatchReader  # its batches
+    kept: pa.RecordBatchReader | None = None  # the kept rows, registered as `heavy`
+    out_of_order: bool = False  # set (before OutOfOrder is raised inside DuckDB's read)
 
 
 def copy_for(spec: dict[str, Any]) -> str | None:
@@ -59,10 +70,10 @@ def copy_for(spec: dict[str, Any]) -> str | None:
 
 def aggregate_sql(
     con, plan: Plan, path: str, *, id_column: str, bound: int, key: int, keyed_hash: str
-) -> tuple[str, list[Any]]:
+) -> tuple[str, Heavy]:
     """The aggregation query over the kept rows, and what it reads while it runs (the
     Arrow stream of the kept rows of people with more than `bound` rows, registered on
-    `con` as `heavy`, and the cursor feeding it): keep them until the query is done.
+    `con` as `heavy`).
 
     `con` must preserve insertion order (the heavy rows are read in file order);
     `keyed_hash` is the SQL of h over the relation `s` with the key as $key.
@@ -76,20 +87,20 @@ def aggregate_sql(
     extra.update({person_rows.PID: d.ident(person_rows.PID), HASH: keyed_hash})
     heavy_sql = plan.rows_sql(f"(SELECT * FROM {source} WHERE {n} > {bound}) AS s", extra)  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
     cursor = con.cursor()
-    stream = cursor.sql(heavy_sql, params={"key": key}).to_arrow_reader(BATCH_ROWS)
-    schema = pa.schema([stream.schema.field(name) for name in names])
-    kept = pa.RecordBatchReader.from_batches(schema, _kept(stream, names, bound))
-    con.register("heavy", kept)
+    heavy = Heavy(cursor, cursor.sql(heavy_sql, params={"key": key}).to_arrow_reader(BATCH_ROWS))
+    schema = pa.schema([heavy.stream.schema.field(name) for name in names])
+    heavy.kept = pa.RecordBatchReader.from_batches(schema, _kept(heavy, names, bound))
+    con.register("heavy", heavy.kept)
     rows = f"({light} UNION ALL SELECT {', '.join(names)} FROM heavy)"  # noqa: S608 - plan's names
-    return plan.grouping_sql(rows), [kept, stream, cursor]
+    return plan.grouping_sql(rows), heavy
 
 
-def _kept(stream: pa.RecordBatchReader, names: list[str], bound: int) -> Iterator[pa.RecordBatch]:
+def _kept(heavy: Heavy, names: list[str], bound: int) -> Iterator[pa.RecordBatch]:
     """The kept rows of each complete person in the stream (a person's last rows in a
     batch wait for the next one)."""
     carry: pa.Table | None = None
     last = None
-    for batch in stream:
+    for batch in heavy.stream:
         table = pa.Table.from_batches([batch])
         if carry is not None and carry.num_rows:
             table = pa.concat_tables([carry, table])
@@ -98,6 +109,7 @@ def _kept(stream: pa.RecordBatchReader, names: list[str], bound: int) -> Iterato
         if not len(pid):
             continue
         if np.any(pid[1:] < pid[:-1]) or (last is not None and pid[0] < last):
+            heavy.out_of_order = True
             raise OutOfOrder("The person-rows copy was not read in person order.")
         last = pid[-1]
         end = int(np.searchsorted(pid, pid[-1]))  # where the last person's rows begin
@@ -118,6 +130,8 @@ def keep_lowest(pid: np.ndarray, h: np.ndarray, bound: int) -> np.ndarray:
     """Per run of equal `pid` (whole people), the `bound` rows with the smallest (h,
     position): ties in h go to the earlier row, as ORDER BY h, row number does."""
     size = len(pid)
+    if not size:
+        return np.zeros(0, dtype=bool)
     starts = np.flatnonzero(np.concatenate(([True], pid[1:] != pid[:-1])))
     lengths = np.diff(np.append(starts, size))
     if bound == 1:  # O(n): the first row holding its person's smallest h

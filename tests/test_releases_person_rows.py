@@ -1,0 +1,172 @@
+"""The person bound through the person-rows copy (releases.compute.person_rows).
+
+The copy's path and the three-pass path over the dataset itself give exactly the
+same true aggregates for the same key (the same rows are kept); the per-person
+selection equals a plain sort; rows read out of person order stop the
+computation; a copy made for another ID column, another source or another format
+is not used, and one that cannot keep the columns' names and types is not made.
+(test_releases_plan runs its bound tests, each person keeping min(L, rows),
+on both paths.)
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from datasets import person_rows
+from dpportal.privacy.rng import SeededTestRandom
+from releases.compute import duckdb_engine
+from releases.compute import person_rows as copy_path
+from tests.test_releases_plan import DATASET_ID, normal, prepare, statistics, write
+
+
+@pytest.fixture
+def media(settings, tmp_path):
+    settings.MEDIA_ROOT = str(tmp_path)
+    return tmp_path
+
+
+@st.composite
+def people_data(draw):
+    n = draw(st.integers(0, 80))
+    people = st.one_of(st.none(), st.integers(0, 12).map(lambda i: f"p{i}"))
+    return {
+        "cat": draw(st.lists(st.sampled_from(["a", "b", "c", None]), min_size=n, max_size=n)),
+        "k": draw(st.lists(st.one_of(st.integers(-3, 3), st.none()), min_size=n, max_size=n)),
+        # few distinct values: rows equal in every read column (ties in h) are common
+        "x": draw(st.lists(st.sampled_from([0.5, 1.5, -2.5, None]), min_size=n, max_size=n)),
+        "y": draw(st.lists(st.integers(-2, 2), min_size=n, max_size=n)),
+        "person": draw(st.lists(people, min_size=n, max_size=n)),
+    }
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=people_data(), stats=statistics(), bound=st.integers(1, 5), seed=st.integers(0, 99))
+def test_the_copy_gives_the_same_aggregates_as_the_dataset_for_the_same_key(
+    media, data, stats, bound, seed
+):
+    spec = {
+        "parquet_file": write(media, data),
+        "statistics": stats,
+        "privacy_unit": {"id_column": "person", "contribution_bound": bound},
+    }
+    plan = duckdb_engine.duckdb_plan(spec)
+    runs = []
+    for via in ("source", "copy"):
+        prepare(spec, media, via)
+        got = duckdb_engine.run_plan(spec, plan, rng=SeededTestRandom(seed))
+        runs.append([normal(v) for v in got])
+    assert runs[0] == runs[1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    sizes=st.lists(st.integers(1, 9), max_size=12),
+    hashes=st.lists(st.integers(0, 3), min_size=108, max_size=108),
+    bound=st.integers(1, 4),
+)
+def test_the_kept_rows_are_the_lowest_hash_then_position_per_person(sizes, hashes, bound):
+    pid = np.repeat(np.arange(len(sizes)), sizes)
+    # few hash values: ties; the top of the range: the largest 64-bit hashes
+    h = np.array([2**64 - 1 - v if v == 3 else v for v in hashes[: len(pid)]], dtype=np.uint64)
+    kept = copy_path.keep_lowest(pid, h, bound)
+    expected = np.zeros(len(pid), dtype=bool)
+    for person in range(len(sizes)):
+        rows = sorted(np.flatnonzero(pid == person), key=lambda i: (int(h[i]), i))
+        expected[rows[:bound]] = True
+    assert kept.tolist() == expected.tolist()
+
+
+def _heavy(*batches):
+    stream = pa.RecordBatchReader.from_batches(batches[0].schema, iter(batches))
+    return copy_path.Heavy(cursor=None, stream=stream)
+
+
+def test_rows_out_of_person_order_stop_the_selection():
+    heavy = _heavy(
+        pa.record_batch({person_rows.PID: [1, 1, 2], copy_path.HASH: [5, 4, 3], "c0": [0, 1, 2]}),
+        pa.record_batch({person_rows.PID: [2, 1], copy_path.HASH: [1, 1], "c0": [3, 4]}),
+    )
+    with pytest.raises(copy_path.OutOfOrder):
+        list(copy_path._kept(heavy, ["c0"], 1))
+    assert heavy.out_of_order
+
+
+def test_a_copy_read_out_of_order_is_not_used(media, caplog):
+    people = ["p1", "p2", "p1", "p2", "p3", "p3", "p3"]
+    data = {"cat": ["a"] * 7, "k": list(range(7)), "x": [0.0] * 7, "y": [0] * 7, "person": people}
+    spec = _spec(media, data)
+    path = person_rows.local_path(DATASET_ID)
+    table = pq.read_table(path)  # its metadata kept: the copy still looks fresh
+    pq.write_table(table.take(list(reversed(range(table.num_rows)))), path)
+    assert copy_path.copy_for(spec) is not None
+    (count,) = duckdb_engine.run_plan(spec, duckdb_engine.duckdb_plan(spec))
+    assert count == 3  # three people, one row each: the dataset itself was read instead
+    assert "read out of order; not used" in caplog.text
+
+
+def test_a_person_split_across_batches_is_bounded_as_one():
+    heavy = _heavy(
+        pa.record_batch({person_rows.PID: [1, 2, 2], copy_path.HASH: [9, 5, 4], "c0": [0, 1, 2]}),
+        pa.record_batch({person_rows.PID: [2, 2, 3], copy_path.HASH: [3, 8, 1], "c0": [3, 4, 5]}),
+    )
+    kept = pa.Table.from_batches(list(copy_path._kept(heavy, ["c0"], 1)))
+    assert sorted(kept.column("c0").to_pylist()) == [0, 3, 5]
+
+
+def _spec(media, data, id_column="person"):
+    spec = {
+        "parquet_file": write(media, data),
+        "statistics": [{"kind": "count", "columns": []}],
+        "privacy_unit": {"id_column": id_column, "contribution_bound": 1},
+    }
+    return prepare(spec, media, "copy")
+
+
+DATA = {"cat": ["a", "b"], "k": [1, 2], "x": [0.5, 1.5], "y": [1, 2], "person": ["p", "p"]}
+
+
+def test_a_copy_for_another_id_column_or_source_is_not_used(media):
+    spec = _spec(media, DATA)
+    assert copy_path.copy_for(spec) is not None
+    assert copy_path.copy_for({**spec, "privacy_unit": {"id_column": "cat"}}) is None
+    assert copy_path.copy_for({**spec, "dataset": DATASET_ID + 1}) is None
+    # the dataset's file replaced by another (another size): the copy is stale
+    write(media, {**DATA, "cat": ["a", "b, a longer value"]})
+    assert copy_path.copy_for(spec) is None
+    (count,) = duckdb_engine.run_plan(spec, duckdb_engine.duckdb_plan(spec))
+    assert count == 1  # read from the dataset itself: one person, L = 1
+
+
+def test_a_copy_of_another_format_is_not_used(media):
+    spec = _spec(media, DATA)
+    path = person_rows.local_path(DATASET_ID)
+    table = pq.read_table(path)
+    meta = json.loads(table.schema.metadata[person_rows.META_KEY])
+    meta["version"] = person_rows.VERSION + 1
+    pq.write_table(table.replace_schema_metadata({person_rows.META_KEY: json.dumps(meta)}), path)
+    assert copy_path.copy_for(spec) is None
+
+
+def test_no_copy_when_a_column_takes_an_extra_name(media):
+    pq.write_table(pa.table({"person": ["p"], person_rows.N: [1]}), media / "d.parquet")
+    target = person_rows.local_path(DATASET_ID)
+    made = person_rows.build(
+        paths=[str(media / "d.parquet")],
+        id_column="person",
+        identity={},
+        target=target,
+        memory_mb=64,
+        threads=1,
+    )
+    assert not made and not target.exists()
+    assert list(target.parent.iterdir()) == []  # no partial file left behind
