@@ -313,3 +313,24 @@ def test_a_persons_choice_depends_on_their_own_rows_alone(media, via):
         [v for pair in zip(others[:20], mine, strict=True) for v in pair] + others[20:]
     )
     assert len(alone) == 4 and alone == mixed
+
+
+def test_halves_round_to_even_on_the_grid(media):
+    """Grid units exactly halfway round half to even, as numpy's rint (the oracle) does."""
+    halves = [0.5, 1.5, 2.5, 3.5, -0.5, -1.5, -2.5, 4.5]
+    n = len(halves)
+    data = {"cat": ["a"] * n, "k": [0] * n, "x": halves, "y": [0] * n, "person": ["p"] * n}
+    x = {"name": "x", "kind": "numeric", "missing": "drop"}
+    grid = {"lower": "-10", "upper": "10", "granularity": "1"}
+    common = {"epsilon": "1", "delta": "0", "label": "", "category": None}
+    spec = {
+        "parquet_file": write(media, data),
+        "privacy_unit": {"id_column": "", "contribution_bound": 1},
+        "statistics": [
+            {**common, "kind": "variance", "columns": [x], "groups": [], "position": 0, **grid}
+        ],
+    }
+    got = [normal(v) for v in duckdb_engine.run_plan(spec, duckdb_engine.duckdb_plan(spec))]
+    assert got == oracle(spec, media)
+    # centred units w = 2u: sum(w) = 2 * (0 + 2 + 2 + 4 + 0 - 2 - 2 + 4)
+    assert got[0][1] == [16]
