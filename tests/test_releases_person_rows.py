@@ -86,19 +86,44 @@ def test_the_kept_rows_are_the_lowest_hash_then_position_per_person(sizes, hashe
     assert kept.tolist() == expected.tolist()
 
 
-def _heavy(*batches):
-    stream = pa.RecordBatchReader.from_batches(batches[0].schema, iter(batches))
-    return copy_path.Heavy(cursor=None, stream=stream)
+def stream(*batches):
+    """(pid, h, pos) batches, as the copy's heavy rows are read."""
+    made = [
+        pa.record_batch({"pid": p, "h": pa.array(h, pa.uint64()), "pos": q}) for p, h, q in batches
+    ]
+    return iter(made)
 
 
-def test_rows_out_of_person_order_stop_the_selection():
-    heavy = _heavy(
-        pa.record_batch({person_rows.PID: [1, 1, 2], copy_path.HASH: [5, 4, 3], "c0": [0, 1, 2]}),
-        pa.record_batch({person_rows.PID: [2, 1], copy_path.HASH: [1, 1], "c0": [3, 4]}),
+def test_rows_out_of_person_order_or_position_stop_the_selection():
+    with pytest.raises(copy_path.OutOfOrder):  # a person number going back
+        copy_path.kept_bitmap(
+            stream(([1, 1, 2], [5, 4, 3], [7, 8, 9]), ([2, 1], [1, 1], [10, 11])), 1
+        )
+    with pytest.raises(copy_path.OutOfOrder):  # a row skipped
+        copy_path.kept_bitmap(
+            stream(([1, 1, 2], [5, 4, 3], [7, 8, 9]), ([2, 3], [1, 1], [11, 12])), 1
+        )
+    with pytest.raises(copy_path.OutOfOrder):  # positions out of order within a batch
+        copy_path.kept_bitmap(
+            stream(
+                ([1, 1, 2], [5, 4, 3], [7, 9, 8]),
+            ),
+            1,
+        )
+
+
+def test_a_person_split_across_batches_is_bounded_as_one():
+    start, bits = copy_path.kept_bitmap(
+        stream(
+            ([1, 2, 2], [9, 5, 4], [20, 21, 22]),
+            ([2, 2, 2], [7, 6, 8], [23, 24, 25]),  # person 2 goes on over a whole batch
+            ([2, 3, 3], [3, 1, 2], [26, 27, 28]),
+        ),
+        2,
     )
-    with pytest.raises(copy_path.OutOfOrder):
-        list(copy_path._kept(heavy, ["c0"], 1))
-    assert heavy.out_of_order
+    kept = np.unpackbits(np.frombuffer(bits, dtype=np.uint8))[:9].tolist()
+    # person 1: its one row; person 2: h 3 and 4 (rows 26, 22); person 3: both rows
+    assert (start, kept) == (20, [1, 0, 1, 0, 0, 0, 1, 1, 1])
 
 
 def test_a_copy_read_out_of_order_is_not_used(media, caplog):
@@ -111,16 +136,25 @@ def test_a_copy_read_out_of_order_is_not_used(media, caplog):
     assert copy_path.copy_for(spec) is not None
     (count,) = duckdb_engine.run_plan(spec, duckdb_engine.duckdb_plan(spec))
     assert count == 3  # three people, one row each: the dataset itself was read instead
-    assert "read out of order; not used" in caplog.text
+    assert "read out of order or changed; not used" in caplog.text
 
 
-def test_a_person_split_across_batches_is_bounded_as_one():
-    heavy = _heavy(
-        pa.record_batch({person_rows.PID: [1, 2, 2], copy_path.HASH: [9, 5, 4], "c0": [0, 1, 2]}),
-        pa.record_batch({person_rows.PID: [2, 2, 3], copy_path.HASH: [3, 8, 1], "c0": [3, 4, 5]}),
-    )
-    kept = pa.Table.from_batches(list(copy_path._kept(heavy, ["c0"], 1)))
-    assert sorted(kept.column("c0").to_pylist()) == [0, 3, 5]
+def test_a_copy_changed_while_it_is_read_is_not_used(media, monkeypatch, caplog):
+    people = ["p1", "p1", "p2"]
+    data = {"cat": ["a"] * 3, "k": [1, 2, 3], "x": [0.0] * 3, "y": [0] * 3, "person": people}
+    spec = _spec(media, data)
+    path = person_rows.local_path(DATASET_ID)
+    bitmap = copy_path.kept_bitmap
+
+    def rebuilt_meanwhile(rows, bound):
+        found = bitmap(rows, bound)
+        path.write_bytes(path.read_bytes())  # rewritten: a new modification time
+        return found
+
+    monkeypatch.setattr(copy_path, "kept_bitmap", rebuilt_meanwhile)
+    (count,) = duckdb_engine.run_plan(spec, duckdb_engine.duckdb_plan(spec))
+    assert count == 2
+    assert "read out of order or changed; not used" in caplog.text
 
 
 def _spec(media, data, id_column="person"):

@@ -11,8 +11,14 @@ secret from the CSPRNG (dpportal.privacy.rng.uniform_keys; passed as a query
 parameter, never in SQL text). Rows without an ID are dropped. The choice for a
 person depends only on that person's rows and K (DESIGN.md section 7); rows equal
 in every read column tie and are interchangeable (the row number breaks the tie).
-h is DuckDB's 64-bit hash() combined with K: keyed, but not a cryptographic PRF. Memory: a plain
-row_number() over all rows holds every row; instead three passes --
+h is DuckDB's 64-bit hash() combined with K: keyed, but not a cryptographic PRF.
+
+With a fresh person-rows copy of the dataset (datasets.person_rows: made once,
+when the owner confirms the unit) the bound needs no grouping by person at all
+(releases.compute.person_rows). Without one (not made yet, a stale one, object
+storage) -- or when the copy is read out of order or changes meanwhile -- the
+dataset itself is read. A plain row_number() over all rows would hold every row;
+instead three passes --
 
 1. `heavy`: hashes of the IDs seen more than L times (an aggregate over the ID
    column alone; DuckDB's hash aggregate spills). A hash collision only lets a
@@ -139,7 +145,7 @@ def run_plan(
                 except person_rows.OutOfOrder:
                     # never an aggregate from a misread copy: the dataset itself, as without one
                     logger.warning(
-                        "dataset %s: person-rows copy read out of order; not used",
+                        "dataset %s: person-rows copy read out of order or changed; not used",
                         spec.get("dataset"),
                     )
         if rows is None:
@@ -174,28 +180,14 @@ def _through_source(con, plan: Plan, source: str, unit, rng, report):
 
 def _through_copy(con, plan: Plan, path: str, unit, rng):
     """The plan over the dataset's person-rows copy (releases.compute.person_rows)."""
-    id_column = unit["id_column"]
-    keyed = person_rows.keyed_hash_sql(plan.dialect, id_column, plan.source_columns)
+    keyed = person_rows.keyed_hash_sql(plan.dialect, unit["id_column"], plan.source_columns)
     key = int(uniform_keys(1, rng)[0])
-    sql, heavy = person_rows.aggregate_sql(
-        con,
-        plan,
-        path,
-        id_column=id_column,
-        bound=int(unit["contribution_bound"]),
-        key=key,
-        keyed_hash=keyed,
-    )
-    del key
     try:
-        cursor = con.execute(sql)
-        return cursor.fetchall(), [c[0] for c in cursor.description]
-    except duckdb.Error:
-        if heavy.out_of_order:
-            raise person_rows.OutOfOrder from None
-        raise
+        return person_rows.aggregate(
+            con, plan, path, bound=int(unit["contribution_bound"]), key=key, keyed_hash=keyed
+        )
     finally:
-        heavy.cursor.close()
+        del key
 
 
 def _bound_rows(con, source: str, id_column: str, columns: list[str], bound: int, d, rng, report):

@@ -4,52 +4,42 @@ The copy gives each row its person's row count N, and holds one person's rows
 adjacent, in row order, under a person number PID ordered by N. So a release
 with bound L needs no grouping of all rows by person:
 
-- rows with N <= L are all kept: a filter (Parquet row groups are skipped by
-  their N statistics, since the file is in N order);
-- rows with N > L (one contiguous run at the end of the file) are read IN FILE
-  ORDER (DuckDB's preserve_insertion_order) with their person number, their
-  keyed hash h(person, the row's read columns, K) and their cells and grid units
-  (Plan.rows_sql), a batch at a time; per person (a run of equal PID) numpy keeps
-  the L rows with the smallest (h, row number), the row number being the file
-  order within a person. The order is checked, not assumed: a PID smaller than
-  the one before stops the computation (OutOfOrder) before any aggregate exists.
-- the kept rows of both go into the plan's one GROUPING SETS aggregation, the
-  kept heavy rows streamed to DuckDB as Arrow batches.
+1. the rows with N > L (one contiguous run of the file, since it is in N order)
+   are read IN FILE ORDER (DuckDB's preserve_insertion_order), only three narrow
+   columns: PID, the keyed hash h(person, the row's read columns, K) and the row's
+   position in the copy. Per person (a run of equal PID) numpy keeps the L rows
+   with the smallest (h, position) -- within a person the position follows the
+   row number, so this is the three-pass path's ORDER BY h, row number. The order
+   is checked, not assumed: a PID going back, or positions not following one
+   another, stop the computation (OutOfOrder) before any aggregate exists;
+2. the kept positions become a bitmap (one bit per heavy row, passed to DuckDB as
+   a BLOB parameter read as BIT), and the plan's one GROUPING SETS aggregation
+   reads the copy once more, in parallel, keeping a row when N <= L or its bit is
+   set: no join, no window, no hash table keyed by person.
 
 The choice is the same as duckdb_engine's without the copy (same h, same K, same
 tie-break), so it depends only on the person's own rows and K; rows without an
-ID have no N and are dropped. Memory: one batch (and one person's rows spanning
-two batches) at a time in numpy, DuckDB under its memory limit.
+ID have no N and are dropped. The copy must not change between the two reads:
+its file identity (inode, size, modification time) is compared before and after
+(a rebuilt copy is a new file), and a change falls back like OutOfOrder. Memory:
+a batch at a time, plus one bit (while collecting, one byte) per heavy row.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+import os
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from datasets import person_rows
 from releases.compute.plan import Dialect, Plan
 
-BATCH_ROWS = 65_536
-HASH = "__dpportal_h"
+BATCH_ROWS = 262_144
 
 
 class OutOfOrder(Exception):
-    """The copy's rows did not arrive in person order (the bound cannot be applied)."""
-
-
-@dataclass
-class Heavy:
-    """What the aggregation reads while it runs: keep it until the query is done."""
-
-    cursor: Any  # the cursor reading the copy's heavy rows in file order
-    stream: pa.RecordBatchReader  # its batches
-    kept: pa.RecordBatchReader | None = None  # the kept rows, registered as `heavy`
-    out_of_order: bool = False  # set (before OutOfOrder is raised inside DuckDB's read)
+    """The copy's rows did not arrive in person order, or the copy changed meanwhile."""
 
 
 def copy_for(spec: dict[str, Any]) -> str | None:
@@ -68,62 +58,83 @@ def copy_for(spec: dict[str, Any]) -> str | None:
     )
 
 
-def aggregate_sql(
-    con, plan: Plan, path: str, *, id_column: str, bound: int, key: int, keyed_hash: str
-) -> tuple[str, Heavy]:
-    """The aggregation query over the kept rows, and what it reads while it runs (the
-    Arrow stream of the kept rows of people with more than `bound` rows, registered on
-    `con` as `heavy`).
+def aggregate(con, plan: Plan, path: str, *, bound: int, key: int, keyed_hash: str):
+    """The plan's result rows and column names over the rows the bound keeps.
 
-    `con` must preserve insertion order (the heavy rows are read in file order);
-    `keyed_hash` is the SQL of h over the relation `s` with the key as $key.
+    `con` must preserve insertion order; `keyed_hash` is the SQL of h over the
+    relation `s`, the key as $key.
     """
+    before = _identity(path)
     d = plan.dialect
-    source = f"read_parquet({d.text(path)})"
     n = d.ident(person_rows.N)
-    light = plan.rows_sql(f"(SELECT * FROM {source} WHERE {n} <= {bound}) AS s")  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
-    names = list(plan.selects) or ["one"]
-    extra = {"one": "1"} if not plan.selects else {}
-    extra.update({person_rows.PID: d.ident(person_rows.PID), HASH: keyed_hash})
-    heavy_sql = plan.rows_sql(f"(SELECT * FROM {source} WHERE {n} > {bound}) AS s", extra)  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
+    source = f"read_parquet({d.text(path)}, file_row_number = true)"
+    heavy = (
+        f"SELECT {d.ident(person_rows.PID)} AS pid, {keyed_hash} AS h, "  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
+        f"file_row_number AS pos FROM {source} AS s WHERE {n} > {bound}"
+    )
     cursor = con.cursor()
-    heavy = Heavy(cursor, cursor.sql(heavy_sql, params={"key": key}).to_arrow_reader(BATCH_ROWS))
-    schema = pa.schema([heavy.stream.schema.field(name) for name in names])
-    heavy.kept = pa.RecordBatchReader.from_batches(schema, _kept(heavy, names, bound))
-    con.register("heavy", heavy.kept)
-    rows = f"({light} UNION ALL SELECT {', '.join(names)} FROM heavy)"  # noqa: S608 - plan's names
-    return plan.grouping_sql(rows), heavy
+    try:
+        stream = cursor.sql(heavy, params={"key": key}).to_arrow_reader(BATCH_ROWS)
+        start, bits = kept_bitmap(stream, bound)
+    finally:
+        cursor.close()
+    keep = f"{n} <= {bound}"
+    params: dict[str, Any] = {}
+    if bits:
+        bit = f"get_bit($kept::BIT, (file_row_number - {start})::INTEGER)"
+        keep += f" OR ({n} > {bound} AND {bit} = 1)"
+        params["kept"] = bits
+    cursor = con.execute(plan.aggregate_sql(f"(SELECT * FROM {source} WHERE {keep}) AS s"), params)  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
+    rows, names = cursor.fetchall(), [c[0] for c in cursor.description]
+    if _identity(path) != before:
+        raise OutOfOrder("The person-rows copy changed while it was read.")
+    return rows, names
 
 
-def _kept(heavy: Heavy, names: list[str], bound: int) -> Iterator[pa.RecordBatch]:
-    """The kept rows of each complete person in the stream (a person's last rows in a
-    batch wait for the next one)."""
-    carry: pa.Table | None = None
-    last = None
-    for batch in heavy.stream:
-        table = pa.Table.from_batches([batch])
-        if carry is not None and carry.num_rows:
-            table = pa.concat_tables([carry, table])
-        table = table.combine_chunks()
-        pid = table.column(person_rows.PID).to_numpy()
+def _identity(path: str) -> tuple[int, int, int]:
+    info = os.stat(path)
+    return info.st_ino, info.st_size, info.st_mtime_ns
+
+
+def kept_bitmap(stream, bound: int) -> tuple[int, bytes]:
+    """(the first heavy row's position, one bit per heavy row from it: kept or not) over
+    the stream of (pid, h, pos) batches in file order. A batch's last person may go on
+    in the next batch: their rows wait (`carry`) until the person is complete."""
+    kept: list[np.ndarray] = []
+    carry: list[tuple[np.ndarray, np.ndarray]] = []  # the rows so far of person `last`
+    start = last = None
+    expected = 0  # the next row's position
+    for batch in stream:
+        pid, h, pos = (batch.column(i).to_numpy() for i in range(3))
         if not len(pid):
             continue
-        if np.any(pid[1:] < pid[:-1]) or (last is not None and pid[0] < last):
-            heavy.out_of_order = True
+        if start is None:
+            start = expected = int(pos[0])
+        if (
+            np.any(pid[1:] < pid[:-1])
+            or (last is not None and pid[0] < last)
+            or pos[0] != expected
+            or np.any(np.diff(pos) != 1)
+        ):
             raise OutOfOrder("The person-rows copy was not read in person order.")
+        expected = int(pos[-1]) + 1
+        if carry and pid[0] == last:  # the carried person goes on in this batch
+            head = int(np.searchsorted(pid, last, side="right"))
+            carry.append((pid[:head], h[:head]))
+            if head == len(pid):
+                continue
+            pid, h = pid[head:], h[head:]
+        if carry:
+            kept.append(keep_lowest(*map(np.concatenate, zip(*carry, strict=True)), bound))
         last = pid[-1]
-        end = int(np.searchsorted(pid, pid[-1]))  # where the last person's rows begin
-        carry = table.slice(end)
-        if end:
-            yield from _select(table.slice(0, end), names, bound).to_batches()
-    if carry is not None and carry.num_rows:
-        yield from _select(carry, names, bound).to_batches()
-
-
-def _select(table: pa.Table, names: list[str], bound: int) -> pa.Table:
-    pid = table.column(person_rows.PID).to_numpy()
-    h = table.column(HASH).to_numpy()
-    return table.filter(pa.array(keep_lowest(pid, h, bound))).select(names)
+        end = int(np.searchsorted(pid, last))  # where the last person's rows begin
+        kept.append(keep_lowest(pid[:end], h[:end], bound))
+        carry = [(pid[end:], h[end:])]
+    if carry:
+        kept.append(keep_lowest(*map(np.concatenate, zip(*carry, strict=True)), bound))
+    if start is None:
+        return 0, b""
+    return start, np.packbits(np.concatenate(kept)).tobytes()  # bit 0: the first byte's top
 
 
 def keep_lowest(pid: np.ndarray, h: np.ndarray, bound: int) -> np.ndarray:
