@@ -68,6 +68,47 @@ def test_the_copy_gives_the_same_aggregates_as_the_dataset_for_the_same_key(
     assert runs[0] == runs[1]
 
 
+@pytest.mark.parametrize("bound", [1, 2, 3])
+def test_several_files_and_numeric_ids_give_the_same_aggregates(media, bound):
+    """A dataset registered in place: row numbers across files, an integer ID column."""
+    gen = np.random.default_rng(bound)  # test DATA, not noise
+    files = []
+    for part in range(3):
+        n = 40 + 10 * part
+        data = {"k": gen.integers(0, 60, n), "person": gen.integers(0, 25, n).astype(np.int64)}
+        path = media / f"part-{part}.parquet"
+        pq.write_table(pa.table(data), path, row_group_size=9)
+        files.append({"path": str(path), "size": path.stat().st_size, "etag": ""})
+    external = {"kind": "local", "location": str(media), "files": files}
+    edges = [str(e) for e in range(61)]
+    spec = {
+        "dataset": DATASET_ID,
+        "parquet_file": "",
+        "external": external,
+        "privacy_unit": {"id_column": "person", "contribution_bound": bound},
+        "statistics": [
+            {
+                "kind": "histogram",
+                "columns": [
+                    {"name": "k", "kind": "numeric", "bin_edges": edges, "missing": "drop"}
+                ],
+            }
+        ],
+    }
+    plan = duckdb_engine.duckdb_plan(spec)
+    without = duckdb_engine.run_plan(spec, plan, rng=SeededTestRandom(4))[0].tolist()
+    assert person_rows.build(
+        paths=[f["path"] for f in files],
+        id_column="person",
+        identity=person_rows.source_identity(parquet_file="", external=external),
+        target=person_rows.local_path(DATASET_ID),
+        memory_mb=64,
+        threads=1,
+    )
+    assert copy_path.copy_for(spec) is not None
+    assert duckdb_engine.run_plan(spec, plan, rng=SeededTestRandom(4))[0].tolist() == without
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     sizes=st.lists(st.integers(1, 9), max_size=12),

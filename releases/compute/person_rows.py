@@ -81,7 +81,10 @@ def aggregate(con, plan: Plan, path: str, *, bound: int, key: int, keyed_hash: s
     keep = f"{n} <= {bound}"
     params: dict[str, Any] = {}
     if bits:
-        bit = f"get_bit($kept::BIT, (file_row_number - {start})::INTEGER)"
+        # clamped: whatever order DuckDB evaluates the conjunction in, no index is out of range
+        last_bit = len(bits) * 8 - 1
+        index = f"least(greatest(file_row_number - {start}, 0), {last_bit})::INTEGER"
+        bit = f"get_bit($kept::BIT, {index})"
         keep += f" OR ({n} > {bound} AND {bit} = 1)"
         params["kept"] = bits
     cursor = con.execute(plan.aggregate_sql(f"(SELECT * FROM {source} WHERE {keep}) AS s"), params)  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
