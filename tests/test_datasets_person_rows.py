@@ -91,7 +91,9 @@ def test_the_copy_is_made_once_and_a_release_reads_it(project, owner, reviewer):
 
 
 @pytest.mark.django_db
-def test_no_copy_for_a_row_unit_an_unconfirmed_unit_or_remote_storage(project, owner, settings):
+def test_no_copy_for_a_row_unit_an_unconfirmed_unit_or_remote_storage(
+    project, owner, settings, sent, django_capture_on_commit_callbacks
+):
     row = make_dataset(project=project, owner=owner, name="rows")
     unconfirmed = person_dataset(project, owner, name="unconfirmed", unit_confirmed=False)
     remote = person_dataset(project, owner, name="remote")
@@ -99,6 +101,11 @@ def test_no_copy_for_a_row_unit_an_unconfirmed_unit_or_remote_storage(project, o
         assert not dataset_person_rows_build(dataset_id=dataset.pk)
         assert not person_rows.local_path(dataset.pk).exists()
     settings.DPPORTAL_STORAGE = "s3"  # DuckDB, the copy's only reader, reads the local disk
+    with django_capture_on_commit_callbacks(execute=True):
+        dataset_confirm_unit(
+            dataset=remote, actor=owner, unit="person", id_column="person", contribution_bound=2
+        )
+    assert sent == []  # not even asked for
     assert not dataset_person_rows_build(dataset_id=remote.pk)
     settings.DPPORTAL_STORAGE = "local"
     assert not person_rows.local_path(remote.pk).exists()

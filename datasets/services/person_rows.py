@@ -40,7 +40,9 @@ def dataset_person_rows_after_unit(*, dataset: Dataset, id_column_before: str) -
 
 def _ask_for_copy(dataset_id: int) -> None:
     dataset = Dataset.objects.filter(pk=dataset_id).first()
-    if dataset is not None and _wanted(dataset) and _fresh(dataset) is None:
+    if dataset is None or not _wanted(dataset) or _local_source(dataset) is None:
+        return  # no copy wanted, or none possible (object storage)
+    if _fresh(dataset) is None:
         dispatch.dataset_person_rows_send(dataset_id=dataset_id)
 
 
