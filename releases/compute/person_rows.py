@@ -81,11 +81,13 @@ def aggregate(con, plan: Plan, path: str, *, bound: int, key: int, keyed_hash: s
     keep = f"{n} <= {bound}"
     params: dict[str, Any] = {}
     if bits:
-        # clamped: whatever order DuckDB evaluates the conjunction in, no index is out of range
+        # only a heavy row reads its bit (CASE); clamped all the same: no index out of range
         last_bit = len(bits) * 8 - 1
         index = f"least(greatest(file_row_number - {start}, 0), {last_bit})::INTEGER"
-        bit = f"get_bit($kept::BIT, {index})"
-        keep += f" OR ({n} > {bound} AND {bit} = 1)"
+        keep = (
+            f"CASE WHEN {n} <= {bound} THEN true WHEN {n} > {bound} "
+            f"THEN get_bit($kept::BIT, {index}) = 1 ELSE false END"
+        )
         params["kept"] = bits
     cursor = con.execute(plan.aggregate_sql(f"(SELECT * FROM {source} WHERE {keep}) AS s"), params)  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
     rows, names = cursor.fetchall(), [c[0] for c in cursor.description]
