@@ -10,9 +10,10 @@ The copy holds every stored column as read from the dataset (same names, same
 types: checked after writing) and three more:
 
 - `N`: the person's number of rows (NULL for a row without an ID);
-- `PID`: a number per person, ordered by (N, ID); the rows are written in
-  (PID, ROW) order, so one person's rows are adjacent and in row order, and the
-  people with more than L rows are one contiguous run at the end (for any L);
+- `PID`: a number per person, ordered by N (people with the same N in no set
+  order); the rows are written in (PID, ROW) order, so one person's rows are
+  adjacent and in row order, and the rows of people with more than L rows are
+  one contiguous run (for any L), before the rows without an ID (no N, no PID);
 - `ROW`: the row's number in the dataset, the same number the release computation
   gives it without this copy (its tie-break).
 
