@@ -120,6 +120,7 @@ def test_the_kept_rows_are_the_lowest_hash_then_position_per_person(sizes, hashe
     # few hash values: ties; the top of the range: the largest 64-bit hashes
     h = np.array([2**64 - 1 - v if v == 3 else v for v in hashes[: len(pid)]], dtype=np.uint64)
     kept = copy_path.keep_lowest(pid, h, bound)
+    assert copy_path.keep_lowest(pid, h, bound, rounds=0).tolist() == kept.tolist()  # the sort
     expected = np.zeros(len(pid), dtype=bool)
     for person in range(len(sizes)):
         rows = sorted(np.flatnonzero(pid == person), key=lambda i: (int(h[i]), i))

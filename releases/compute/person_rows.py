@@ -142,24 +142,36 @@ def kept_bitmap(stream, bound: int) -> tuple[int, bytes]:
     return start, np.packbits(np.concatenate(kept)).tobytes()  # bit 0: the first byte's top
 
 
-def keep_lowest(pid: np.ndarray, h: np.ndarray, bound: int) -> np.ndarray:
+def keep_lowest(pid: np.ndarray, h: np.ndarray, bound: int, *, rounds: int = 16) -> np.ndarray:
     """Per run of equal `pid` (whole people), the `bound` rows with the smallest (h,
-    position): ties in h go to the earlier row, as ORDER BY h, row number does."""
+    position): ties in h go to the earlier row, as ORDER BY h, row number does.
+
+    Up to `rounds` rows per person: that many O(n) passes, each taking every person's
+    lowest row not yet taken; more: one sort by (person, h). 4.4M rows: 0.07 s for
+    L = 1, 0.12 s for 2, 0.4 s for 8; the sort 1.4 s."""
     size = len(pid)
     if not size:
         return np.zeros(0, dtype=bool)
     starts = np.flatnonzero(np.concatenate(([True], pid[1:] != pid[:-1])))
     lengths = np.diff(np.append(starts, size))
-    if bound == 1:  # O(n): the first row holding its person's smallest h
-        lowest = h == np.repeat(np.minimum.reduceat(h, starts), lengths)
-        seen = np.cumsum(lowest)
-        before = np.repeat(np.concatenate(([0], seen[starts[1:] - 1])), lengths)
-        return lowest & (seen - before == 1)
-    person = np.repeat(np.arange(len(starts)), lengths)
-    order = np.lexsort((h, person))  # stable: equal h stay in row order
-    rank = np.empty(size, dtype=np.int64)
-    rank[order] = np.arange(size) - np.repeat(starts, lengths)
-    return rank < bound
+    if bound > rounds:
+        person = np.repeat(np.arange(len(starts)), lengths)
+        order = np.lexsort((h, person))  # stable: equal h stay in row order
+        rank = np.empty(size, dtype=np.int64)
+        rank[order] = np.arange(size) - np.repeat(starts, lengths)
+        return rank < bound
+    taken = np.zeros(size, dtype=bool)
+    left = h.copy()  # a taken row's h becomes the largest value (`taken` breaks that tie)
+    for done in range(min(bound, int(lengths.max()))):
+        lowest = (left == np.repeat(np.minimum.reduceat(left, starts), lengths)) & ~taken
+        # each person with rows left has at least one; more in all: ties, keep the first
+        if np.count_nonzero(lowest) > np.count_nonzero(lengths > done):
+            seen = np.cumsum(lowest)
+            before = np.repeat(np.concatenate(([0], seen[starts[1:] - 1])), lengths)
+            lowest &= seen - before == 1
+        taken |= lowest
+        left[lowest] = np.iinfo(left.dtype).max
+    return taken
 
 
 def keyed_hash_sql(d: Dialect, id_column: str, columns: list[str]) -> str:
