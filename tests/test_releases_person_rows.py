@@ -246,3 +246,12 @@ def test_no_copy_when_a_column_takes_an_extra_name(media):
     )
     assert not made and not target.exists()
     assert list(target.parent.iterdir()) == []  # no partial file left behind
+
+
+def test_a_copy_no_longer_fresh_when_read_is_not_used(media):
+    spec = _spec(media, DATA)
+    path = copy_path.copy_for(spec)
+    stale = {**spec, "privacy_unit": {"id_column": "cat", "contribution_bound": 1}}
+    plan = duckdb_engine.duckdb_plan(spec)
+    with pytest.raises(copy_path.OutOfOrder):
+        copy_path.aggregate(None, plan, stale, path, key=1, keyed_hash="0")

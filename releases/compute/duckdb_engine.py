@@ -141,7 +141,7 @@ def run_plan(
         if copy is not None:
             with _connection(spill, ordered=True) as con:
                 try:
-                    rows, names = _through_copy(con, plan, copy, unit, rng)
+                    rows, names = _through_copy(con, plan, spec, copy, rng)
                 except person_rows.OutOfOrder:
                     # never an aggregate from a misread copy: the dataset itself, as without one
                     logger.warning(
@@ -178,14 +178,13 @@ def _through_source(con, plan: Plan, source: str, unit, rng, report):
     return cursor.fetchall(), [c[0] for c in cursor.description]
 
 
-def _through_copy(con, plan: Plan, path: str, unit, rng):
+def _through_copy(con, plan: Plan, spec: dict[str, Any], path: str, rng):
     """The plan over the dataset's person-rows copy (releases.compute.person_rows)."""
+    unit = spec["privacy_unit"]
     keyed = person_rows.keyed_hash_sql(plan.dialect, unit["id_column"], plan.source_columns)
     key = int(uniform_keys(1, rng)[0])
     try:
-        return person_rows.aggregate(
-            con, plan, path, bound=int(unit["contribution_bound"]), key=key, keyed_hash=keyed
-        )
+        return person_rows.aggregate(con, plan, spec, path, key=key, keyed_hash=keyed)
     finally:
         del key
 

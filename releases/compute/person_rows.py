@@ -58,13 +58,17 @@ def copy_for(spec: dict[str, Any]) -> str | None:
     )
 
 
-def aggregate(con, plan: Plan, path: str, *, bound: int, key: int, keyed_hash: str):
+def aggregate(con, plan: Plan, spec: dict[str, Any], path: str, *, key: int, keyed_hash: str):
     """The plan's result rows and column names over the rows the bound keeps.
 
-    `con` must preserve insertion order; `keyed_hash` is the SQL of h over the
-    relation `s`, the key as $key.
+    `path` is copy_for(spec); `con` must preserve insertion order; `keyed_hash` is
+    the SQL of h over the relation `s`, the key as $key.
     """
     before = _identity(path)
+    # fresh again now that its identity is taken: a copy replaced after this is caught below
+    if copy_for(spec) != path:
+        raise OutOfOrder("The person-rows copy changed before it was read.")
+    bound = int(spec["privacy_unit"]["contribution_bound"])
     d = plan.dialect
     n = d.ident(person_rows.N)
     source = f"read_parquet({d.text(path)}, file_row_number = true)"
