@@ -7,7 +7,9 @@ its own child process (its own peak RSS), the parts interleaved round by round,
 and prints medians and ratios (bench/compute_parts.py says what each part is):
 before-row / before-person (the numpy readers, keep_mask for the person unit),
 plan-row / plan-person (the DuckDB plan the task runs, releases.compute.
-duckdb_engine), and the floors duckdb and polars. Statistics: a 50-category
+duckdb_engine; the person bound over the dataset itself), copy-person (the same
+through the person-rows copy, made once before the rounds: its build time and
+peak RSS are printed apart), and the floors duckdb and polars. Statistics: a 50-category
 histogram, a 50 x 16 2-D histogram, a clipped sum and a mean; ours then draws
 the noise (releases.dp.noisy_entry). No database is touched.
 """
@@ -147,6 +149,7 @@ def main() -> None:
     import statistics as st
 
     parts = args.parts.split(",")
+    built = _child("copy-build", path, args.bound) if "copy-person" in parts else None
     runs: dict[str, list[dict]] = {p: [] for p in parts}
     for _ in range(args.repeat):
         for part in parts:  # interleaved: every part once per round
@@ -166,6 +169,11 @@ def main() -> None:
         lines.append(
             f"{p:<14} {med[p]:>9.3f} {med[p] / floor:>8.2f} {ratio['duckdb']:>9.2f} "
             f"{ratio['polars']:>9.2f} {rss[p]:>12.0f}  {[round(r['seconds'], 2) for r in runs[p]]}"
+        )
+    if built is not None:
+        lines.append(
+            f"copy-build (once per dataset, not in the rounds): {built['seconds']:.2f} s, "
+            f"peak RSS {built['peak_rss_mb']:.0f} MB"
         )
     sys.stdout.write("\n".join(lines) + "\n")
 

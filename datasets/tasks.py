@@ -20,6 +20,7 @@ from datasets.services import (
     dataset_cleanup_awaiting,
     dataset_cleanup_failed,
     dataset_ingest,
+    dataset_person_rows_build,
     dataset_redispatch_stale,
 )
 
@@ -55,6 +56,30 @@ def dataset_ingest_task(self, dataset_id: int) -> None:
         logger.error(
             "dataset %s: ingest gave up after retries; the re-dispatch will resend it", dataset_id
         )
+
+
+@shared_task(
+    bind=True,
+    name="datasets.person_rows",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    max_retries=MAX_RETRIES,
+    ignore_result=True,
+)
+def dataset_person_rows_task(self, dataset_id: int) -> None:
+    """Make the dataset's person-rows copy (a no-op when a fresh one exists).
+
+    Idempotent (a partial file is never renamed into place), so a redelivery after a
+    lost worker is safe. Without the copy releases stay correct, only slower.
+    """
+    try:
+        dataset_person_rows_build(dataset_id=dataset_id)
+    except Exception as exc:
+        kind = type(exc).__name__  # never the text: it may quote the data
+        logger.warning("dataset %s: person-rows copy failed (%s)", dataset_id, kind)
+        if self.request.retries < self.max_retries:
+            retry = IngestRetry(f"dataset {dataset_id}: {kind}")
+            raise self.retry(countdown=2 ** (self.request.retries + 1), exc=retry) from None
 
 
 @shared_task(name="datasets.redispatch_stale", ignore_result=True)

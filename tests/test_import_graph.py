@@ -174,11 +174,16 @@ def test_dispatch_modules_import_only_the_celery_app(imports):
 
 def test_the_dispatched_names_are_the_registered_tasks():
     from datasets import dispatch as datasets_dispatch
-    from datasets.tasks import dataset_ingest_task
+    from datasets.tasks import dataset_ingest_task, dataset_person_rows_task
     from dpportal.celery import app
     from releases import dispatch as releases_dispatch
     from releases.tasks import release_compute_task
 
     assert releases_dispatch.COMPUTE_TASK == release_compute_task.name
     assert datasets_dispatch.INGEST_TASK == dataset_ingest_task.name
-    assert {releases_dispatch.COMPUTE_TASK, datasets_dispatch.INGEST_TASK} <= set(app.tasks)
+    assert datasets_dispatch.PERSON_ROWS_TASK == dataset_person_rows_task.name
+    assert {
+        releases_dispatch.COMPUTE_TASK,
+        datasets_dispatch.INGEST_TASK,
+        datasets_dispatch.PERSON_ROWS_TASK,
+    } <= set(app.tasks)

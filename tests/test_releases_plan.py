@@ -5,7 +5,9 @@ declared categories / Other / Missing by policy, numeric bins (clamped, last
 closed), clipping and half-even rounding to the grid, NaN / inf / -0.0, numeric
 missing codes, an ID column with L large enough that nothing is dropped. Then the
 bound itself: each person keeps exactly min(L, their rows), rows without an ID
-are dropped, and the choice changes with the per-release key.
+are dropped, and the choice changes with the per-release key. Every test that
+applies a bound runs on both paths: over the dataset itself (three passes) and
+over the dataset's person-rows copy (datasets.person_rows, `via="copy"`).
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from datasets import person_rows
 from dpportal.privacy.params import exact_str
 from dpportal.privacy.rng import SeededTestRandom
 from releases.compute import duckdb_engine
+from releases.compute import person_rows as copy_path
 from releases.compute.readers import StatisticReader
 from releases.compute.readers_stats import Partial
 from releases.compute.reading import aggregate_row_groups
@@ -115,6 +119,29 @@ def write(tmp, data) -> str:
     return "d.parquet"
 
 
+DATASET_ID = 1
+VIAS = ["source", "copy"]
+
+
+def prepare(spec, media, via):
+    """The spec as a release's (its dataset's id); via "copy": its person-rows copy made."""
+    spec["dataset"] = DATASET_ID
+    if via == "copy" and spec["privacy_unit"]["id_column"]:
+        made = person_rows.build(
+            paths=[str(media / spec["parquet_file"])],
+            id_column=spec["privacy_unit"]["id_column"],
+            identity=person_rows.source_identity(parquet_file=spec["parquet_file"], external=None),
+            target=person_rows.local_path(DATASET_ID),
+            memory_mb=64,
+            threads=1,
+        )
+        assert made and copy_path.copy_for(spec) is not None
+    else:
+        person_rows.local_path(DATASET_ID).unlink(missing_ok=True)
+        assert copy_path.copy_for(spec) is None
+    return spec
+
+
 def normal(value):
     if isinstance(value, Partial):
         return [list(v) for v in value]
@@ -146,12 +173,14 @@ def media(settings, tmp_path):
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(data=datasets(), stats=statistics(), with_id=st.booleans())
-def test_the_duckdb_plan_equals_the_numpy_readers(media, data, stats, with_id):
+@pytest.mark.parametrize("via", VIAS)
+def test_the_duckdb_plan_equals_the_numpy_readers(media, data, stats, with_id, via):
     spec = {
         "parquet_file": write(media, data),
         "statistics": stats,
         "privacy_unit": {"id_column": "person" if with_id else "", "contribution_bound": 1000},
     }
+    prepare(spec, media, via)
     plan = duckdb_engine.duckdb_plan(spec)
     assert plan is not None
     got = [normal(v) for v in duckdb_engine.run_plan(spec, plan)]
@@ -187,7 +216,8 @@ def test_quantiles_and_dates_stay_on_the_numpy_path(media):
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(rows=st.lists(st.one_of(st.integers(0, 6), st.none()), max_size=60), bound=st.integers(1, 4))
-def test_each_person_keeps_exactly_min_L_rows(media, rows, bound):
+@pytest.mark.parametrize("via", VIAS)
+def test_each_person_keeps_exactly_min_L_rows(media, rows, bound, via):
     people = [None if r is None else f"p{r}" for r in rows]
     data = {
         "cat": ["a"] * len(rows),
@@ -208,6 +238,7 @@ def test_each_person_keeps_exactly_min_L_rows(media, rows, bound):
         "privacy_unit": {"id_column": "person", "contribution_bound": bound},
         "statistics": [{"kind": "histogram", "columns": [k]}],
     }
+    prepare(spec, media, via)
     (kept,) = duckdb_engine.run_plan(spec, duckdb_engine.duckdb_plan(spec))
     assert set(kept.tolist()) <= {0, 1}
     per_person = Counter(people[i] for i in np.flatnonzero(kept))
@@ -218,7 +249,8 @@ def test_each_person_keeps_exactly_min_L_rows(media, rows, bound):
     }
 
 
-def test_the_choice_is_keyed_per_release(media):
+@pytest.mark.parametrize("via", VIAS)
+def test_the_choice_is_keyed_per_release(media, via):
     n = 200
     data = {
         "cat": ["a"] * n,
@@ -238,6 +270,7 @@ def test_the_choice_is_keyed_per_release(media):
         "privacy_unit": {"id_column": "person", "contribution_bound": 3},
         "statistics": [{"kind": "histogram", "columns": [k]}],
     }
+    prepare(spec, media, via)
     plan = duckdb_engine.duckdb_plan(spec)
     runs = [
         duckdb_engine.run_plan(spec, plan, rng=SeededTestRandom(s))[0].tolist() for s in (1, 1, 2)
@@ -247,7 +280,8 @@ def test_the_choice_is_keyed_per_release(media):
     assert sum(runs[0]) == 30
 
 
-def test_a_persons_choice_depends_on_their_own_rows_alone(media):
+@pytest.mark.parametrize("via", VIAS)
+def test_a_persons_choice_depends_on_their_own_rows_alone(media, via):
     """Other people's rows before and between p1's change no choice of p1's rows (same key)."""
     mine = list(range(20))  # p1's rows, told apart by k
     others = list(range(20, 60))
@@ -268,6 +302,7 @@ def test_a_persons_choice_depends_on_their_own_rows_alone(media):
             "statistics": [{"kind": "histogram", "columns": [k]}],
             "privacy_unit": {"id_column": "person", "contribution_bound": 4},
         }
+        prepare(spec, media, via)
         (hist,) = duckdb_engine.run_plan(
             spec, duckdb_engine.duckdb_plan(spec), rng=SeededTestRandom(3)
         )
@@ -278,3 +313,24 @@ def test_a_persons_choice_depends_on_their_own_rows_alone(media):
         [v for pair in zip(others[:20], mine, strict=True) for v in pair] + others[20:]
     )
     assert len(alone) == 4 and alone == mixed
+
+
+def test_halves_round_to_even_on_the_grid(media):
+    """Grid units exactly halfway round half to even, as numpy's rint (the oracle) does."""
+    halves = [0.5, 1.5, 2.5, 3.5, -0.5, -1.5, -2.5, 4.5]
+    n = len(halves)
+    data = {"cat": ["a"] * n, "k": [0] * n, "x": halves, "y": [0] * n, "person": ["p"] * n}
+    x = {"name": "x", "kind": "numeric", "missing": "drop"}
+    grid = {"lower": "-10", "upper": "10", "granularity": "1"}
+    common = {"epsilon": "1", "delta": "0", "label": "", "category": None}
+    spec = {
+        "parquet_file": write(media, data),
+        "privacy_unit": {"id_column": "", "contribution_bound": 1},
+        "statistics": [
+            {**common, "kind": "variance", "columns": [x], "groups": [], "position": 0, **grid}
+        ],
+    }
+    got = [normal(v) for v in duckdb_engine.run_plan(spec, duckdb_engine.duckdb_plan(spec))]
+    assert got == oracle(spec, media)
+    # centred units w = 2u: sum(w) = 2 * (0 + 2 + 2 + 4 + 0 - 2 - 2 + 4)
+    assert got[0][1] == [16]

@@ -5,10 +5,13 @@ dataset_cleanup_awaiting),
 `ingesting` (dataset_ingest, its dispatch and the periodic re-dispatch), `reading`
 (how the CSV is read: the preview and its confirmation before the ingest), `declaration`
 (dataset_declare, dataset_confirm_unit, dataset_import_codebook; one column's
-validation in `declaration_columns`), `codebook` (the codebook CSV format),
-`common` (owner checks, file locations). datasets/ingest/ holds the streaming
-conversion itself and says what the private profile holds. No aggregate of the
-data (not even the row count) is stored or logged here.
+validation in `declaration_columns`), `person_rows` (the person-rows copy a
+confirmed person-level unit asks for: dataset_person_rows_build, run by a worker),
+`codebook` (the codebook CSV format), `common` (owner checks, file locations).
+datasets/ingest/ holds the streaming conversion itself and says what the private
+profile holds. No aggregate of the data (not even the row count) is stored in the
+database or logged here; the person-rows copy's per-person row counts live only
+in that private file beside the dataset's Parquet, as private as the data.
 """
 
 from datasets.services.codebook import export_codebook
@@ -31,6 +34,10 @@ from datasets.services.ingesting import (
     dataset_ingest,
     dataset_redispatch_stale,
     ingest_limits,
+)
+from datasets.services.person_rows import (
+    dataset_person_rows_build,
+    dataset_person_rows_remove,
 )
 from datasets.services.reading import (
     dataset_confirm_reading,
@@ -60,6 +67,8 @@ __all__ = [
     "dataset_import_codebook",
     "dataset_ingest",
     "dataset_parquet_path",
+    "dataset_person_rows_build",
+    "dataset_person_rows_remove",
     "dataset_read_preview",
     "dataset_redispatch_stale",
     "dataset_register_external",

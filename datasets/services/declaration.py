@@ -30,6 +30,7 @@ from datasets.services.codebook import parse_codebook
 from datasets.services.common import require_owner
 from datasets.services.declaration_columns import DECLARED_FIELDS
 from datasets.services.declaration_columns import declare_column as _declare_column
+from datasets.services.person_rows import dataset_person_rows_after_unit
 from dpportal.errors import InvalidTransition, ValidationFailed
 
 logger = logging.getLogger(__name__)
@@ -128,13 +129,16 @@ def _unit(
 
 
 def _set_unit(*, dataset: Dataset, id_column: str, bound: int, confirm_by) -> None:
-    """Set the unit; a change withdraws the confirmation, `confirm_by` gives it."""
+    """Set the unit; a change withdraws the confirmation, `confirm_by` gives it. A
+    confirmed person-level unit asks for the person-rows copy (after the commit)."""
     changed = (dataset.id_column, dataset.contribution_bound) != (id_column, bound)
+    id_column_before = dataset.id_column
     dataset.id_column, dataset.contribution_bound = id_column, bound
     if confirm_by is not None:
         dataset.unit_confirmed_at, dataset.unit_confirmed_by = timezone.now(), confirm_by
     elif changed:
         dataset.unit_confirmed_at, dataset.unit_confirmed_by = None, None
+    dataset_person_rows_after_unit(dataset=dataset, id_column_before=id_column_before)
 
 
 def _lock_declarable(*, dataset: Dataset, actor: AbstractBaseUser) -> Dataset:

@@ -13,7 +13,8 @@ The flow (`release_compute`), run by the Celery task and the benchmark alike:
    with set threads and memory limit, spilling to a private temporary directory.
    With a privacy unit of one person (an ID column and a bound L), each person
    keeps the L rows with the smallest keyed hash under a per-release secret from
-   the CSPRNG; rows without an ID are dropped. Kinds or columns not on the plan
+   the CSPRNG; rows without an ID are dropped (through the dataset's person-rows
+   copy, counted once per dataset, when a fresh one exists). Kinds or columns not on the plan
    (quantiles; dates, text missing codes, numbers stored as text) go through the
    numpy readers instead (`reading`: row-group chunks; `keep_mask` for the unit),
    which also stay the plan's test oracle. True aggregates live only in this
@@ -27,7 +28,8 @@ The flow (`release_compute`), run by the Celery task and the benchmark alike:
    value anywhere, so a retry may draw afresh; after it, every run is a no-op.
 
 Modules: `plan` (the spec as SQL), `duckdb_engine` (opening the data, running
-the plan, the person bound), `readers` (public domains to cells; row groups to
+the plan, the person bound), `person_rows` (the person bound through the
+dataset's person-rows copy, when one is fresh), `readers` (public domains to cells; row groups to
 true aggregates), `reading` (the numpy path's chunks and row selection), `run` (claim,
 finalize, the whole computation), `hooks` (test-only pause and failure points).
 The names below are the package's public interface.

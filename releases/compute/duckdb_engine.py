@@ -11,8 +11,14 @@ secret from the CSPRNG (dpportal.privacy.rng.uniform_keys; passed as a query
 parameter, never in SQL text). Rows without an ID are dropped. The choice for a
 person depends only on that person's rows and K (DESIGN.md section 7); rows equal
 in every read column tie and are interchangeable (the row number breaks the tie).
-h is DuckDB's 64-bit hash() combined with K: keyed, but not a cryptographic PRF. Memory: a plain
-row_number() over all rows holds every row; instead three passes --
+h is DuckDB's 64-bit hash() combined with K: keyed, but not a cryptographic PRF.
+
+With a fresh person-rows copy of the dataset (datasets.person_rows: made once,
+when the owner confirms the unit) the bound needs no grouping by person at all
+(releases.compute.person_rows). Without one (not made yet, a stale one, object
+storage) -- or when the copy is read out of order or changes meanwhile -- the
+dataset itself is read. A plain row_number() over all rows would hold every row;
+instead three passes --
 
 1. `heavy`: hashes of the IDs seen more than L times (an aggregate over the ID
    column alone; DuckDB's hash aggregate spills). A hash collision only lets a
@@ -24,10 +30,12 @@ row_number() over all rows holds every row; instead three passes --
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +47,10 @@ from django.conf import settings
 
 from datasets import storage
 from dpportal.privacy.rng import RandomSource, uniform_keys
+from releases.compute import person_rows
 from releases.compute.plan import DUCKDB, ROW, Plan, plan_or_none
+
+logger = logging.getLogger(__name__)
 
 
 def open_source(spec: dict[str, Any]) -> tuple[list[str], pa.Schema, pafs.FileSystem | None]:
@@ -78,15 +89,22 @@ def duckdb_plan(spec: dict[str, Any]) -> Plan | None:
     return plan_or_none(spec, schema, DUCKDB)
 
 
-def _connect(spill: str) -> duckdb.DuckDBPyConnection:
-    threads = int(getattr(settings, "DPPORTAL_COMPUTE_THREADS", 0) or os.cpu_count() or 1)
-    memory = int(getattr(settings, "DPPORTAL_COMPUTE_MEMORY_MB", 192))
+def compute_threads() -> int:
+    return int(getattr(settings, "DPPORTAL_COMPUTE_THREADS", 0) or os.cpu_count() or 1)
+
+
+def compute_memory_mb() -> int:
+    return int(getattr(settings, "DPPORTAL_COMPUTE_MEMORY_MB", 192))
+
+
+def _connect(spill: str, *, ordered: bool = False) -> duckdb.DuckDBPyConnection:
     return duckdb.connect(
         config={
-            "threads": threads,
-            "memory_limit": f"{memory}MB",
+            "threads": compute_threads(),
+            "memory_limit": f"{compute_memory_mb()}MB",
             "temp_directory": spill,
-            "preserve_insertion_order": False,
+            # only the person-rows copy's reading needs rows in file order
+            "preserve_insertion_order": ordered,
             "enable_external_access": True,
         }
     )
@@ -117,24 +135,58 @@ def run_plan(
     source = f"(SELECT {projection} FROM {read})"  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
     spill = tempfile.mkdtemp(prefix="dpportal-duckdb-")
     report = on_pass or (lambda done: None)
+    copy = person_rows.copy_for(spec) if id_column else None
     try:
-        con = _connect(spill)
-        try:
-            relation = f"{source} AS s"
-            if id_column:
-                bound = int(unit["contribution_bound"])
-                relation = _bound_rows(
-                    con, source, id_column, plan.source_columns, bound, d, rng, report
-                )
-            cursor = con.execute(plan.aggregate_sql(relation))
-            names = [c[0] for c in cursor.description]
-            rows = cursor.fetchall()
-        finally:
-            con.close()
+        rows, names = None, []
+        if copy is not None:
+            with _connection(spill, ordered=True) as con:
+                try:
+                    rows, names = _through_copy(con, plan, spec, copy, rng)
+                except person_rows.OutOfOrder:
+                    # never an aggregate from a misread copy: the dataset itself, as without one
+                    logger.warning(
+                        "dataset %s: person-rows copy read out of order or changed; not used",
+                        spec.get("dataset"),
+                    )
+        if rows is None:
+            with _connection(spill) as con:
+                rows, names = _through_source(con, plan, source, unit, rng, report)
     finally:
         shutil.rmtree(spill, ignore_errors=True)
     report(3 if id_column else 1)
     return plan.shape(rows, names)
+
+
+@contextmanager
+def _connection(spill: str, *, ordered: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+    con = _connect(spill, ordered=ordered)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def _through_source(con, plan: Plan, source: str, unit, rng, report):
+    """The plan over the dataset itself (the person bound, if any, by `_bound_rows`)."""
+    relation = f"{source} AS s"
+    if unit["id_column"]:
+        bound = int(unit["contribution_bound"])
+        relation = _bound_rows(
+            con, source, unit["id_column"], plan.source_columns, bound, plan.dialect, rng, report
+        )
+    cursor = con.execute(plan.aggregate_sql(relation))
+    return cursor.fetchall(), [c[0] for c in cursor.description]
+
+
+def _through_copy(con, plan: Plan, spec: dict[str, Any], path: str, rng):
+    """The plan over the dataset's person-rows copy (releases.compute.person_rows)."""
+    unit = spec["privacy_unit"]
+    keyed = person_rows.keyed_hash_sql(plan.dialect, unit["id_column"], plan.source_columns)
+    key = int(uniform_keys(1, rng)[0])
+    try:
+        return person_rows.aggregate(con, plan, spec, path, key=key, keyed_hash=keyed)
+    finally:
+        del key
 
 
 def _bound_rows(con, source: str, id_column: str, columns: list[str], bound: int, d, rng, report):
@@ -148,8 +200,7 @@ def _bound_rows(con, source: str, id_column: str, columns: list[str], bound: int
     report(1)
     # the order depends on the person's own rows alone (not on row positions); rows
     # identical in every read column are interchangeable, so the position only breaks ties
-    values = ", ".join(f"s.{d.ident(c)}" for c in [id_column, *columns])
-    order = d.keyed_hash.format(values=values, key="$key::UBIGINT") + f", s.{ROW}"
+    order = person_rows.keyed_hash_sql(d, id_column, columns) + f", s.{ROW}"
     con.execute(
         f"CREATE TEMP TABLE dropped AS SELECT {ROW} FROM ("  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
         f"SELECT s.{ROW}, row_number() OVER (PARTITION BY s.{person} ORDER BY {order}) AS rn "
