@@ -17,7 +17,8 @@ With a fresh person-rows copy of the dataset (datasets.person_rows: made once,
 when the owner confirms the unit) the bound needs no grouping by person at all
 (releases.compute.person_rows). Without one (not made yet, a stale one, object
 storage) -- or when the copy is read out of order or changes meanwhile -- the
-dataset itself is read. A plain row_number() over all rows would hold every row;
+dataset itself is read (from object storage as Arrow streams:
+releases.compute.arrow_source). A plain row_number() over all rows would hold every row;
 instead three passes --
 
 1. `heavy`: hashes of the IDs seen more than L times (an aggregate over the ID
@@ -47,7 +48,7 @@ from django.conf import settings
 
 from datasets import storage
 from dpportal.privacy.rng import RandomSource, uniform_keys
-from releases.compute import person_rows
+from releases.compute import arrow_source, person_rows
 from releases.compute.plan import DUCKDB, ROW, Plan, plan_or_none
 
 logger = logging.getLogger(__name__)
@@ -55,7 +56,7 @@ logger = logging.getLogger(__name__)
 
 def open_source(spec: dict[str, Any]) -> tuple[list[str], pa.Schema, pafs.FileSystem | None]:
     """The ONE place the data is opened: (the files, the stored schema, and the object
-    storage's filesystem -- None for the local disk, the only place DuckDB reads from).
+    storage's filesystem -- None for the local disk, which DuckDB reads itself).
 
     A dataset registered in place (spec["external"]) is read from the file list frozen
     in the spec, never a fresh glob; a frozen file that vanished or changed size is refused.
@@ -77,12 +78,6 @@ def open_source(spec: dict[str, Any]) -> tuple[list[str], pa.Schema, pafs.FileSy
 def duckdb_plan(spec: dict[str, Any]) -> Plan | None:
     """The spec's plan on DuckDB, or None (a kind or a column the plan does not cover)."""
     paths, schema, filesystem = open_source(spec)
-    if filesystem is not None:
-        # DuckDB's own S3 reader (httpfs) is a run-time download; through pyarrow wrapped
-        # as an fsspec filesystem its reads failed intermittently ("Cannot read past end of
-        # file" / "Out of buffer": 1 run in 12 for one object, on moto). Until that is
-        # understood, object storage takes the numpy path (pyarrow) or Spark: correct, slower
-        return None
     unit = spec["privacy_unit"]
     if unit["id_column"] and unit["id_column"] not in schema.names:
         return None
@@ -119,18 +114,22 @@ def run_plan(
 ) -> list[Any]:
     """The true aggregates of `spec` by `plan` (memory only). on_pass(done) after each pass."""
     path, _, filesystem = open_source(spec)
-    if filesystem is not None:
-        raise ValueError("DuckDB reads the local disk only (duckdb_plan says why)")
     unit = spec["privacy_unit"]
     id_column = unit["id_column"]
     d = plan.dialect
     columns = list(plan.source_columns)
     if id_column and id_column not in columns:
         columns.append(id_column)
-    files = ", ".join(d.text(p) for p in path)
-    read = f"read_parquet([{files}], file_row_number = true)"
-    # several files: a row's number is unique across them (the file's index in the high bits)
-    row = "file_row_number" if len(path) == 1 else "(file_index::BIGINT << 40) + file_row_number"
+    if filesystem is None:
+        files = ", ".join(d.text(p) for p in path)
+        read = f"read_parquet([{files}], file_row_number = true)"
+        # several files: a row's number is unique across them (the file's index, high bits)
+        several = "(file_index::BIGINT << 40) + file_row_number"
+        row = "file_row_number" if len(path) == 1 else several
+        stream = None
+    else:  # object storage: Arrow streams from pyarrow (releases.compute.arrow_source)
+        read, row = arrow_source.NAME, ROW
+        stream = arrow_source.stream_opener(path, filesystem, columns)
     projection = ", ".join([*(d.ident(c) for c in columns), f"{row} AS {ROW}"])
     source = f"(SELECT {projection} FROM {read})"  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
     spill = tempfile.mkdtemp(prefix="dpportal-duckdb-")
@@ -150,7 +149,8 @@ def run_plan(
                     )
         if rows is None:
             with _connection(spill) as con:
-                rows, names = _through_source(con, plan, source, unit, rng, report)
+                reader = con if stream is None else arrow_source.FreshSource(con, stream)
+                rows, names = _through_source(reader, plan, source, unit, rng, report)
     finally:
         shutil.rmtree(spill, ignore_errors=True)
     report(3 if id_column else 1)
