@@ -130,6 +130,18 @@ def english_left(page: str, data_words: set[str]) -> list[str]:
     return sorted(set(found))
 
 
+def english_on_pages(client, pages: dict[str, str], words: set[str]) -> dict[str, list[str]]:
+    """Each page (name -> address) that answers 200 with the English words it leaves."""
+    left = {}
+    for name, url in pages.items():
+        response = client.get(url)
+        assert response.status_code == 200, (name, response.status_code)
+        english = english_left(response.content.decode(), words)
+        if english:
+            left[name] = english
+    return left
+
+
 def test_the_check_sees_english_and_lets_data_names_through():
     page = '<p title="Hello">数据 region</p><script>var x = "skip";</script>'
     assert english_left(page, {"region"}) == ["Hello"]
@@ -186,14 +198,7 @@ def test_owner_pages_in_chinese(zh_owner_client, project, owner, reviewer):
         "release": reverse("releases:detail", args=[release.pk]),
         "builder": f"/releases/new/{project.slug}/",
     }
-    left = {}
-    for name, url in pages.items():
-        response = zh_owner_client.get(url)
-        assert response.status_code == 200, (name, response.status_code)
-        english = english_left(response.content.decode(), words)
-        if english:
-            left[name] = english
-    assert left == {}
+    assert english_on_pages(zh_owner_client, pages, words) == {}
 
 
 def test_reviewer_pages_in_chinese(client, project, owner, reviewer):
@@ -203,17 +208,11 @@ def test_reviewer_pages_in_chinese(client, project, owner, reviewer):
     words = _data_words(project, release)
     client.force_login(reviewer)
     client.cookies[settings.LANGUAGE_COOKIE_NAME] = "zh-hans"
-    left = {}
-    for name, url in {
+    pages = {
         "inbox": reverse("budgets:inbox"),
         "request": reverse("budgets:request_detail", args=[release.budget_request_id]),
-    }.items():
-        response = client.get(url)
-        assert response.status_code == 200, name
-        english = english_left(response.content.decode(), words)
-        if english:
-            left[name] = english
-    assert left == {}
+    }
+    assert english_on_pages(client, pages, words) == {}
 
 
 def _strings(value) -> list[str]:
