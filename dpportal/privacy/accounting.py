@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 
-from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.errors import PrivacyParameterError, gettext_noop
 from dpportal.privacy.params import (
     check_cells,
     check_delta,
@@ -63,7 +63,7 @@ class Cost:
         eps = to_fraction(self.epsilon, "epsilon")
         dlt = to_fraction(self.delta, "delta")
         if eps < 0 or dlt < 0:
-            raise PrivacyParameterError("a cost's epsilon and delta must be >= 0")
+            raise PrivacyParameterError(gettext_noop("a cost's epsilon and delta must be >= 0"))
         object.__setattr__(self, "epsilon", eps)
         object.__setattr__(self, "delta", dlt)
 
@@ -83,7 +83,10 @@ ZERO = Cost(Fraction(0), Fraction(0))
 def _share(sum_share: object) -> Fraction:
     share = to_fraction(sum_share, "sum_share")
     if not 0 < share < 1:
-        raise PrivacyParameterError(f"sum_share must be in (0, 1), got {sum_share!r}")
+        raise PrivacyParameterError(
+            gettext_noop("sum_share must be in (0, 1), got %(sum_share)s"),
+            sum_share=repr(sum_share),
+        )
     return share
 
 
@@ -115,10 +118,14 @@ def statistic_cost(
     (eps, delta). argmax is Report Noisy Max with Laplace noise: pure, delta = 0.
     """
     if kind not in STATISTIC_KINDS:
-        raise PrivacyParameterError(f"unknown statistic kind {kind!r}")
+        raise PrivacyParameterError(
+            gettext_noop("unknown statistic kind %(kind)s"), kind=repr(kind)
+        )
     mech = check_mechanism(mechanism)
     if kind == "argmax" and mech != "laplace":
-        raise PrivacyParameterError("argmax (Report Noisy Max) uses Laplace noise only")
+        raise PrivacyParameterError(
+            gettext_noop("argmax (Report Noisy Max) uses Laplace noise only")
+        )
     eps = check_epsilon(epsilon)
     dlt = check_delta(delta, mechanism=mech)
     check_cells(cells, "cells")

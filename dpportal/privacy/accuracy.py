@@ -24,7 +24,7 @@ from decimal import Decimal, localcontext
 from fractions import Fraction
 from typing import Any
 
-from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.errors import PrivacyParameterError, gettext_noop
 from dpportal.privacy.mean_pivot import mean_interval_from_explanation
 from dpportal.privacy.noise import NoiseSpec
 from dpportal.privacy.params import check_cells, check_confidence, to_fraction
@@ -45,7 +45,9 @@ __all__ = [
 def _positive(value: object, name: str) -> Fraction:
     x = to_fraction(value, name)
     if x <= 0:
-        raise PrivacyParameterError(f"{name} must be > 0, got {value!r}")
+        raise PrivacyParameterError(
+            gettext_noop("%(name)s must be > 0, got %(value)s"), name=name, value=repr(value)
+        )
     return x
 
 
@@ -112,7 +114,7 @@ def noise_halfwidth(*, noise: str, parameter: object, confidence: object, k: obj
         return discrete_laplace_halfwidth(parameter, confidence, k)
     if noise == "discrete_gaussian":
         return discrete_gaussian_halfwidth(parameter, confidence, k)
-    raise PrivacyParameterError(f"unknown noise {noise!r}")
+    raise PrivacyParameterError(gettext_noop("unknown noise %(noise)s"), noise=repr(noise))
 
 
 def spec_halfwidth(spec: NoiseSpec, confidence: object, k: int = 1) -> int:
@@ -150,7 +152,9 @@ def result_halfwidth(
     `mean_interval`; for an argmax this is the half-width of each noisy count.
     """
     if explanation.get("statistic") == "mean":
-        raise PrivacyParameterError("a mean has an asymmetric interval: use mean_interval")
+        raise PrivacyParameterError(
+            gettext_noop("a mean has an asymmetric interval: use mean_interval")
+        )
     units = _explanation_halfwidth_units(explanation, confidence, simultaneous)
     rounding = Fraction(explanation.get("rounding_bound", "0"))
     return float(units * Fraction(explanation.get("granularity", "1")) + rounding)

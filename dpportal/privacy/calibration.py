@@ -57,7 +57,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.errors import PrivacyParameterError, gettext_noop
 from dpportal.privacy.params import check_delta, check_epsilon, round_up_sig, to_fraction
 from dpportal.privacy.tails import dgauss_log_sf, log_ndtr
 
@@ -81,7 +81,9 @@ _SAFETY = 1.0 - 1e-6
 def _positive_sensitivity(value: object, name: str) -> Fraction:
     x = to_fraction(value, name)
     if x <= 0:
-        raise PrivacyParameterError(f"{name} must be > 0, got {value!r}")
+        raise PrivacyParameterError(
+            gettext_noop("%(name)s must be > 0, got %(value)s"), name=name, value=repr(value)
+        )
     return x
 
 
@@ -147,7 +149,10 @@ def classic_gaussian_sigma(epsilon: object, delta: object, l2_sensitivity: objec
     eps = check_epsilon(epsilon)
     if eps >= 1:
         raise PrivacyParameterError(
-            f"the classic Gaussian sigma is only valid for epsilon < 1, got {epsilon!r}"
+            gettext_noop(
+                "the classic Gaussian sigma is only valid for epsilon < 1, got %(epsilon)s"
+            ),
+            epsilon=repr(epsilon),
         )
     dlt = check_delta(delta, mechanism="gaussian")
     sens = _positive_sensitivity(l2_sensitivity, "l2_sensitivity")
@@ -164,7 +169,9 @@ def discrete_gaussian_delta(sigma: object, epsilon: object, l2_sensitivity: obje
     eps = check_epsilon(epsilon)
     sens = _positive_sensitivity(l2_sensitivity, "l2_sensitivity")
     if sens.denominator != 1:
-        raise PrivacyParameterError("the discrete Gaussian needs an integer sensitivity")
+        raise PrivacyParameterError(
+            gettext_noop("the discrete Gaussian needs an integer sensitivity")
+        )
     centre = eps * sg * sg / sens
     n1 = math.floor(centre - sens / 2) + 1
     n2 = math.floor(centre + sens / 2) + 1

@@ -54,7 +54,7 @@ from fractions import Fraction
 import numpy as np
 
 from dpportal.privacy.accounting import mean_budget_split
-from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.errors import PrivacyParameterError, gettext_noop
 from dpportal.privacy.noise import NoiseSpec
 from dpportal.privacy.params import (
     check_bounds,
@@ -102,7 +102,9 @@ def group_sensitivity(
     per_group = bound if group_bound is None else check_contribution_bound(group_bound)
     if per_group > bound:
         raise PrivacyParameterError(
-            f"the per-group bound ({per_group}) must not exceed L ({bound})"
+            gettext_noop("the per-group bound (%(per_group)s) must not exceed L (%(bound)s)"),
+            per_group=str(per_group),
+            bound=str(bound),
         )
     effective = min(bound, g * per_group)
     full, rest = divmod(effective, per_group)
@@ -177,7 +179,9 @@ def grouped_sum_noise(
     lo_u, hi_u = grid_bounds(lo, hi, gamma)
     magnitude = max(abs(lo_u), abs(hi_u))
     if magnitude == 0:
-        raise PrivacyParameterError("the clipped sums are constant 0; nothing to release")
+        raise PrivacyParameterError(
+            gettext_noop("the clipped sums are constant 0; nothing to release")
+        )
     sens = group_sensitivity(
         contribution_bound=contribution_bound, groups=groups, group_bound=group_bound
     )

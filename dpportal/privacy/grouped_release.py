@@ -23,7 +23,7 @@ from dpportal.privacy.accuracy import (
     mean_interval_from_parts,
     spec_halfwidth,
 )
-from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.errors import PrivacyParameterError, gettext_noop
 from dpportal.privacy.grouped import (
     grouped_count_noise,
     grouped_mean_noise,
@@ -54,7 +54,7 @@ __all__ = [
 def _as_int_vector(values: object, name: str) -> list[int]:
     arr = np.asarray(values, dtype=object).reshape(-1)
     if arr.size == 0:
-        raise PrivacyParameterError("the group list must not be empty")
+        raise PrivacyParameterError(gettext_noop("the group list must not be empty"))
     out = []
     for v in arr.tolist():
         if isinstance(v, bool) or not isinstance(v, int | np.integer):

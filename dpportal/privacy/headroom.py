@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 
 from dpportal.privacy.accounting import Cost
-from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.errors import PrivacyParameterError, gettext_noop
 from dpportal.privacy.mechanism_records import MechanismRecord, merge_records
 from dpportal.privacy.params import check_epsilon
 
@@ -109,7 +109,11 @@ def largest_fitting_epsilon(
     """
     eps_cap, dlt_cap = check_epsilon(epsilon_cap, "epsilon_cap"), _check_delta_cap(delta_cap)
     if not 0 < low <= limit or not math.isfinite(limit):
-        raise PrivacyParameterError(f"need 0 < low <= limit, got {low!r}, {limit!r}")
+        raise PrivacyParameterError(
+            gettext_noop("need 0 < low <= limit, got %(low)s, %(limit)s"),
+            low=repr(low),
+            limit=repr(limit),
+        )
     probes = 0
 
     def fits(t: float) -> bool:

@@ -64,7 +64,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.errors import PrivacyParameterError, gettext_noop
 from dpportal.privacy.noise import NoiseSpec
 from dpportal.privacy.params import check_confidence
 from dpportal.privacy.sensitivity import grid_bounds, rounding_gap
@@ -187,7 +187,9 @@ def pivot_quantile(
     y = ys.astype(np.float64)
     target = 1 - float(beta) + _FLOAT_MARGIN + 2 * sum_law.max_mass()
     if target >= 1:
-        raise PrivacyParameterError("the mean's sum noise is too coarse for this confidence")
+        raise PrivacyParameterError(
+            gettext_noop("the mean's sum noise is too coarse for this confidence")
+        )
 
     def coverage(q: float) -> float:
         room = q - w * np.abs(y)
@@ -201,7 +203,7 @@ def pivot_quantile(
             break
         hi *= 2
     else:  # pragma: no cover - the window tends to 1 - margins < 1 - beta... by construction
-        raise PrivacyParameterError("no half-width reaches this confidence")
+        raise PrivacyParameterError(gettext_noop("no half-width reaches this confidence"))
     lo = 0.0
     while hi - lo > 1e-7 * hi:
         mid = (lo + hi) / 2

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
-from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.errors import PrivacyParameterError, gettext_noop
 from dpportal.privacy.params import check_epsilon, exact_str, to_fraction
 
 __all__ = [
@@ -49,14 +49,20 @@ RECORD_KINDS = ("discrete_laplace", "discrete_gaussian", "report_noisy_max", "ge
 def _positive(value: object, name: str) -> Fraction:
     x = to_fraction(value, name)
     if x <= 0:
-        raise PrivacyParameterError(f"{name} must be > 0, got {value!r}")
+        raise PrivacyParameterError(
+            gettext_noop("%(name)s must be > 0, got %(value)s"), name=name, value=repr(value)
+        )
     return x
 
 
 def _integer(value: object, name: str) -> Fraction:
     x = _positive(value, name)
     if x.denominator != 1:
-        raise PrivacyParameterError(f"{name} must be an integer (in noise units), got {value!r}")
+        raise PrivacyParameterError(
+            gettext_noop("%(name)s must be an integer (in noise units), got %(value)s"),
+            name=name,
+            value=repr(value),
+        )
     return x
 
 
@@ -78,13 +84,19 @@ class MechanismRecord:
 
     def __post_init__(self) -> None:
         if self.kind not in RECORD_KINDS:
-            raise PrivacyParameterError(f"unknown mechanism kind {self.kind!r}")
+            raise PrivacyParameterError(
+                gettext_noop("unknown mechanism kind %(kind)s"), kind=repr(self.kind)
+            )
         if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1:
-            raise PrivacyParameterError(f"count must be an integer >= 1, got {self.count!r}")
+            raise PrivacyParameterError(
+                gettext_noop("count must be an integer >= 1, got %(count)s"), count=repr(self.count)
+            )
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
         delta = to_fraction(self.delta, "delta")
         if not 0 <= delta < 1:
-            raise PrivacyParameterError(f"delta must be in [0, 1), got {self.delta!r}")
+            raise PrivacyParameterError(
+                gettext_noop("delta must be in [0, 1), got %(delta)s"), delta=repr(self.delta)
+            )
         object.__setattr__(self, "delta", delta)
         if self.kind in ("discrete_laplace", "discrete_gaussian"):
             object.__setattr__(self, "sensitivity", _integer(self.sensitivity, "sensitivity"))
@@ -93,14 +105,18 @@ class MechanismRecord:
             object.__setattr__(self, "scale", scale)
             if self.delta != 0 or self.epsilon < self.sensitivity / scale:
                 raise PrivacyParameterError(
-                    "a discrete Laplace record costs (sensitivity / scale, 0) or more"
+                    gettext_noop("a discrete Laplace record costs (sensitivity / scale, 0) or more")
                 )
         if self.kind == "discrete_gaussian":
             object.__setattr__(self, "sigma", _positive(self.sigma, "sigma"))
             if self.delta == 0:
-                raise PrivacyParameterError("a discrete Gaussian record needs its charged delta")
+                raise PrivacyParameterError(
+                    gettext_noop("a discrete Gaussian record needs its charged delta")
+                )
         if self.kind == "report_noisy_max" and self.delta != 0:
-            raise PrivacyParameterError("Report Noisy Max with Laplace noise is pure (delta = 0)")
+            raise PrivacyParameterError(
+                gettext_noop("Report Noisy Max with Laplace noise is pure (delta = 0)")
+            )
 
     @classmethod
     def discrete_laplace(

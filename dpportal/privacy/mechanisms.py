@@ -30,7 +30,7 @@ from dpportal.privacy.calibration import (
     gaussian_sigma,
     laplace_scale,
 )
-from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.errors import PrivacyParameterError, gettext_noop
 from dpportal.privacy.mean_pivot import NoiseLaw, mean_pivot_interval
 from dpportal.privacy.noise import NoiseSpec, argmax_noise, count_noise, mean_noise, sum_noise
 from dpportal.privacy.params import check_bounds, check_confidence, exact_str, to_fraction
@@ -159,7 +159,7 @@ def _as_counts(true_counts: object) -> tuple[np.ndarray, bool]:
     if arr.ndim > 1:
         raise ValueError("pass a 2-D table flattened to 1-D (the caller reshapes the result)")
     if arr.size == 0:
-        raise PrivacyParameterError("the category list must not be empty")
+        raise PrivacyParameterError(gettext_noop("the category list must not be empty"))
     if arr.dtype == object and all(isinstance(v, numbers.Integral) for v in arr.flat):
         arr = arr.astype(np.int64)
     if arr.dtype.kind not in "iu" or arr.dtype == np.bool_:
@@ -317,7 +317,7 @@ def report_noisy_max_indices(
     """
     counts = np.asarray(true_counts)
     if counts.ndim == 0 or counts.shape[-1] == 0:
-        raise PrivacyParameterError("the category list must not be empty")
+        raise PrivacyParameterError(gettext_noop("the category list must not be empty"))
     if counts.dtype.kind not in "iu" or (counts.size and counts.min() < 0):
         raise ValueError("true counts must be non-negative integers")
     spec = argmax_noise(

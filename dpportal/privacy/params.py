@@ -15,7 +15,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Literal, TypeAlias
 
-from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.errors import PrivacyParameterError, gettext_noop, record
 
 __all__ = [
     "Exact",
@@ -42,19 +42,31 @@ Mechanism: TypeAlias = Literal["laplace", "gaussian"]
 def to_fraction(value: object, name: str) -> Fraction:
     """Convert `value` exactly to a Fraction, refusing NaN, infinities and non-numbers."""
     if isinstance(value, bool):
-        raise PrivacyParameterError(f"{name} must be a number, got a boolean {value!r}")
+        raise PrivacyParameterError(
+            gettext_noop("%(name)s must be a number, got a boolean %(value)s"),
+            name=name,
+            value=repr(value),
+        )
     if isinstance(value, Fraction):
         return value
     if isinstance(value, numbers.Integral):
         return Fraction(int(value))
     if isinstance(value, Decimal):
         if not value.is_finite():
-            raise PrivacyParameterError(f"{name} must be finite, got {value!r}")
+            raise PrivacyParameterError(
+                gettext_noop("%(name)s must be finite, got %(value)s"),
+                name=name,
+                value=repr(value),
+            )
         return Fraction(value)
     if isinstance(value, float | numbers.Real) and not isinstance(value, numbers.Rational):
         as_float = float(value)
         if not math.isfinite(as_float):
-            raise PrivacyParameterError(f"{name} must be finite, got {value!r}")
+            raise PrivacyParameterError(
+                gettext_noop("%(name)s must be finite, got %(value)s"),
+                name=name,
+                value=repr(value),
+            )
         return Fraction(as_float)
     if isinstance(value, numbers.Rational):
         return Fraction(int(value.numerator), int(value.denominator))
@@ -62,15 +74,29 @@ def to_fraction(value: object, name: str) -> Fraction:
         try:
             return Fraction(value.strip())
         except (ValueError, ZeroDivisionError):
-            raise PrivacyParameterError(f"{name} must be a finite number, got {value!r}")
-    raise PrivacyParameterError(f"{name} must be a number, got {type(value).__name__}")
+            raise PrivacyParameterError(
+                gettext_noop("%(name)s must be a finite number, got %(value)s"),
+                name=name,
+                value=repr(value),
+            )
+    raise PrivacyParameterError(
+        gettext_noop("%(name)s must be a number, got %(type)s"),
+        name=name,
+        type=type(value).__name__,
+    )
 
 
 def check_epsilon(epsilon: object, name: str = "epsilon") -> Fraction:
     """Return epsilon as a Fraction; it must be finite and > 0."""
     eps = to_fraction(epsilon, name)
     if eps <= 0:
-        raise PrivacyParameterError(f"{name} must be > 0, got {epsilon!r}")
+        if name == "epsilon":  # the common case, worded so that a translation can say ε
+            raise PrivacyParameterError(
+                gettext_noop("epsilon must be > 0, got %(value)s"), value=repr(epsilon)
+            )
+        raise PrivacyParameterError(
+            gettext_noop("%(name)s must be > 0, got %(value)s"), name=name, value=repr(epsilon)
+        )
     return eps
 
 
@@ -83,12 +109,17 @@ def check_delta(delta: object, *, mechanism: str | None = None) -> Fraction:
     """
     d = to_fraction(delta, "delta")
     if not 0 <= d < 1:
-        raise PrivacyParameterError(f"delta must be in [0, 1), got {delta!r}")
+        raise PrivacyParameterError(
+            gettext_noop("delta must be in [0, 1), got %(delta)s"), delta=repr(delta)
+        )
     if mechanism == "gaussian" and d == 0:
-        raise PrivacyParameterError("delta must be > 0 for the Gaussian mechanism")
+        raise PrivacyParameterError(gettext_noop("delta must be > 0 for the Gaussian mechanism"))
     if mechanism == "laplace" and d != 0:
         raise PrivacyParameterError(
-            f"the Laplace mechanism is pure epsilon-DP: delta must be 0, got {delta!r}"
+            gettext_noop(
+                "the Laplace mechanism is pure epsilon-DP: delta must be 0, got %(delta)s"
+            ),
+            delta=repr(delta),
         )
     return d
 
@@ -97,7 +128,10 @@ def check_confidence(confidence: object) -> Fraction:
     """Return the confidence level 1 - beta as a Fraction in (0, 1)."""
     c = to_fraction(confidence, "confidence")
     if not 0 < c < 1:
-        raise PrivacyParameterError(f"confidence must be in (0, 1), got {confidence!r}")
+        raise PrivacyParameterError(
+            gettext_noop("confidence must be in (0, 1), got %(confidence)s"),
+            confidence=repr(confidence),
+        )
     return c
 
 
@@ -106,30 +140,47 @@ def check_bounds(lower: object, upper: object) -> tuple[Fraction, Fraction]:
     lo = to_fraction(lower, "lower")
     hi = to_fraction(upper, "upper")
     if lo > hi:
-        raise PrivacyParameterError(f"lower must be <= upper, got lower={lower!r} upper={upper!r}")
+        raise PrivacyParameterError(
+            gettext_noop("lower must be <= upper, got lower=%(lower)s upper=%(upper)s"),
+            lower=repr(lower),
+            upper=repr(upper),
+        )
     return lo, hi
 
 
 def _check_positive_int(value: object, name: str, what: str) -> int:
+    """`what` is a msgid (marked where written) naming what the number counts."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         if isinstance(value, Fraction | Decimal | float | str):
             frac = to_fraction(value, name)
             if frac.denominator == 1 and frac >= 1:
                 return int(frac)
-        raise PrivacyParameterError(f"{name} ({what}) must be an integer >= 1, got {value!r}")
+        raise PrivacyParameterError(
+            gettext_noop("%(name)s (%(what)s) must be an integer >= 1, got %(value)s"),
+            name=name,
+            what=record(what),
+            value=repr(value),
+        )
     if int(value) < 1:
-        raise PrivacyParameterError(f"{name} ({what}) must be >= 1, got {value!r}")
+        raise PrivacyParameterError(
+            gettext_noop("%(name)s (%(what)s) must be >= 1, got %(value)s"),
+            name=name,
+            what=record(what),
+            value=repr(value),
+        )
     return int(value)
 
 
 def check_contribution_bound(contribution_bound: object) -> int:
     """Return L, the maximum number of rows kept per person: an integer >= 1."""
-    return _check_positive_int(contribution_bound, "contribution_bound", "rows per person L")
+    return _check_positive_int(
+        contribution_bound, "contribution_bound", gettext_noop("rows per person L")
+    )
 
 
 def check_cells(k: object, name: str = "k") -> int:
     """Return a number of cells (or of simultaneous intervals): an integer >= 1."""
-    return _check_positive_int(k, name, "number of cells")
+    return _check_positive_int(k, name, gettext_noop("number of cells"))
 
 
 def check_mechanism(mechanism: object) -> Mechanism:
@@ -138,7 +189,10 @@ def check_mechanism(mechanism: object) -> Mechanism:
         return "laplace"
     if mechanism == "gaussian":
         return "gaussian"
-    raise PrivacyParameterError(f'mechanism must be "laplace" or "gaussian", got {mechanism!r}')
+    raise PrivacyParameterError(
+        gettext_noop('mechanism must be "laplace" or "gaussian", got %(mechanism)s'),
+        mechanism=repr(mechanism),
+    )
 
 
 def check_categories(categories: object) -> int:
@@ -146,9 +200,11 @@ def check_categories(categories: object) -> int:
     try:
         n = len(categories)  # type: ignore[arg-type]
     except TypeError:
-        raise PrivacyParameterError("categories must be a sequence of declared categories")
+        raise PrivacyParameterError(
+            gettext_noop("categories must be a sequence of declared categories")
+        )
     if n < 1:
-        raise PrivacyParameterError("the category list must not be empty")
+        raise PrivacyParameterError(gettext_noop("the category list must not be empty"))
     return n
 
 

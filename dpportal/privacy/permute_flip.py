@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.errors import PrivacyParameterError, gettext_noop
 from dpportal.privacy.exact import bernoulli_exp
 from dpportal.privacy.params import check_epsilon, to_fraction
 from dpportal.privacy.rng import RandomSource, resolve_rng
@@ -60,7 +60,9 @@ def _as_utilities(utilities: object) -> np.ndarray:
     """Utilities as a 2-D integer array (int64, or object of Python ints when large)."""
     arr = np.asarray(utilities)
     if arr.size == 0:
-        raise PrivacyParameterError("permute-and-flip needs a non-empty list of candidates")
+        raise PrivacyParameterError(
+            gettext_noop("permute-and-flip needs a non-empty list of candidates")
+        )
     if arr.dtype == object:
         if not all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in arr.flat):
             raise ValueError("utilities must be integers (scale rational utilities first)")
@@ -74,10 +76,14 @@ def _as_utilities(utilities: object) -> np.ndarray:
     if arr.ndim == 1:
         arr = arr.reshape(1, -1)
     if arr.ndim != 2 or arr.shape[1] == 0:
-        raise PrivacyParameterError("permute-and-flip needs a non-empty list of candidates")
+        raise PrivacyParameterError(
+            gettext_noop("permute-and-flip needs a non-empty list of candidates")
+        )
     if arr.shape[1] > MAX_CANDIDATES:
         raise PrivacyParameterError(
-            f"at most {MAX_CANDIDATES} candidates, got {arr.shape[1]}; use a coarser grid"
+            gettext_noop("at most %(most)s candidates, got %(count)s; use a coarser grid"),
+            most=str(MAX_CANDIDATES),
+            count=str(arr.shape[1]),
         )
     return arr
 
@@ -94,7 +100,10 @@ def acceptance_exponents(
     eps = check_epsilon(epsilon)
     delta_u = to_fraction(sensitivity, "sensitivity")
     if delta_u <= 0:
-        raise PrivacyParameterError(f"sensitivity must be > 0, got {sensitivity!r}")
+        raise PrivacyParameterError(
+            gettext_noop("sensitivity must be > 0, got %(sensitivity)s"),
+            sensitivity=repr(sensitivity),
+        )
     u = _as_utilities(utilities)
     gaps = u.max(axis=1).reshape(-1, 1) - u  # >= 0; no int64 overflow since |u| < 2**61
     ratio = eps / (2 * delta_u)  # g_j = ratio * gap_j

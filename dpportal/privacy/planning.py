@@ -33,7 +33,7 @@ from dpportal.privacy.accuracy import (
     spec_halfwidth,
 )
 from dpportal.privacy.calibration import SIGMA_DIGITS
-from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.errors import PrivacyParameterError, Record, gettext_noop, record
 from dpportal.privacy.mean_pivot import NoiseLaw, mean_pivot_halfwidth
 from dpportal.privacy.noise import argmax_noise, count_noise, mean_noise, sum_noise
 from dpportal.privacy.params import (
@@ -62,7 +62,7 @@ _EPSILON_DIGITS = 3
 
 def _need_bounds(lower: object, upper: object) -> tuple[Fraction, Fraction]:
     if lower is None or upper is None:
-        raise PrivacyParameterError("sum and mean need public bounds lower and upper")
+        raise PrivacyParameterError(gettext_noop("sum and mean need public bounds lower and upper"))
     return check_bounds(lower, upper)
 
 
@@ -97,7 +97,9 @@ def statistic_halfwidth(
         return float(spec_halfwidth(spec, conf, k if simultaneous else 1))
     if kind == "argmax":
         if mechanism != "laplace":
-            raise PrivacyParameterError("argmax (Report Noisy Max) uses Laplace noise only")
+            raise PrivacyParameterError(
+                gettext_noop("argmax (Report Noisy Max) uses Laplace noise only")
+            )
         spec = argmax_noise(epsilon=eps, contribution_bound=contribution_bound, cells=k)
         return float(spec_halfwidth(spec, conf, k if simultaneous else 1))
     if kind == "sum":
@@ -117,7 +119,7 @@ def statistic_halfwidth(
         return _mean_halfwidth(
             eps, delta, mechanism, conf, contribution_bound, lower, upper, n_guess, sum_share
         )
-    raise PrivacyParameterError(f"unknown statistic kind {kind!r}")
+    raise PrivacyParameterError(gettext_noop("unknown statistic kind %(kind)s"), kind=repr(kind))
 
 
 def _mean_halfwidth(
@@ -133,10 +135,14 @@ def _mean_halfwidth(
 ) -> float:
     lo, hi = _need_bounds(lower, upper)
     if n_guess is None:
-        raise PrivacyParameterError("a mean's half-width needs a planning guess n_guess of rows")
+        raise PrivacyParameterError(
+            gettext_noop("a mean's half-width needs a planning guess n_guess of rows")
+        )
     n = to_fraction(n_guess, "n_guess")
     if n < 1:
-        raise PrivacyParameterError(f"n_guess must be >= 1, got {n_guess!r}")
+        raise PrivacyParameterError(
+            gettext_noop("n_guess must be >= 1, got %(n_guess)s"), n_guess=repr(n_guess)
+        )
     share = to_fraction(sum_share, "sum_share")
     gamma = sum_granularity(lo, hi, epsilon=eps * share, contribution_bound=contribution_bound)
     sum_spec, count_spec = mean_noise(
@@ -188,7 +194,9 @@ def epsilon_for_halfwidth(
     """
     target = float(to_fraction(halfwidth, "halfwidth"))
     if target < 0:
-        raise PrivacyParameterError(f"halfwidth must be >= 0, got {halfwidth!r}")
+        raise PrivacyParameterError(
+            gettext_noop("halfwidth must be >= 0, got %(halfwidth)s"), halfwidth=repr(halfwidth)
+        )
 
     def width(eps: Fraction) -> float:
         return statistic_halfwidth(
@@ -213,13 +221,18 @@ def epsilon_for_halfwidth(
             eps = smaller
         return eps
 
-    return bisect_epsilon(width, target, f"a half-width of {halfwidth}", refine)
+    return bisect_epsilon(
+        width,
+        target,
+        record(gettext_noop("a half-width of %(halfwidth)s"), halfwidth=str(halfwidth)),
+        refine,
+    )
 
 
 def bisect_epsilon(
     width: Callable[[Fraction], float],
     target: float,
-    what: str,
+    what: Record,
     refine: Callable[[Fraction], Fraction],
 ) -> Fraction:
     """The smallest epsilon of EPSILON_RANGE with width(epsilon) <= target, by bisection.
@@ -227,12 +240,16 @@ def bisect_epsilon(
     width must not increase with epsilon. The lower end of the range when it
     already meets the target; else bisection in log(epsilon), rounded up to 3
     significant digits and passed through `refine` (the caller's last-digit
-    adjustment). Raises PrivacyParameterError naming `what` when even the upper
+    adjustment). Raises PrivacyParameterError naming `what` (a record) when even the upper
     end of the range fails.
     """
     lo, hi = EPSILON_RANGE
     if width(hi) > target:
-        raise PrivacyParameterError(f"{what} is not reachable with epsilon <= {hi}")
+        raise PrivacyParameterError(
+            gettext_noop("%(what)s is not reachable with epsilon <= %(hi)s"),
+            what=what,
+            hi=str(hi),
+        )
     if width(lo) <= target:
         return lo
     log_lo, log_hi = math.log(lo), math.log(hi)
@@ -265,7 +282,9 @@ def sigma_for_halfwidth(halfwidth: object, confidence: object, k: object = 1) ->
     """
     h = to_fraction(halfwidth, "halfwidth")
     if h <= 0:
-        raise PrivacyParameterError(f"halfwidth must be > 0, got {halfwidth!r}")
+        raise PrivacyParameterError(
+            gettext_noop("halfwidth must be > 0, got %(halfwidth)s"), halfwidth=repr(halfwidth)
+        )
     z = gaussian_halfwidth(1, confidence, k)  # the normal quantile
 
     def meets(sigma: Fraction) -> bool:
@@ -273,7 +292,10 @@ def sigma_for_halfwidth(halfwidth: object, confidence: object, k: object = 1) ->
 
     lo, hi = Fraction(1, 10**6), h / Fraction(z) + 1  # meets(lo) holds for h >= 1
     if not meets(lo):
-        raise PrivacyParameterError(f"a half-width of {halfwidth} units is below any sigma's")
+        raise PrivacyParameterError(
+            gettext_noop("a half-width of %(halfwidth)s units is below any sigma's"),
+            halfwidth=str(halfwidth),
+        )
     while hi - lo > hi * Fraction(1, 10**7):
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if meets(mid) else (lo, mid)
@@ -289,6 +311,8 @@ def laplace_epsilon_for_halfwidth(
     """Continuous-Laplace inverse of laplace_halfwidth: eps = Delta1 ln(k / beta) / h."""
     h = to_fraction(halfwidth, "halfwidth")
     if h <= 0:
-        raise PrivacyParameterError(f"halfwidth must be > 0, got {halfwidth!r}")
+        raise PrivacyParameterError(
+            gettext_noop("halfwidth must be > 0, got %(halfwidth)s"), halfwidth=repr(halfwidth)
+        )
     beta = (1 - check_confidence(confidence)) / check_cells(k)
     return float(to_fraction(l1_sensitivity, "l1_sensitivity")) * -math.log(beta) / float(h)

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from fractions import Fraction
 
 from dpportal.privacy.accuracy import spec_halfwidth
-from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.errors import PrivacyParameterError, gettext_noop, record
 from dpportal.privacy.grouped import grouped_count_noise, grouped_mean_noise, grouped_sum_noise
 from dpportal.privacy.params import (
     check_bounds,
@@ -52,10 +52,14 @@ _DIGITS = 3
 
 def _guess(n_guess: object) -> Fraction:
     if n_guess is None:
-        raise PrivacyParameterError("this preview needs a planning guess n_guess of rows")
+        raise PrivacyParameterError(
+            gettext_noop("this preview needs a planning guess n_guess of rows")
+        )
     n = to_fraction(n_guess, "n_guess")
     if n < 1:
-        raise PrivacyParameterError(f"n_guess must be >= 1, got {n_guess!r}")
+        raise PrivacyParameterError(
+            gettext_noop("n_guess must be >= 1, got %(n_guess)s"), n_guess=repr(n_guess)
+        )
     return n
 
 
@@ -89,14 +93,18 @@ def grouped_halfwidth(
         spec = grouped_count_noise(epsilon=eps, **common)
         return float(spec_halfwidth(spec, conf, spec.cells if simultaneous else 1))
     if lower is None or upper is None:
-        raise PrivacyParameterError("grouped sums and means need public bounds lower and upper")
+        raise PrivacyParameterError(
+            gettext_noop("grouped sums and means need public bounds lower and upper")
+        )
     lo, hi = check_bounds(lower, upper)
     if kind == "grouped_sum":
         gamma = sum_granularity(lo, hi, epsilon=eps, contribution_bound=contribution_bound)
         spec = grouped_sum_noise(lower=lo, upper=hi, granularity=gamma, epsilon=eps, **common)
         return float(spec_halfwidth(spec, conf, spec.cells if simultaneous else 1) * gamma)
     if kind != "grouped_mean":
-        raise PrivacyParameterError(f"unknown grouped statistic {kind!r}")
+        raise PrivacyParameterError(
+            gettext_noop("unknown grouped statistic %(kind)s"), kind=repr(kind)
+        )
     n = _guess(n_guess)
     share = to_fraction(sum_share, "sum_share")
     gamma = sum_granularity(lo, hi, epsilon=eps * share, contribution_bound=contribution_bound)
@@ -133,7 +141,9 @@ def spread_sd_halfwidth(
     n = math.floor(_guess(n_guess))
     sd = (hi - lo) / 4 if sd_guess is None else to_fraction(sd_guess, "sd_guess")
     if not 0 <= sd <= (hi - lo) / 2:
-        raise PrivacyParameterError("sd_guess must lie between 0 and (upper - lower)/2")
+        raise PrivacyParameterError(
+            gettext_noop("sd_guess must lie between 0 and (upper - lower)/2")
+        )
     gamma = spread_granularity(lo, hi, epsilon=epsilon, contribution_bound=contribution_bound)
     specs = spread_noise(
         lower=lo,
@@ -179,4 +189,6 @@ def epsilon_for_target(preview: Callable[[Fraction], float], target: object) -> 
             eps = round_up_sig(eps * Fraction(1001, 1000), _DIGITS)
         return eps
 
-    return bisect_epsilon(preview, goal, f"a target of {target}", refine)
+    return bisect_epsilon(
+        preview, goal, record(gettext_noop("a target of %(target)s"), target=str(target)), refine
+    )

@@ -66,7 +66,7 @@ from importlib import metadata
 from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 
 from dpportal.privacy.accounting import Cost, compose_sequential
-from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.errors import PrivacyParameterError, gettext_noop
 from dpportal.privacy.mechanism_records import MechanismRecord
 from dpportal.privacy.params import check_epsilon, to_fraction
 from dpportal.privacy.pld_pmfs import (
@@ -105,7 +105,9 @@ ACCOUNTANT = {
 def _check_delta_cap(delta: object) -> Fraction:
     dlt = to_fraction(delta, "delta")
     if not 0 <= dlt < 1:
-        raise PrivacyParameterError(f"delta must be in [0, 1), got {delta!r}")
+        raise PrivacyParameterError(
+            gettext_noop("delta must be in [0, 1), got %(delta)s"), delta=repr(delta)
+        )
     return dlt
 
 
@@ -242,7 +244,7 @@ def releases_that_fit(
     """How many releases like `candidate` fit under the cap after `records` (either bound)."""
     eps_cap, dlt_cap = check_epsilon(epsilon_cap, "epsilon_cap"), _check_delta_cap(delta_cap)
     if not candidate:
-        raise PrivacyParameterError("the candidate release has no statistics")
+        raise PrivacyParameterError(gettext_noop("the candidate release has no statistics"))
     by_basic = _basic_fit(basic_cost(records), basic_cost(candidate), eps_cap, dlt_cap)
     by_pld = _pld_fit(
         compose_records(records), compose_records(candidate), eps_cap, dlt_cap, by_basic

@@ -59,7 +59,7 @@ from typing import Any
 
 import numpy as np
 
-from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.errors import PrivacyParameterError, gettext_noop
 from dpportal.privacy.params import (
     check_cells,
     check_confidence,
@@ -96,25 +96,26 @@ def candidate_grid(lower: object, upper: object, step: object) -> tuple[Fraction
     """The public grid lower, lower + step, ..., up to upper (inclusive), as exact Fractions."""
     lo, hi, st = to_fraction(lower, "lower"), to_fraction(upper, "upper"), to_fraction(step, "step")
     if st <= 0:
-        raise PrivacyParameterError(f"step must be > 0, got {step!r}")
+        raise PrivacyParameterError(gettext_noop("step must be > 0, got %(step)s"), step=repr(step))
     if lo > hi:
-        raise PrivacyParameterError(f"lower must be <= upper, got {lower!r} and {upper!r}")
+        msgid = gettext_noop("lower must be <= upper, got %(lower)s and %(upper)s")
+        raise PrivacyParameterError(msgid, lower=repr(lower), upper=repr(upper))
     m = math.floor((hi - lo) / st) + 1
     if m > MAX_CANDIDATES:
-        raise PrivacyParameterError(
-            f"the grid has {m} candidates, at most {MAX_CANDIDATES}: use a larger step"
-        )
+        msgid = gettext_noop("the grid has %(n)s candidates, at most %(most)s: use a larger step")
+        raise PrivacyParameterError(msgid, n=str(m), most=str(MAX_CANDIDATES))
     return tuple(lo + j * st for j in range(m))
 
 
 def _check_grid(candidates: Sequence[object]) -> tuple[Fraction, ...]:
     grid = tuple(to_fraction(c, "candidate") for c in candidates)
     if not grid:
-        raise PrivacyParameterError("the candidate grid must not be empty")
+        raise PrivacyParameterError(gettext_noop("the candidate grid must not be empty"))
     if len(grid) > MAX_CANDIDATES:
-        raise PrivacyParameterError(f"at most {MAX_CANDIDATES} candidates, got {len(grid)}")
+        msgid = gettext_noop("at most %(most)s candidates, got %(count)s")
+        raise PrivacyParameterError(msgid, most=str(MAX_CANDIDATES), count=str(len(grid)))
     if any(a >= b for a, b in zip(grid, grid[1:], strict=False)):
-        raise PrivacyParameterError("candidates must be strictly increasing")
+        raise PrivacyParameterError(gettext_noop("candidates must be strictly increasing"))
     return grid
 
 
@@ -133,7 +134,8 @@ class RankCounter:
         grid = _check_grid(candidates)
         self._edges = np.array([float(c) for c in grid], dtype=np.float64)
         if np.any(np.diff(self._edges) <= 0):
-            raise PrivacyParameterError("candidates are too close to tell apart in float64")
+            msgid = gettext_noop("candidates are too close to tell apart in float64")
+            raise PrivacyParameterError(msgid)
         self._cells = np.zeros(len(grid) + 1, dtype=np.int64)
 
     def add(self, values: np.ndarray) -> None:
@@ -158,7 +160,8 @@ def check_quantile(quantile: object) -> Fraction:
     """Return q as a Fraction in [0, 1] (decimal strings such as "0.25" stay exact)."""
     q = to_fraction(quantile, "quantile")
     if not 0 <= q <= 1:
-        raise PrivacyParameterError(f"quantile must be in [0, 1], got {quantile!r}")
+        msgid = gettext_noop("quantile must be in [0, 1], got %(quantile)s")
+        raise PrivacyParameterError(msgid, quantile=repr(quantile))
     return q
 
 
@@ -186,7 +189,7 @@ def quantile_utilities(rank_counts: object, n: int, quantile: object) -> np.ndar
     if isinstance(n, bool) or int(n) != n or n < 0:
         raise ValueError("n must be a non-negative integer")
     if not ranks:
-        raise PrivacyParameterError("the candidate grid must not be empty")
+        raise PrivacyParameterError(gettext_noop("the candidate grid must not be empty"))
     if ranks[0] < 0 or ranks[-1] > n or any(a > b for a, b in zip(ranks, ranks[1:], strict=False)):
         raise ValueError("rank counts must be non-decreasing integers in [0, n]")
     p, d = q.numerator, q.denominator
@@ -203,7 +206,8 @@ def quantiles_budget_split(
         return tuple(eps / k for _ in range(k))
     parts = tuple(to_fraction(s, "share") for s in shares)
     if len(parts) != k or any(s <= 0 for s in parts) or sum(parts) != 1:
-        raise PrivacyParameterError("shares must be one positive number per quantile, summing to 1")
+        msgid = gettext_noop("shares must be one positive number per quantile, summing to 1")
+        raise PrivacyParameterError(msgid)
     return tuple(eps * s for s in parts)
 
 
@@ -242,7 +246,8 @@ def quantiles_epsilon_for_rank_error(
     with equal shares, a rank error bound <= `rank_error` (per quantile, or all at once)."""
     t = to_fraction(rank_error, "rank_error")
     if t <= 0:
-        raise PrivacyParameterError(f"rank_error must be > 0, got {rank_error!r}")
+        msgid = gettext_noop("rank_error must be > 0, got %(rank_error)s")
+        raise PrivacyParameterError(msgid, rank_error=repr(rank_error))
     k = len(quantiles)
     kk = k if simultaneous else 1
     m = check_cells(candidates, "candidates")
@@ -342,7 +347,7 @@ def release_quantiles(
     bound = check_contribution_bound(contribution_bound)
     qs = tuple(check_quantile(q) for q in quantiles)
     if not qs:
-        raise PrivacyParameterError("name at least one quantile")
+        raise PrivacyParameterError(gettext_noop("name at least one quantile"))
     ranks = np.asarray(rank_counts).reshape(-1)
     if ranks.size != len(grid):
         raise ValueError("one rank count per candidate is needed")

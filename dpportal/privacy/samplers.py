@@ -25,7 +25,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.errors import PrivacyParameterError, gettext_noop
 from dpportal.privacy.exact import (
     bernoulli_exp,
     bernoulli_exp_fraction,
@@ -45,7 +45,9 @@ _CHUNK = 1 << 20
 def _positive(value: object, name: str) -> Fraction:
     x = to_fraction(value, name)
     if x <= 0:
-        raise PrivacyParameterError(f"{name} must be > 0, got {value!r}")
+        raise PrivacyParameterError(
+            gettext_noop("%(name)s must be > 0, got %(value)s"), name=name, value=repr(value)
+        )
     return x
 
 

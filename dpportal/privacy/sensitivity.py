@@ -26,7 +26,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.errors import PrivacyParameterError, gettext_noop
 from dpportal.privacy.params import (
     check_bounds,
     check_contribution_bound,
@@ -88,10 +88,16 @@ def check_granularity(granularity: object) -> Fraction:
     """Return gamma as a Fraction; it must be a positive power of two (2**k, k in Z)."""
     g = to_fraction(granularity, "granularity")
     if g <= 0:
-        raise PrivacyParameterError(f"granularity must be > 0, got {granularity!r}")
+        raise PrivacyParameterError(
+            gettext_noop("granularity must be > 0, got %(granularity)s"),
+            granularity=repr(granularity),
+        )
     num, den = g.numerator, g.denominator
     if num & (num - 1) or den & (den - 1) or (num != 1 and den != 1):
-        raise PrivacyParameterError(f"granularity must be a power of two, got {granularity!r}")
+        raise PrivacyParameterError(
+            gettext_noop("granularity must be a power of two, got %(granularity)s"),
+            granularity=repr(granularity),
+        )
     return g
 
 
@@ -128,7 +134,7 @@ def sum_granularity(
     bound = check_contribution_bound(contribution_bound)
     magnitude = max(abs(lo), abs(hi))
     if magnitude == 0:
-        raise PrivacyParameterError("lower and upper must not both be 0 for a sum")
+        raise PrivacyParameterError(gettext_noop("lower and upper must not both be 0 for a sum"))
     target = min(magnitude, bound * magnitude / eps) / 2**GRID_BITS
     if rows_bound is not None:
         target = min(target, bound * magnitude / eps / (2**GAP_BITS * rows_bound))
@@ -150,10 +156,12 @@ def grid_bounds(lower: object, upper: object, granularity: object) -> tuple[int,
     lo_units, hi_units = math.ceil(lo / g), math.floor(hi / g)
     if lo_units > hi_units:
         raise PrivacyParameterError(
-            "no grid point lies within [lower, upper]; use a finer granularity"
+            gettext_noop("no grid point lies within [lower, upper]; use a finer granularity")
         )
     if max(abs(lo_units), abs(hi_units)) >= _FLOAT_EXACT:
-        raise PrivacyParameterError("granularity too fine for these bounds (grid units >= 2**53)")
+        raise PrivacyParameterError(
+            gettext_noop("granularity too fine for these bounds (grid units >= 2**53)")
+        )
     return lo_units, hi_units
 
 
@@ -164,7 +172,9 @@ def sum_sensitivity_units(
     lo_units, hi_units = grid_bounds(lower, upper, granularity)
     sens = check_contribution_bound(contribution_bound) * max(abs(lo_units), abs(hi_units))
     if sens == 0:
-        raise PrivacyParameterError("the clipped sum is constant 0; nothing to release")
+        raise PrivacyParameterError(
+            gettext_noop("the clipped sum is constant 0; nothing to release")
+        )
     return sens
 
 

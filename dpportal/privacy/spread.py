@@ -58,7 +58,7 @@ import numpy as np
 
 from dpportal.privacy.accounting import Cost
 from dpportal.privacy.accuracy import explanation_halfwidth, spec_halfwidth
-from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.errors import PrivacyParameterError, gettext_noop
 from dpportal.privacy.grouped import group_sensitivity, group_vector_noise
 from dpportal.privacy.noise import NoiseSpec
 from dpportal.privacy.params import (
@@ -103,7 +103,9 @@ def spread_budget_split(
     dlt = to_fraction(delta, "delta")
     parts = DEFAULT_SHARES if shares is None else tuple(to_fraction(s, "share") for s in shares)
     if len(parts) != 3 or any(s <= 0 for s in parts) or sum(parts) != 1:
-        raise PrivacyParameterError("spread shares: three positive numbers summing to 1")
+        raise PrivacyParameterError(
+            gettext_noop("spread shares: three positive numbers summing to 1")
+        )
     a, b, c = (Cost(eps * s, dlt * s) for s in parts)
     return a, b, c
 
@@ -127,7 +129,9 @@ def spread_noise(
     lo_u, hi_u = grid_bounds(lo, hi, gamma)
     width = hi_u - lo_u
     if width == 0:
-        raise PrivacyParameterError("the clipped values are constant; the variance is 0")
+        raise PrivacyParameterError(
+            gettext_noop("the clipped values are constant; the variance is 0")
+        )
     sens = group_sensitivity(
         contribution_bound=contribution_bound, groups=groups, group_bound=group_bound
     )

@@ -44,7 +44,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.errors import PrivacyParameterError, gettext_noop
 from dpportal.privacy.params import (
     check_bounds,
     check_cells,
@@ -79,7 +79,7 @@ def spread_granularity(
     bound = check_contribution_bound(contribution_bound)
     h = (hi - lo) / 2
     if h == 0:
-        raise PrivacyParameterError("lower and upper must differ for a variance")
+        raise PrivacyParameterError(gettext_noop("lower and upper must differ for a variance"))
     target = h / 2**SPREAD_BITS
     gamma = Fraction(2) ** (target.numerator.bit_length() - target.denominator.bit_length() + 1)
     while gamma > target:
