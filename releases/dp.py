@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from django.utils.translation import gettext
 
+from dpportal import messages
 from dpportal.errors import ValidationFailed
 from dpportal.privacy import accounting, mechanisms, noise, planning, sensitivity
 from dpportal.privacy.errors import PrivacyParameterError
@@ -146,7 +147,7 @@ def statistic_accuracy(*, plan: ReleasePlan, stat: StatisticPlan) -> dict[str, A
     except PrivacyParameterError as exc:
         raise ValidationFailed(
             gettext("Statistic %(number)s: %(problem)s")
-            % {"number": stat.position + 1, "problem": exc}
+            % {"number": stat.position + 1, "problem": messages.translated(exc.records)}
         )
     return {
         "cells": params["cells"],
@@ -202,7 +203,7 @@ def statistic_noise(*, plan: ReleasePlan, stat: StatisticPlan) -> tuple[noise.No
     except PrivacyParameterError as exc:
         raise ValidationFailed(
             gettext("Statistic %(number)s: %(problem)s")
-            % {"number": stat.position + 1, "problem": exc}
+            % {"number": stat.position + 1, "problem": messages.translated(exc.records)}
         )
 
 
@@ -262,7 +263,10 @@ def epsilon_for_target(*, plan: ReleasePlan, stat: StatisticPlan) -> Fraction:
             )
         return planning.epsilon_for_halfwidth(**params, halfwidth=target)
     except PrivacyParameterError as exc:
-        raise ValidationFailed(gettext("%(where)s: %(problem)s") % {"where": where, "problem": exc})
+        raise ValidationFailed(
+            gettext("%(where)s: %(problem)s")
+            % {"where": where, "problem": messages.translated(exc.records)}
+        )
 
 
 # --- drawing noise: the only function that receives a true aggregate ------------------

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from django.utils.translation import gettext
 
+from dpportal import messages
 from dpportal.errors import ValidationFailed
 from dpportal.privacy import planning_stats, quantiles, sensitivity
 from dpportal.privacy.accounting import Cost
@@ -164,7 +165,10 @@ def statistic_accuracy(*, plan: ReleasePlan, stat: StatisticPlan) -> dict[str, A
             "n_guess": stat.n_guess,
         }
     except PrivacyParameterError as exc:
-        raise ValidationFailed(gettext("%(where)s: %(problem)s") % {"where": where, "problem": exc})
+        raise ValidationFailed(
+            gettext("%(where)s: %(problem)s")
+            % {"where": where, "problem": messages.translated(exc.records)}
+        )
 
 
 def epsilon_for_target(*, plan: ReleasePlan, stat: StatisticPlan) -> Fraction:
@@ -182,7 +186,7 @@ def epsilon_for_target(*, plan: ReleasePlan, stat: StatisticPlan) -> Fraction:
     except PrivacyParameterError as exc:
         raise ValidationFailed(
             gettext("%(where)s: no epsilon in range meets the target (%(problem)s).")
-            % {"where": where, "problem": exc}
+            % {"where": where, "problem": messages.translated(exc.records)}
         )
 
 
@@ -210,7 +214,7 @@ def statistic_noise(*, plan: ReleasePlan, stat: StatisticPlan) -> tuple[NoiseSpe
     except PrivacyParameterError as exc:
         raise ValidationFailed(
             gettext("Statistic %(number)s: %(problem)s")
-            % {"number": stat.position + 1, "problem": exc}
+            % {"number": stat.position + 1, "problem": messages.translated(exc.records)}
         )
 
 

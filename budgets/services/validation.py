@@ -9,6 +9,7 @@ from django.utils.translation import gettext, pgettext
 
 from budgets.amounts import EXACT as _EXACT
 from budgets.models import DELTA_FIELD, EPSILON_FIELD
+from dpportal import messages
 from dpportal.errors import ValidationFailed
 from dpportal.privacy.errors import PrivacyParameterError
 from dpportal.privacy.mechanism_records import MechanismRecord, merge_records
@@ -145,8 +146,11 @@ def parse_mechanisms(mechanisms: object, *, epsilon: Decimal, delta: Decimal) ->
     try:
         records = merge_records(MechanismRecord.from_dict(m) for m in mechanisms)
     except (PrivacyParameterError, KeyError, TypeError, ValueError) as exc:
+        problem = (
+            messages.translated(exc.records) if isinstance(exc, PrivacyParameterError) else exc
+        )
         raise ValidationFailed(
-            gettext("The request's mechanisms are not valid: %(problem)s") % {"problem": exc}
+            gettext("The request's mechanisms are not valid: %(problem)s") % {"problem": problem}
         )
     cost = basic_cost(records)
     if cost.epsilon > Fraction(epsilon) or cost.delta > Fraction(delta):

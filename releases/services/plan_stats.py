@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from django.utils.translation import gettext, pgettext
 
 from datasets.models import Column, Dataset
-from dpportal import formatting
+from dpportal import formatting, messages
 from dpportal.errors import ValidationFailed
 from dpportal.privacy.errors import PrivacyParameterError
 from dpportal.privacy.quantiles import candidate_grid
@@ -160,7 +160,8 @@ def _quantile_grid(plan: StatisticPlan, raw: dict) -> None:
         plan.grid = candidate_grid(plan.lower, plan.upper, plan.step)
     except PrivacyParameterError as exc:
         raise ValidationFailed(
-            gettext("The candidate grid is too fine: %(problem)s.") % {"problem": exc}
+            gettext("The candidate grid is too fine: %(problem)s.")
+            % {"problem": messages.translated(exc.records)}
         )
     if len(plan.grid) < 2:
         raise ValidationFailed(
