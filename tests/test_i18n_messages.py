@@ -6,15 +6,18 @@ application's Python code must take its message from gettext/ngettext/pgettext
 f-string would reach a Chinese reader in English. The errors whose message is stored
 and read later (IngestRejected, SpecMismatch: dpportal.errors.RecordedError) are
 raised with a msgid marked by gettext_noop and its named parameters instead, and
-translated where they are shown. The scan reads the source with `ast`; a message held
-in a variable is trusted (it was built elsewhere, and the scan sees where). The
-translations themselves are checked by test_i18n_catalogue.
+translated where they are shown; so is the privacy math's PrivacyParameterError, which
+cannot import Django and marks its msgids with its own gettext_noop. The scan reads the
+source with `ast`; a message held in a variable is trusted (it was built elsewhere, and
+the scan sees where). The translations themselves are checked by test_i18n_catalogue.
 """
 
 from __future__ import annotations
 
 import ast
+from decimal import Decimal
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from django.utils import translation
@@ -26,7 +29,11 @@ from datasets.ingest.common import IngestRejected
 from datasets.services.codebook import parse_codebook
 from dpportal import catalogues, messages
 from dpportal.errors import ValidationFailed
+from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.params import check_contribution_bound, check_epsilon
+from releases import dp
 from releases.retry import failure_reason
+from releases.services.plan import ReleasePlan, StatisticPlan
 from releases.services.plan_stats import parse_quantiles
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,6 +53,10 @@ ERROR_CLASSES = {
 #: reason: translating them when raised would fix the worker's language, not the reader's,
 #: so they carry a gettext_noop msgid and its parameters (dpportal.errors.RecordedError)
 RECORDED_CLASSES = {"RecordedError", "IngestRejected", "SpecMismatch"}
+#: the privacy math's error (dpportal.privacy.errors): pure Python, so it cannot translate;
+#: it carries a record the same way (its own gettext_noop marks the msgid), translated
+#: where releases/ shows it
+PRIVACY_CLASSES = {"PrivacyParameterError"}
 TRANSLATE = {"gettext", "ngettext", "pgettext", "npgettext"}
 SKIP = {".venv", "tests", "var", "node_modules", ".git", "migrations"}
 
@@ -107,7 +118,7 @@ def untranslated_errors(source: str, filename: str = "<source>") -> list[str]:
             texts = node.args[:1] + [k.value for k in node.keywords if k.arg == "message"]
             if any(_plain_text(m) for m in texts):
                 found.append(f"{filename}:{node.lineno}")
-        elif _name(func) in RECORDED_CLASSES:
+        elif _name(func) in RECORDED_CLASSES | PRIVACY_CLASSES:
             if any(_unrecorded(m) for m in node.args[:1]):
                 found.append(f"{filename}:{node.lineno}")
         elif (
@@ -141,6 +152,9 @@ def test_the_checker_catches_plain_text_and_passes_a_translation():
         'raise IngestRejected(gettext_noop("Column %(n)s.") % {"n": n})',
         'raise IngestRejected.of(record("A line is too long."))',
         'raise IngestRejected.of(record(gettext_noop("Fine.")), record(f"Not {x}."))',
+        'raise PrivacyParameterError("the category list must not be empty")',
+        'raise PrivacyParameterError(f"{name} must be > 0, got {value!r}")',
+        'raise PrivacyParameterError("lower must be <= " + "upper")',
     ]
     good = [
         'raise ValidationFailed(gettext("Pick a dataset."))',
@@ -156,6 +170,8 @@ def test_the_checker_catches_plain_text_and_passes_a_translation():
         "raise IngestRejected.of(limits.row_message())",
         'raise IngestRejected.of(record(gettext_noop("A.")), *problems)',
         "raise IngestRejected(msgid, name=name)",
+        'raise PrivacyParameterError(gettext_noop("the category list must not be empty"))',
+        'raise PrivacyParameterError(gettext_noop("%(name)s must be > 0"), name=name)',
     ]
     for line in bad:
         assert untranslated_errors(line) == ["<source>:1"], line
@@ -165,7 +181,11 @@ def test_the_checker_catches_plain_text_and_passes_a_translation():
 
 def test_the_scan_sees_the_services():
     names = {str(p.relative_to(ROOT)) for p in application_sources()}
-    assert {"releases/services/plan.py", "budgets/services/validation.py"} <= names
+    assert {
+        "releases/services/plan.py",
+        "budgets/services/validation.py",
+        "dpportal/privacy/params.py",
+    } <= names
     assert not any(n.startswith(("tests/", ".venv/")) for n in names)
 
 
@@ -233,3 +253,44 @@ def test_a_reason_of_several_sentences_is_translated_sentence_by_sentence(chines
     assert messages.translated(reason) == (
         "计算时内存不足。已尝试 6 次（MemoryError）。没有花费任何预算：预留的预算已退回。"
     )
+
+
+def _zero_epsilon_preview() -> str:
+    """The preview of a count given epsilon 0: the privacy math refuses it, releases/
+    shows its message inside the statistic's frame."""
+    plan = ReleasePlan(
+        project=None,
+        dataset=SimpleNamespace(contribution_bound=1),
+        title="t",
+        description="",
+        mechanism="laplace",
+        confidence=Decimal("0.95"),
+        epsilon=Decimal(1),
+        delta=Decimal(0),
+    )
+    stat = StatisticPlan(position=0, kind="count", label="n", epsilon=Decimal(0))
+    return _message(lambda: dp.statistic_accuracy(plan=plan, stat=stat))
+
+
+def test_a_privacy_error_keeps_its_english_and_its_record():
+    with pytest.raises(PrivacyParameterError) as caught:
+        check_epsilon(0)
+    assert str(caught.value) == caught.value.message == "epsilon must be > 0, got 0"
+    assert caught.value.records == [["epsilon must be > 0, got %(value)s", {"value": "0"}]]
+    with pytest.raises(PrivacyParameterError) as caught:
+        check_contribution_bound(0)
+    assert str(caught.value) == "contribution_bound (rows per person L) must be >= 1, got 0"
+
+
+def test_a_privacy_error_comes_out_in_chinese_where_releases_shows_it(chinese):
+    assert _zero_epsilon_preview() == "统计量 1：ε 必须 > 0，收到的是 Decimal('0')"
+    with pytest.raises(PrivacyParameterError) as caught:
+        check_contribution_bound(0)
+    assert messages.translated(caught.value.records) == (
+        "contribution_bound（每人行数 L）必须 >= 1，收到的是 0"
+    )
+
+
+def test_a_privacy_error_stays_english_by_default():
+    with translation.override("en"):
+        assert _zero_epsilon_preview() == "Statistic 1: epsilon must be > 0, got Decimal('0')"
