@@ -270,12 +270,14 @@ def test_a_location_changed_after_approval_is_a_spec_mismatch(project, owner, re
 
 
 @pytest.mark.worker
-def test_register_profile_declare_compute_publish_with_a_real_worker(
+def test_register_profile_declare_compute_on_spark_publish_with_a_real_worker(
     project, owner, reviewer, lake, s3_storage, celery_workers, client
 ):
+    """The issue's end to end: data registered in a bucket, computed by a real worker on
+    the Spark backend (local[2]; executors read the bucket through pyarrow), published."""
     endpoint, bucket = lake
     grant(owner)
-    celery_workers.start(**s3_storage)
+    worker = celery_workers.start(**s3_storage, DPPORTAL_SPARK_MASTER="local[2]")
     client.force_login(owner)
     response = client.post(
         reverse("datasets:register", args=[project.slug]),
@@ -292,13 +294,16 @@ def test_register_profile_declare_compute_publish_with_a_real_worker(
     page = client.get(response.url).content.decode()
     assert "region" in page  # the profiled columns, for the owner to declare
     dataset = declare(Dataset.objects.get(pk=dataset.pk), owner)
+    dataset.compute_backend = "spark"
+    dataset.save(update_fields=["compute_backend"])
     release = submitted(project=project, owner=owner, dataset=dataset)
     lifecycle.release_approve(release=release, reviewer=reviewer)
-    wait_for(
-        lambda: Release.objects.get(pk=release.pk).status == "computed",
-        timeout=90,
-        message="the worker did not compute the release from the registered data",
-    )
+    try:
+        wait_for(lambda: Release.objects.get(pk=release.pk).status == "computed", timeout=240)
+    except BaseException:
+        print(worker.log())  # what the worker did, when it did not compute in time
+        raise
+    assert f"release {release.pk}: aggregating on spark" in worker.log()
     release = lifecycle.release_publish(release=Release.objects.get(pk=release.pk), actor=owner)
     client.logout()
     page = client.get(reverse("public:release", args=[project.slug, release.pk]))

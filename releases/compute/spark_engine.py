@@ -88,7 +88,15 @@ def spark_status(url: str | None = None) -> str:
 
 def open_source(spec: dict[str, Any]) -> tuple[list[str], pafs.FileSystem]:
     """The release's Parquet files and the filesystem they are read through (the storage
-    layer's: the local disk or the S3 bucket; executors read with pyarrow, no hadoop-aws)."""
+    layer's: the local disk or the S3 bucket; executors read with pyarrow, no hadoop-aws).
+
+    A dataset registered in place (spec["external"]) is read from the file list frozen in
+    the spec, never a fresh listing; a frozen file that vanished or changed is refused."""
+    external = spec.get("external")
+    if external:
+        storage.check_external_unchanged(external)
+        paths = [f["path"] for f in external["files"]]
+        return paths, storage.external_filesystem(external["kind"])
     filesystem, path = storage.filesystem_and_path(spec["parquet_file"])
     return [path], filesystem
 
