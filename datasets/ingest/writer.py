@@ -26,6 +26,7 @@ from datasets.ingest.common import (
     IngestRejected,
     human_size,
 )
+from datasets.ingest.fast import FastConversion, eligible
 from datasets.ingest.numbers import plain_numbers
 from datasets.ingest.profile import ColumnProfile, profile_update
 from datasets.ingest.reader import (
@@ -49,6 +50,7 @@ class IngestResult:
 
     profiles: list[ColumnProfile]
     warnings: list[Record]  # dpportal.messages records, translated where they are read
+    reader: str = "pyarrow"  # which reader stored the rows: "polars" (fast path) or "pyarrow"
 
 
 class _ConversionFailed(Exception):
@@ -63,6 +65,7 @@ def ingest_csv(
     on_progress: Callable[[float], None] | None = None,
     dialect: CsvDialect = PLAIN,
     sink: ParquetSink | None = None,
+    fast: bool = True,
 ) -> IngestResult:
     """Validate `source` (CSV, plain or gzip) and write it to `destination` as Parquet.
 
@@ -75,6 +78,8 @@ def ingest_csv(
     a bomb is refused in seconds, before any CSV is parsed or Parquet written.
     `dialect` says how to read the text (encoding, delimiter, quote, decimal mark,
     header): every byte is decoded in its encoding on the way through.
+    `fast`: a plain UTF-8 file is first converted by Polars in a child process
+    (datasets.ingest.fast), which answers for the result or hands the file back.
     """
     size = source.stat().st_size
     if size == 0:
@@ -84,27 +89,50 @@ def ingest_csv(
             gettext_noop("The file is larger than %(size)s."),
             size=human_size(limits.max_upload_bytes),
         )
-    check_decompressed(source, limits)
-    names, sample = read_header_and_sample(source, limits, dialect)
-    types, warnings = inspect_sample(
-        names, sample, dialect=dialect, max_row_bytes=limits.max_row_bytes
-    )
     sink = sink or LocalSink(destination)
+    child = (
+        FastConversion()
+        if fast and isinstance(sink, LocalSink) and eligible(source, dialect)
+        else None
+    )  # started now: Polars loads while the header and sample are checked
     try:
+        check_decompressed(source, limits)
+        names, sample = read_header_and_sample(source, limits, dialect)
+        types, warnings = inspect_sample(
+            names, sample, dialect=dialect, max_row_bytes=limits.max_row_bytes
+        )
         try:
-            # grouped numbers ('1.234,5') and decimal commas are read as text and made
-            # plain (tolerant path): pyarrow's decimal_point=',' also takes '1.000' as 1.0
-            if dialect.thousands or dialect.decimal_comma:
-                raise _ConversionFailed()
-            profiles = _convert(source, sink.open(), names, types, limits, on_progress, dialect)
-        except _ConversionFailed:
-            profiles = _convert(
-                source, sink.open(), names, types, limits, on_progress, dialect, tolerant=True
-            )
-        sink.commit()
+            profiles, reader = None, "pyarrow"
+            if child is not None:
+                profiles = child.run(
+                    source=source, temporary=sink.open(), names=names, types=types,
+                    dialect=dialect, limits=limits, row_group_rows=ROW_GROUP_ROWS,
+                    on_progress=on_progress,
+                )  # fmt: skip
+                reader = "polars" if profiles is not None else reader
+            if profiles is None:
+                profiles = _careful(source, sink, names, types, limits, on_progress, dialect)
+            sink.commit()
+        finally:
+            sink.discard()
     finally:
-        sink.discard()
-    return IngestResult(profiles=profiles, warnings=warnings)
+        if child is not None:
+            child.close()
+    return IngestResult(profiles=profiles, warnings=warnings, reader=reader)
+
+
+def _careful(source, sink, names, types, limits, on_progress, dialect) -> list[ColumnProfile]:
+    """pyarrow's streaming reader: every check, every encoding and number format."""
+    try:
+        # grouped numbers ('1.234,5') and decimal commas are read as text and made
+        # plain (tolerant path): pyarrow's decimal_point=',' also takes '1.000' as 1.0
+        if dialect.thousands or dialect.decimal_comma:
+            raise _ConversionFailed()
+        return _convert(source, sink.open(), names, types, limits, on_progress, dialect)
+    except _ConversionFailed:
+        return _convert(
+            source, sink.open(), names, types, limits, on_progress, dialect, tolerant=True
+        )
 
 
 def temporary_parquet_paths(destination: Path) -> list[Path]:

@@ -262,7 +262,12 @@ def _run(*, dataset: Dataset) -> Dataset | None:
         destination.unlink(missing_ok=True)
         storage.delete(stored)
         raise
-    logger.info("dataset %s ready in %.1fs", dataset_id, time.monotonic() - started)
+    logger.info(
+        "dataset %s ready in %.1fs (read by %s)",
+        dataset_id,
+        time.monotonic() - started,
+        result.reader,
+    )
     return dataset
 
 

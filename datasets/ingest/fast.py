@@ -1,0 +1,167 @@
+"""The fast path of a CSV ingest: Polars parses and writes, in a child process.
+
+pyarrow's streaming reader with our profile runs at about a third of Polars' speed
+(bench/ingest.py). For a plain UTF-8 file with a single-character separator (the
+common case) the conversion runs in `polars_child.py`, started as the ingest begins so
+that its interpreter and Polars load while this process checks the header and the
+sample. The child answers "ok" with the profile's state, or "not ok" with a reason:
+then its Parquet is discarded and the careful reader (datasets.ingest.writer) reads
+the file as before, refusing it with its message or reading it. So a file is refused
+by one reader only, and what is stored never depends on which reader stored it
+(tests/test_ingest_fast.py compares them on hostile files).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+
+from datasets.ingest.common import ARROW_TYPES, FLOAT_PATTERN, CsvDialect, IngestLimits
+from datasets.ingest.parquet_profile import NotOk, profile_file
+from datasets.ingest.profile import MOSTLY_NUMERIC, SUGGEST_MIN_ROWS, TRACK_LIMIT, ColumnProfile
+
+logger = logging.getLogger(__name__)
+
+CHILD = Path(__file__).with_name("polars_child.py")
+#: how often the parent reports progress (and so the heartbeat) while the child works
+POLL_SECONDS = 1.0
+#: a rough conversion speed, for a progress estimate only (the child reports none)
+BYTES_PER_SECOND = 150e6
+BOM = b"\xef\xbb\xbf"
+
+
+def eligible(source: Path, dialect: CsvDialect) -> bool:
+    """Whether the child can read this file at all: plain (not compressed) UTF-8 with
+    a one-character separator and quote, numbers written plainly."""
+    with open(source, "rb") as handle:
+        head = handle.read(4)
+    return (
+        head[:2] != b"\x1f\x8b"
+        and head != b"PK\x03\x04"
+        and dialect.encoding in ("utf-8", "utf8")
+        and len(dialect.delimiter) == 1
+        and dialect.delimiter not in '\r\n"'
+        and len(dialect.quote_char or "x") == 1
+        and not dialect.decimal_comma
+        and not dialect.thousands
+        and (dialect.header or not head.startswith(BOM))
+    )
+
+
+class FastConversion:
+    """The child process, started at once; `run` gives it the job and waits."""
+
+    def __init__(self) -> None:
+        self._process = subprocess.Popen(  # noqa: S603 - our own script, no shell
+            [sys.executable, "-P", str(CHILD)],  # -P: not its folder (numbers.py) on the path
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "POLARS_SKIP_CPU_CHECK": "1"},
+        )
+
+    def run(
+        self,
+        *,
+        source: Path,
+        temporary: str,
+        names: list[str],
+        types: dict[str, str],
+        dialect: CsvDialect,
+        limits: IngestLimits,
+        row_group_rows: int,
+        on_progress: Callable[[float], None] | None,
+    ) -> list[ColumnProfile] | None:
+        """The profiles if the child wrote `temporary` as the careful reader would have;
+        None (the caller discards `temporary` and reads the careful way) otherwise."""
+        if len(names) < 2 or any(("\n" in n or "\r" in n) for n in names):
+            return None  # one column: a blank line is a row to Polars, skipped by pyarrow
+        job = {
+            "source": str(source),
+            "destination": temporary,
+            "names": names,
+            "kinds": [types[n] for n in names],
+            "header": dialect.header,
+            "delimiter": dialect.delimiter,
+            "quote": dialect.quote_char or None,
+            "max_row_bytes": limits.max_row_bytes,
+            "row_group_rows": row_group_rows,
+            "k": SUGGEST_MIN_ROWS,
+            "track_limit": TRACK_LIMIT,
+            "float_pattern": FLOAT_PATTERN,
+            "mostly_numeric": MOSTLY_NUMERIC,
+            "arrow_schema": arrow_schema(
+                pa.schema([pa.field(n, ARROW_TYPES[types[n]]) for n in names])
+            ),
+        }
+        answer = self._ask(job, source.stat().st_size, on_progress)
+        try:
+            if not answer.get("ok"):
+                raise NotOk(answer.get("why", "no answer"))
+            states = profile_file(job)
+        except NotOk as exc:
+            logger.info("ingest: the careful reader reads this file (%s)", exc)
+            return None
+        if on_progress is not None:
+            on_progress(1.0)
+        return _profiles(names, types, states["columns"])
+
+    def _ask(self, job: dict, size: int, on_progress: Callable[[float], None] | None) -> dict:
+        started = time.monotonic()
+        data: bytes | None = json.dumps(job).encode() + b"\n"
+        while True:
+            try:
+                out, _ = self._process.communicate(data, timeout=POLL_SECONDS)
+                break
+            except subprocess.TimeoutExpired:  # retrying loses no output
+                data = None
+                if on_progress is not None:  # also the heartbeat of a long conversion
+                    elapsed = time.monotonic() - started
+                    on_progress(min(0.9, elapsed * BYTES_PER_SECOND / max(size, 1)))
+            except OSError:
+                return {"ok": False, "why": "the child did not start"}
+        lines = out.decode(errors="replace").strip().splitlines()
+        if self._process.returncode != 0 or not lines:
+            return {"ok": False, "why": f"the child exited with {self._process.returncode}"}
+        try:
+            return json.loads(lines[-1])
+        except ValueError:
+            return {"ok": False, "why": "the child's answer was not readable"}
+
+    def close(self) -> None:
+        """Stop the child if it is still running (an ingest refused before the job)."""
+        if self._process.poll() is None:
+            self._process.kill()
+            self._process.wait()
+        for stream in (self._process.stdin, self._process.stdout):
+            if stream is not None and not stream.closed:
+                stream.close()
+
+
+def arrow_schema(schema: pa.Schema) -> str:
+    """The ARROW:schema value pyarrow itself writes for `schema` (base64 of its IPC
+    message): given to Polars' writer, so that text reads back as pyarrow's string,
+    not large_string."""
+    return base64.b64encode(schema.serialize().to_pybytes()).decode()
+
+
+def _profiles(names: list[str], types: dict[str, str], states: list[dict]) -> list:
+    profiles = []
+    for position, (name, state) in enumerate(zip(names, states, strict=True)):
+        profile = ColumnProfile(name, position, types[name])
+        profile.cells = state["cells"]
+        if profile.counts is not None:
+            profile.counts = state["counts"]
+        profile.lows, profile.highs = state["lows"], state["highs"]
+        profile.readable = state["readable"]
+        profiles.append(profile)
+    return profiles

@@ -1,0 +1,213 @@
+"""The fast CSV path (Polars in a child process) stores exactly what the careful
+reader (pyarrow's streaming reader) stores, or hands the file back to it.
+
+Each case is ingested twice, once as uploads are (fast=True: the child first) and once
+by the careful reader alone (fast=False), and the outcomes compared: the same refusal
+(message records), or the same Parquet (values and schema) and the same private profile.
+Where the file is of a shape Polars reads differently, the fast path must have handed
+it back (`reader` says which reader stored it), and the plain shapes must take it.
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from datasets.ingest import CsvDialect, IngestLimits, IngestRejected, ingest_csv
+
+LIMITS = IngestLimits(max_upload_bytes=1 << 26, max_decompressed_bytes=1 << 27, max_columns=50)
+
+
+def outcome(tmp_path: Path, content: bytes, *, fast: bool, dialect=None, limits=LIMITS):
+    tmp_path = Path(tempfile.mkdtemp(dir=tmp_path))  # hypothesis reuses the fixture
+    source = tmp_path / "upload.csv"
+    source.write_bytes(content)
+    destination = tmp_path / f"data-{fast}.parquet"
+    try:
+        result = ingest_csv(
+            source=source,
+            destination=destination,
+            limits=limits,
+            dialect=dialect or CsvDialect(),
+            fast=fast,
+        )
+    except IngestRejected as exc:
+        assert not destination.exists()
+        return ("refused", exc.records), "refused"
+    table = pq.read_table(destination)
+    profiles = [(vars(p), p.to_dict()) for p in result.profiles]
+    return ("stored", table.schema, table.to_pylist(), profiles, result.warnings), result.reader
+
+
+def both(tmp_path: Path, content: bytes, **options) -> str:
+    """Ingest both ways; assert the same outcome; return which reader the fast one used."""
+    fast, reader = outcome(tmp_path, content, fast=True, **options)
+    careful, careful_reader = outcome(tmp_path, content, fast=False, **options)
+    assert careful_reader in ("pyarrow", "refused")
+    assert fast == careful
+    return reader
+
+
+def census(rows: int = 400) -> bytes:
+    regions = ["北京", "Region 02", "Zürich", "Region 04"]
+    lines = ['"person_id","age","region","income","hours"']
+    for i in range(rows):
+        lines.append(f"{1000 + i},{18 + i % 70},{regions[i % 4]},{1000.5 + 37 * i},{i % 60}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def test_a_plain_file_is_read_by_polars_and_stored_as_the_careful_reader_stores_it(tmp_path):
+    assert both(tmp_path, census()) == "polars"
+    stored = next(tmp_path.glob("*/data-True.parquet"))
+    table = pq.read_table(stored)
+    assert table.schema.field("region").type == pa.string()  # not Polars' large_string
+    assert pq.ParquetFile(stored).metadata.row_group(0).num_rows == 400
+
+
+def test_row_groups_and_extremes_over_many_groups(tmp_path, monkeypatch):
+    monkeypatch.setattr("datasets.ingest.writer.ROW_GROUP_ROWS", 64)  # both readers
+    assert both(tmp_path, census(1000)) == "polars"
+    stored = next(tmp_path.glob("*/data-True.parquet"))
+    assert pq.ParquetFile(stored).metadata.num_row_groups == 16
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"a,b\n1,x\n2,\n3,z\n",  # an empty last cell: separators counted, still Polars
+        b'a,b,c\n1,"x,y",\n2,"p,q,r",z\n',  # separators inside quoted values, empty last
+        b"a,b\r\n1,x\r\n2,y\r\n",  # CRLF
+        b"a,b\n1,x\n2,y",  # no final newline
+        b"\xef\xbb\xbfa,b\n1,x\n",  # a byte-order mark before the header
+        b'a,b\n1,"say ""hi"""\n',  # escaped quotes
+    ],
+)
+def test_plain_shapes_stay_on_the_fast_path(tmp_path, content):
+    assert both(tmp_path, content) == "polars"
+
+
+FILLER = 30_000  # rows before a hostile line, so that it lies past the 1 MB sample
+
+
+@pytest.mark.parametrize("past_the_sample", [False, True])
+@pytest.mark.parametrize(
+    ("header", "good", "hostile", "careful"),
+    [
+        (b"a,b,c", b"1,x,y", b"2,z", "refused"),  # short row: Polars pads it with nulls
+        (b"a,b", b"1,x", b"", "stored"),  # blank line: a row of nulls to Polars
+        (b"a,b", b"1,x", b'1,"two\nlines"', "stored"),  # a newline inside a quoted value
+        (b"a,b", b"1,x", b"1,x\ry", "refused"),  # a lone carriage return: a line break
+        (b"a,b", b"1,x", b"1,x\x00y", "refused"),  # NUL
+        (b"a,b", b"1,x", b'1,""', "stored"),  # quoted empty: null to pyarrow, "" to Polars
+        (b"a,b", b"1.5,x", b"NaN,y", "stored"),  # not finite: unreadable to pyarrow
+        (b"a,b", b"1.5,x", b"-inf,y", "stored"),
+        (b"a,b", b"1.5,x", b"1e309,y", "stored"),
+        (b"a,b", b"1,x", b"abc,y", "stored"),  # text in a number column
+        (b"a,b,c", b"1,x,y", b"1,x,y,z", "refused"),  # long row
+        (b"a,b", b"1,x", b"1,\xff", "refused"),  # not UTF-8
+    ],
+)
+def test_shapes_polars_reads_differently_go_back_to_the_careful_reader(
+    tmp_path, header, good, hostile, careful, past_the_sample
+):
+    rows = [good] * (FILLER if past_the_sample else 30)
+    content = b"\n".join([header, *rows, hostile, good]) + b"\n"
+    reader = both(tmp_path, content)
+    assert reader == ("refused" if careful == "refused" else "pyarrow")
+
+
+def test_a_line_over_the_limit_past_the_sample_goes_back(tmp_path):
+    limits = IngestLimits(
+        max_upload_bytes=1 << 26, max_decompressed_bytes=1 << 27, max_columns=50, max_row_bytes=64
+    )
+    content = b"a,b\n" + b"1,x\n" * FILLER * 10 + b"2," + b"y" * 100 + b"\n"
+    assert both(tmp_path, content, limits=limits) == "refused"
+
+
+def test_extremes_and_counts_of_unordered_numbers_over_many_groups(tmp_path, monkeypatch):
+    """Many row groups (64 rows each) of numbers in no order: the kept 50 smallest and
+    largest (repeats included) and the value counts must be the careful reader's."""
+    monkeypatch.setattr("datasets.ingest.writer.ROW_GROUP_ROWS", 64)
+    rng = random.Random(2026)
+    lines = ["wide,dense,narrow,decimal,label"]
+    for _ in range(3000):
+        wide = rng.choice([rng.randint(-(10**9), 10**9), rng.randint(0, 40)])
+        dense = rng.randint(0, 1500)  # over 1000 values, so not counted, and many repeats
+        decimal = round(rng.gauss(0, 1000), rng.choice([0, 2]))
+        lines.append(f"{wide},{dense},{rng.randint(0, 30)},{decimal},{rng.choice('abc')}")
+    assert both(tmp_path, ("\n".join(lines) + "\n").encode()) == "polars"
+
+
+@pytest.mark.parametrize(
+    ("content", "dialect"),
+    [
+        (b"a\n1\n\n2\n", CsvDialect()),  # one column: a blank line is not a row to pyarrow
+        (b"a;b\n1,5;x\n", CsvDialect(delimiter=";", decimal_comma=True)),
+        ("a;b\n1;北京\n".encode("gb18030"), CsvDialect(delimiter=";", encoding="gb18030")),
+    ],
+)
+def test_files_the_fast_path_does_not_take(tmp_path, content, dialect):
+    assert both(tmp_path, content, dialect=dialect) == "pyarrow"
+
+
+# --- any file: hypothesis writes hostile ones ------------------------------------------
+
+ODD_NUMBERS = st.sampled_from(
+    ["0", "7", "-3", "+4", " 5", "6 ", "007", "1.5", "-0.0", ".5", "5.", "1e3", "1E-2",
+     "1e309", "inf", "-inf", "NaN", "9223372036854775807", "12345678901234567890", ""]
+)  # fmt: skip
+NUMBERS = st.one_of(st.integers(-999, 999).map(str), st.floats(-1e6, 1e6).map(repr), ODD_NUMBERS)
+TEXT = st.sampled_from(
+    ["a", "北京", "x y", " pad ", '"q,uoted"', '"say ""hi"""', '""', '"two\nlines"', "tab\t",
+     "cr\rhere", "", "null", "NA", "-", '"a"b', 'in"side']
+)  # fmt: skip
+
+
+@st.composite
+def csv_files(draw) -> bytes:
+    columns = draw(st.integers(2, 4))
+    kinds = draw(st.lists(st.sampled_from(["number", "text"]), min_size=columns, max_size=columns))
+    header = ",".join(f'"c{i}"' if draw(st.booleans()) else f"c{i}" for i in range(columns))
+    rows = []
+    ragged = draw(st.booleans())  # a file with some short, long or blank rows, or none
+    for _ in range(draw(st.integers(1, 25))):
+        cells = [draw(NUMBERS if kind == "number" else TEXT) for kind in kinds]
+        shape = draw(st.sampled_from(["whole"] * 12 + ["short", "long", "blank"] * ragged))
+        if shape == "short":
+            cells = cells[:-1]
+        elif shape == "long":
+            cells = [*cells, "extra"]
+        rows.append("" if shape == "blank" else ",".join(cells))
+    newline = draw(st.sampled_from(["\n", "\r\n"]))
+    text = newline.join([header, *rows]) + (newline if draw(st.booleans()) else "")
+    return (("\ufeff" if draw(st.booleans()) else "") + text).encode()
+
+
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(content=csv_files())
+def test_any_file_is_stored_or_refused_as_the_careful_reader_would(tmp_path, content):
+    event(both(tmp_path, content))
+
+
+def test_progress_and_heartbeat_while_the_child_works(tmp_path, monkeypatch):
+    """The child reports nothing while Polars works: the parent reports an estimate as it
+    waits (its heartbeat too), increasing, and the whole file at the end."""
+    monkeypatch.setattr("datasets.ingest.fast.POLL_SECONDS", 0.01)
+    source = tmp_path / "big.csv"
+    source.write_bytes(census(200_000))
+    seen: list[float] = []
+    result = ingest_csv(
+        source=source, destination=tmp_path / "out.parquet", limits=LIMITS, on_progress=seen.append
+    )
+    assert result.reader == "polars"
+    assert len(seen) > 2 and seen == sorted(seen)
+    assert 0 < seen[0] < 1 and seen[-2] <= 0.9 and seen[-1] == 1.0
