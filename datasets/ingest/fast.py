@@ -68,6 +68,7 @@ class FastConversion:
             stderr=subprocess.DEVNULL,
             env={**os.environ, "POLARS_SKIP_CPU_CHECK": "1"},
         )
+        self.peak_rss_mb: float | None = None  # the child's, once it has answered
 
     def run(
         self,
@@ -104,6 +105,8 @@ class FastConversion:
             ),
         }
         answer = self._ask(job, source.stat().st_size, on_progress)
+        self.peak_rss_mb = answer.get("peak_rss_mb")
+        logger.debug("ingest: the Polars child peaked at %s MB", self.peak_rss_mb)
         try:
             if not answer.get("ok"):
                 raise NotOk(answer.get("why", "no answer"))

@@ -47,9 +47,22 @@ def main() -> None:
         # Polars' own messages may quote a cell: only the class name leaves
         why = str(exc) if getattr(exc, "safe", False) else type(exc).__name__
         answer = {"ok": False, "why": why}
+    answer["peak_rss_mb"] = _peak_rss_mb()
     sys.stdout.write(json.dumps(answer) + "\n")
     sys.stdout.flush()
     os._exit(0)  # no teardown: the system takes back Polars' memory at once
+
+
+def _peak_rss_mb() -> float | None:
+    """This process's peak resident memory (VmHWM), for the parent's log and bench."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
 
 
 def _die_with_parent() -> None:
