@@ -262,12 +262,8 @@ def _run(*, dataset: Dataset) -> Dataset | None:
         destination.unlink(missing_ok=True)
         storage.delete(stored)
         raise
-    logger.info(
-        "dataset %s ready in %.1fs (read by %s)",
-        dataset_id,
-        time.monotonic() - started,
-        result.reader,
-    )
+    took = time.monotonic() - started
+    logger.info("dataset %s ready in %.1fs (read by %s)", dataset_id, took, result.reader)
     return dataset
 
 
