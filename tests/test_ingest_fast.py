@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from datasets.ingest import CsvDialect, IngestLimits, IngestRejected, ingest_csv
+from datasets.ingest import CsvDialect, GuardedStream, IngestLimits, IngestRejected, ingest_csv
 
 LIMITS = IngestLimits(max_upload_bytes=1 << 26, max_decompressed_bytes=1 << 27, max_columns=50)
 
@@ -211,3 +211,33 @@ def test_progress_and_heartbeat_while_the_child_works(tmp_path, monkeypatch):
     assert result.reader == "polars"
     assert len(seen) > 2 and seen == sorted(seen)
     assert 0 < seen[0] < 1 and seen[-2] <= 0.9 and seen[-1] == 1.0
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    lines=st.lists(st.integers(0, 40), min_size=1, max_size=30),
+    limit=st.integers(1, 30),
+    chunk=st.integers(1, 50),
+    end=st.booleans(),
+)
+def test_the_line_limit_holds_across_reads_as_a_naive_count_says(
+    tmp_path, monkeypatch, lines, limit, chunk, end
+):
+    """The careful reader's line check (steps between newlines from each window's end)
+    refuses exactly the files with a line over the limit, however reads split them."""
+    monkeypatch.setattr("datasets.ingest.reader.READ_CHUNK", chunk)
+    content = b"\n".join(b"x" * n for n in lines) + (b"\n" if end else b"")
+    source = Path(tempfile.mkdtemp(dir=tmp_path)) / "lines.csv"
+    source.write_bytes(content)
+    limits = IngestLimits(1 << 20, 1 << 20, 10, max_row_bytes=limit)
+    stream = GuardedStream(source, limits=limits, encoding="utf-8")
+    try:
+        stream.drain()
+        refused = False
+    except IngestRejected:
+        refused = True
+    finally:
+        stream.close()
+    assert refused == (max(len(line) for line in content.split(b"\n")) > limit)

@@ -19,7 +19,9 @@ The modules: `common` (limits, the rejection, type names), `reader` (the guarded
 byte stream, header checks, type inference, CSV options), `profile` (the private
 per-column suggestions), `writer` (the conversion to Parquet: `ingest_csv`),
 `decoding` (encodings and the streaming check-and-transcode), `dialect` (detection
-and the preview before ingest).
+and the preview before ingest), `header` (the header line's checks), `fast` (Polars in
+a child process, `polars_child`, for plain UTF-8 files; `parquet_profile` checks what
+it wrote and profiles it).
 """
 
 from datasets.ingest.common import CsvDialect, IngestLimits, IngestRejected, human_size

@@ -25,12 +25,8 @@ from django.utils.translation import gettext_noop
 
 from datasets.ingest.common import DELIMITERS, CsvDialect, IngestLimits, IngestRejected
 from datasets.ingest.decoding import normalize_encoding
-from datasets.ingest.reader import (
-    GuardedStream,
-    header_problem,
-    inspect_sample,
-    read_header_and_sample,
-)
+from datasets.ingest.header import header_problem
+from datasets.ingest.reader import GuardedStream, inspect_sample, read_header_and_sample
 from dpportal.messages import Record, record
 
 DETECT_BYTES = 256 * 1024

@@ -11,7 +11,6 @@ import csv
 import gzip
 import io
 import os
-import re
 import zipfile
 import zlib
 from pathlib import Path
@@ -36,10 +35,10 @@ from datasets.ingest.common import (
     single_zip_member,
 )
 from datasets.ingest.decoding import Transcoder
+from datasets.ingest.header import check_header, header_warnings
 from datasets.ingest.numbers import plain_numbers
 from dpportal.messages import Record, record
 
-MAX_NAME_LENGTH = 200
 SAMPLE_BYTES = 1 << 20  # type inference and header checks read this much first
 READ_CHUNK = 1 << 20
 BLOCK_SIZE = 1 << 20
@@ -145,20 +144,21 @@ class GuardedStream(io.RawIOBase):
         return out
 
     def _check_lines(self, data: bytes) -> None:
-        """Refuse a line longer than the limit, wherever it falls across reads."""
+        """Refuse a line longer than the limit, wherever it falls across reads.
+
+        From the open line's start, the last newline within the bytes the line may
+        still take is searched backwards from the window's end (memrchr): none means a
+        longer line; each search stops within a line of the window's end, so a chunk
+        costs a few calls per limit's worth of bytes, not one per line."""
         limit = self._limits.max_row_bytes
-        first = data.find(b"\n")
-        if first < 0:
-            self._line += len(data)
-            if self._line > limit:
+        position, size, line = 0, len(data), self._line
+        while size - position > limit - line:
+            end = data.rfind(b"\n", position, position + limit - line + 1)
+            if end < 0:
                 self._fail(self._limits.row_message())
-            return
-        last = data.rfind(b"\n")
-        if self._line + first > limit or (
-            last - first > limit and max(map(len, data[first + 1 : last].split(b"\n"))) > limit
-        ):
-            self._fail(self._limits.row_message())
-        self._line = len(data) - last - 1
+            position, line = end + 1, 0
+        last = data.rfind(b"\n", position)
+        self._line = size - last - 1 if last >= 0 else line + size - position
 
     def drain(self) -> None:
         """Read to the end, checking everything; the fast way to refuse a bomb before parsing."""
@@ -229,66 +229,12 @@ def read_header_and_sample(
     if not dialect.header:
         return [f"column_{i}" for i in range(1, len(header) + 1)], head
     names = [name.strip() for name in header]
-    _check_header(names, limits)
+    check_header(names, limits)
     return names, head
 
 
 def _rows(text: str, dialect: CsvDialect):
     return csv.reader(io.StringIO(text), delimiter=dialect.delimiter, quotechar=dialect.quote_char)
-
-
-def header_problem(names: list[str], limits: IngestLimits) -> str | None:
-    """'data' when every name is a number (the first line is data), else None."""
-    if names and all(re.fullmatch(r"[+-]?[0-9.,]+(e[+-]?[0-9]+)?", n, re.I) for n in names if n):
-        return "data" if any(names) else None
-    return None
-
-
-def _check_header(names: list[str], limits: IngestLimits) -> None:
-    if not names or names == [""]:
-        raise IngestRejected(gettext_noop("The file has no header line."))
-    if len(names) > limits.max_columns:
-        raise IngestRejected(
-            gettext_noop("The file has %(count)s columns; at most %(limit)s are allowed."),
-            count=len(names),
-            limit=limits.max_columns,
-        )
-    if header_problem(names, limits) == "data":
-        raise IngestRejected(
-            gettext_noop(
-                "The first line looks like data, not a header: it must name every column "
-                "(or choose 'the file has no header line')."
-            )
-        )
-    # one sentence per problem, each translated whole (never clauses joined by "; ")
-    problems = []
-    for position, name in enumerate(names, start=1):
-        if not name:
-            problems.append(
-                record(gettext_noop("Column %(position)s has a blank name."), position=position)
-            )
-        elif len(name) > MAX_NAME_LENGTH:
-            problems.append(
-                record(
-                    gettext_noop("Column %(position)s's name is longer than %(limit)s characters."),
-                    position=position,
-                    limit=MAX_NAME_LENGTH,
-                )
-            )
-    seen: dict[str, int] = {}
-    for position, name in enumerate(names, start=1):
-        if name and name in seen:
-            problems.append(
-                record(
-                    gettext_noop("Columns %(first)s and %(second)s have the same name '%(name)s'."),
-                    first=seen[name],
-                    second=position,
-                    name=name,
-                )
-            )
-        seen.setdefault(name, position)
-    if problems:
-        raise IngestRejected.of(record(gettext_noop("The header is not usable.")), *problems)
 
 
 def inspect_sample(
@@ -308,7 +254,7 @@ def inspect_sample(
     types = _infer_types(
         names, table, decimal_comma=dialect.decimal_comma, thousands=dialect.thousands
     )
-    return types, _header_warnings(names, table, types)
+    return types, header_warnings(names, table, types)
 
 
 def _infer_types(
@@ -333,50 +279,6 @@ def _infer_types(
         else:
             types[name] = STRING
     return types
-
-
-def _shape(text: str) -> str:
-    """'r12' -> 'a9', '2024-01' -> '9-9', 'AB 7' -> 'a 9': what a value looks like."""
-    return re.sub(r"[^\W\d_]+", "a", re.sub(r"\d+", "9", text.strip()))
-
-
-def _header_warnings(names: list[str], table: pa.Table, types: dict[str, str]) -> list[Record]:
-    """A warning when the header looks like a row of data (names only by position).
-
-    A name looks like data when it is a number, or when it has digits and is shaped
-    like most of its column's values ('r0' above 'r1', 'r2', ...). A header where
-    every name is a number is refused outright (see _check_header); this catches
-    the rest: at least half of the names looking like data.
-    """
-    suspicious = []
-    for position, name in enumerate(names, start=1):
-        if re.fullmatch(FLOAT_PATTERN, name):
-            suspicious.append(position)
-            continue
-        shape = _shape(name)
-        if "9" not in shape:
-            continue
-        values = table.column(name).drop_null()
-        if len(values) == 0:
-            continue
-        shapes = [_shape(v) for v in values.slice(0, 1000).to_pylist()]
-        if sum(s == shape for s in shapes) >= NUMERIC_SHARE * len(shapes):
-            suspicious.append(position)
-    if not suspicious or 2 * len(suspicious) < len(names):
-        return []
-    listed = ", ".join(str(p) for p in suspicious[:10]) + (", ..." if len(suspicious) > 10 else "")
-    return [
-        record(
-            gettext_noop(
-                "The first line may be data rather than a header: the names of %(n)s of the "
-                "%(total)s columns (column %(listed)s) look like values. If the file has no "
-                "header line, add one that names every column and upload it again."
-            ),
-            n=len(suspicious),
-            total=len(names),
-            listed=listed,
-        )
-    ]
 
 
 class RaggedRows:

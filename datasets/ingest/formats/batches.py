@@ -31,8 +31,8 @@ from datasets.ingest.common import (
     IngestLimits,
     IngestRejected,
 )
+from datasets.ingest.header import check_header
 from datasets.ingest.profile import ColumnProfile, profile_update
-from datasets.ingest.reader import _check_header
 from datasets.ingest.sink import ParquetSink
 
 ROW_GROUP_ROWS = 262_144
@@ -60,7 +60,7 @@ class Layout:
 
 def check_names(names: list[str], limits: IngestLimits) -> list[str]:
     cleaned = [str(name if name is not None else "").strip() for name in names]
-    _check_header(cleaned, limits)
+    check_header(cleaned, limits)
     return cleaned
 
 
