@@ -177,8 +177,8 @@ def _watch_children() -> list:
     started: list = []
     original = fast.FastConversion.__init__
 
-    def init(self) -> None:
-        original(self)
+    def init(self, *args, **kwargs) -> None:
+        original(self, *args, **kwargs)
         started.append(self)
 
     fast.FastConversion.__init__ = init

@@ -107,7 +107,7 @@ class State:
         self.separators = 0  # separators inside the text values
 
     def add(self, array: pa.Array) -> None:
-        present = array.drop_null()
+        present = array.drop_null() if array.null_count else array
         self.cells += len(present)
         if not len(present):
             return
@@ -146,7 +146,8 @@ class State:
             return
         low, high = int(values.min()), int(values.max())
         if high - low < 1 << 22:
-            uses = np.bincount(values - low)
+            low = min(low, 0) if high < 1 << 22 else low  # small counts need no shift
+            uses = np.bincount(values - low if low else values)
             seen = np.flatnonzero(uses)
             if len(seen) > self.limit:
                 self.counts = None

@@ -91,7 +91,7 @@ def ingest_csv(
         )
     sink = sink or LocalSink(destination)
     child = (
-        FastConversion()
+        FastConversion(limits)
         if fast and isinstance(sink, LocalSink) and eligible(source, dialect)
         else None
     )  # started now: Polars loads while the header and sample are checked
