@@ -196,7 +196,8 @@ def to_grid_units(
     if np.isnan(v).any():
         raise ValueError("values contain NaN; drop missing values before summing")
     exponent = g.numerator.bit_length() - g.denominator.bit_length()  # g = 2**exponent
-    scaled = np.ldexp(v, -exponent)
+    with np.errstate(over="ignore"):  # a value past float range in units becomes +-inf,
+        scaled = np.ldexp(v, -exponent)  # which the clip below takes to a bound, as wanted
     return np.rint(np.clip(scaled, float(lo_units), float(hi_units))).astype(np.int64)
 
 

@@ -4,6 +4,7 @@ grows, the inverse recovers eps, sensitivities and scales grow linearly with L."
 from __future__ import annotations
 
 import math
+import warnings
 from fractions import Fraction
 
 import numpy as np
@@ -144,6 +145,10 @@ def test_to_grid_units_clips_and_rounds():
     assert grid_bounds("-2.1", "2.9", gamma) == (-8, 11)
     assert units.tolist() == [-8, -8, 0, 0, 2, 8, 11, 11, -8]  # 0.125 -> 0.5 unit: half to even
     assert all(Fraction("-2.1") <= u * gamma <= Fraction("2.9") for u in units.tolist())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # 1e308 / 2**-10 is past float range: no warning
+        huge = to_grid_units(np.array([1e308, -1e308]), lower=0, upper=10, granularity=2**-10)
+    assert huge.tolist() == [10 * 2**10, 0]
     with pytest.raises(ValueError, match="NaN"):
         to_grid_units(np.array([1.0, np.nan]), lower=0, upper=1, granularity=gamma)
     with pytest.raises(PrivacyParameterError):
