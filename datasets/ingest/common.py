@@ -15,6 +15,9 @@ INT_PATTERN = r"^\s*[+-]?[0-9]{1,18}\s*$"
 FLOAT_PATTERN = r"^\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\s*$"
 LEADING_ZERO_PATTERN = r"^\s*[+-]?0[0-9]"
 INTEGER, FLOAT, STRING = "integer", "float", "string"
+GZIP_MAGIC = b"\x1f\x8b"
+ZIP_MAGIC = b"PK\x03\x04"
+EMPTY_ZIP_MAGIC = b"PK\x05\x06"
 ARROW_TYPES = {INTEGER: pa.int64(), FLOAT: pa.float64(), STRING: pa.string()}
 
 

@@ -4,11 +4,11 @@ pyarrow's streaming reader with our profile runs at about a third of Polars' spe
 (bench/ingest.py). For a plain UTF-8 file with a single-character separator (the
 common case) the conversion runs in `polars_child.py`, started as the ingest begins so
 that its interpreter and Polars load while this process checks the header and the
-sample. The child answers "ok" with the profile's state, or "not ok" with a reason:
-then its Parquet is discarded and the careful reader (datasets.ingest.writer) reads
-the file as before, refusing it with its message or reading it. So a file is refused
-by one reader only, and what is stored never depends on which reader stored it
-(tests/test_ingest_fast.py compares them on hostile files).
+sample. The child answers "ok" or "not ok"; on "ok" this process checks and profiles
+what it wrote (datasets.ingest.parquet_profile). Otherwise its Parquet is discarded and
+the careful reader (datasets.ingest.writer) reads the file as before, refusing it with
+its message or reading it. So a file is refused by one reader only, and what is stored
+never depends on which reader stored it (tests/test_ingest_fast.py compares them).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import mmap
 import os
 import subprocess
 import sys
@@ -25,9 +26,10 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from datasets.ingest.common import ARROW_TYPES, FLOAT_PATTERN, CsvDialect, IngestLimits
+from datasets.ingest.common import ARROW_TYPES, GZIP_MAGIC, ZIP_MAGIC, CsvDialect, IngestLimits
 from datasets.ingest.parquet_profile import NotOk, profile_file
-from datasets.ingest.profile import MOSTLY_NUMERIC, SUGGEST_MIN_ROWS, TRACK_LIMIT, ColumnProfile
+from datasets.ingest.profile import ColumnProfile
+from datasets.ingest.reader import open_line_after
 
 logger = logging.getLogger(__name__)
 
@@ -47,8 +49,8 @@ def eligible(source: Path, dialect: CsvDialect) -> bool:
     with open(source, "rb") as handle:
         head = handle.read(4)
     return (
-        head[:2] != b"\x1f\x8b"
-        and head != b"PK\x03\x04"
+        head[:2] != GZIP_MAGIC
+        and head != ZIP_MAGIC
         and dialect.encoding in ("utf-8", "utf8")
         and len(dialect.delimiter) == 1
         and dialect.delimiter not in '\r\n"'
@@ -91,6 +93,9 @@ class FastConversion:
         None (the caller discards `temporary` and reads the careful way) otherwise."""
         if len(names) < 2 or any(("\n" in n or "\r" in n) for n in names):
             return None  # one column: a blank line is a row to Polars, skipped by pyarrow
+        if _longest_line_over(source, limits.max_row_bytes):
+            logger.info("ingest: the careful reader reads this file (a line over the limit)")
+            return None
         job = {
             "source": str(source),
             "destination": temporary,
@@ -99,12 +104,7 @@ class FastConversion:
             "header": dialect.header,
             "delimiter": dialect.delimiter,
             "quote": dialect.quote_char or None,
-            "max_row_bytes": limits.max_row_bytes,
             "row_group_rows": row_group_rows,
-            "k": SUGGEST_MIN_ROWS,
-            "track_limit": TRACK_LIMIT,
-            "float_pattern": FLOAT_PATTERN,
-            "mostly_numeric": MOSTLY_NUMERIC,
             "arrow_schema": arrow_schema(
                 pa.schema([pa.field(n, ARROW_TYPES[types[n]]) for n in names])
             ),
@@ -115,13 +115,13 @@ class FastConversion:
         try:
             if not answer.get("ok"):
                 raise NotOk(answer.get("why", "no answer"))
-            states = profile_file(job)
+            states = profile_file(job)  # the child has exited: both cores are free
         except NotOk as exc:
             logger.info("ingest: the careful reader reads this file (%s)", exc)
             return None
         if on_progress is not None:
             on_progress(1.0)
-        return _profiles(names, types, states["columns"])
+        return _profiles(names, types, states)
 
     def _ask(self, job: dict, size: int, on_progress: Callable[[float], None] | None) -> dict:
         started = time.monotonic()
@@ -153,6 +153,14 @@ class FastConversion:
         for stream in (self._process.stdin, self._process.stdout):
             if stream is not None and not stream.closed:
                 stream.close()
+
+
+def _longest_line_over(source: Path, limit: int) -> bool:
+    """Whether a line of the file is longer than `limit` (the careful reader refuses it);
+    the search touches a few pages per `limit` bytes of the mapped file."""
+    with open(source, "rb") as handle:
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return open_line_after(data, limit) < 0
 
 
 def arrow_schema(schema: pa.Schema) -> str:

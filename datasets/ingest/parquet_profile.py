@@ -32,6 +32,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from datasets.ingest.profile import MOSTLY_NUMERIC, SUGGEST_MIN_ROWS, TRACK_LIMIT, reads_as_finite
+
 # read differently by pyarrow's reader and Polars: a NUL, a line break, a quoted ""
 # (null to pyarrow, quoted_strings_can_be_null; "" to Polars)
 UNSAFE_TEXT = "[\x00\r\n]|^$"
@@ -41,20 +43,18 @@ CHUNK = 1 << 22
 class NotOk(Exception):
     """The conversion cannot vouch for the result: the careful path decides."""
 
-    safe = True  # its text is ours, never a value from the file
 
-
-def profile_file(job: dict) -> dict:
-    """The answer: rows and each column's state, or NotOk."""
+def profile_file(job: dict) -> list[dict]:
+    """Each column's state, or NotOk."""
     names, kinds = job["names"], job["kinds"]
     meta = pq.read_metadata(job["destination"])
     if meta.num_rows == 0:
         raise NotOk("no rows")
-    columns = profile(job["destination"], names, kinds, job)
+    columns = profile(job["destination"], names, kinds, job["delimiter"])
     inside = sum(column.pop("separators") for column in columns)
     if _nulls(meta, len(names) - 1) != 0:
         check_fields(job, meta.num_rows, inside)
-    return {"rows": meta.num_rows, "columns": columns}
+    return columns
 
 
 def _nulls(meta: pq.FileMetaData, position: int) -> int | None:
@@ -92,13 +92,11 @@ def check_fields(job: dict, rows: int, inside: int) -> None:
 class State:
     """What datasets.ingest.profile.ColumnProfile keeps for one column."""
 
-    def __init__(self, kind: str, job: dict) -> None:
+    def __init__(self, kind: str, separator: str) -> None:
         self.kind = kind
-        self.k = job["k"]
-        self.limit = job["track_limit"]
-        self.pattern = job["float_pattern"]
-        self.mostly = job["mostly_numeric"]
-        self.separator = job["delimiter"]
+        self.k = SUGGEST_MIN_ROWS
+        self.limit = TRACK_LIMIT
+        self.separator = separator
         self.counts: dict | None = None if kind == "float" else {}
         self.lows: np.ndarray | None = None
         self.highs: np.ndarray | None = None
@@ -128,15 +126,9 @@ class State:
         within = _numpy(pc.count_substring(text, self.separator))
         self.separators += int(np.dot(within, uses))
         if self.readable is not None:
-            ok = pc.match_substring_regex(text, self.pattern)
-            cleaned = pc.replace_substring_regex(pc.utf8_trim_whitespace(text), r"^\+", "")
-            numbers = pc.cast(
-                pc.if_else(ok, cleaned, pa.nulls(len(text), pa.string())), pa.float64()
-            )
-            finite = pc.is_finite(numbers)  # null where not a number: Kleene and makes it false
-            finite = _numpy(pc.cast(pc.and_kleene(finite, pc.is_valid(finite)), pa.int8())) > 0
+            finite = _numpy(pc.cast(reads_as_finite(text), pa.int8())) > 0
             self.readable += int(uses[finite].sum())
-            if self.readable < self.mostly * self.cells:
+            if self.readable < MOSTLY_NUMERIC * self.cells:
                 self.readable = None
         self._merge(text.to_pylist() if self.counts is not None else [], uses)
 
@@ -227,23 +219,23 @@ def _smallest(values: np.ndarray, kept: np.ndarray | None, k: int) -> np.ndarray
     return np.partition(pool, k - 1)[:k] if len(pool) > k else pool
 
 
-def profile(path: str, names: list[str], kinds: list[str], job: dict) -> list[dict]:
+def profile(path: str, names: list[str], kinds: list[str], separator: str) -> list[dict]:
     """Each column's profile state. Columns are independent: two threads share them
     (numpy and pyarrow release the GIL), the slowest kinds first (a float column's
     extremes, then integers' counts), so that neither thread waits at the end."""
     order = sorted(range(len(names)), key=lambda i: ("float", "integer", "string").index(kinds[i]))
     with ThreadPoolExecutor(max_workers=2) as pool:
-        states = dict(zip(order, pool.map(
-            lambda i: _column(path, names[i], i, kinds[i], job), order), strict=True))  # fmt: skip
-    return [states[i] for i in range(len(names))]
+        states = pool.map(lambda i: _column(path, names[i], i, kinds[i], separator), order)
+        by_position = dict(zip(order, states, strict=True))
+    return [by_position[i] for i in range(len(names))]
 
 
-def _column(path: str, name: str, position: int, kind: str, job: dict) -> dict:
+def _column(path: str, name: str, position: int, kind: str, separator: str) -> dict:
     """Text columns, and integer columns while they have few values, are read whole, in
     file order. A number column's extremes then come from its counts if it kept them,
     else from the row groups its statistics say may hold them: the lowest minima
     first (then the highest maxima), until one cannot."""
-    state = State(kind, job)
+    state = State(kind, separator)
     parquet = pq.ParquetFile(path, read_dictionary=[name] if kind == "string" else None)
     meta = parquet.metadata
     groups = range(meta.num_row_groups)

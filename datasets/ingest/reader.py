@@ -25,10 +25,12 @@ from datasets.ingest.common import (
     ARROW_TYPES,
     FLOAT,
     FLOAT_PATTERN,
+    GZIP_MAGIC,
     INT_PATTERN,
     INTEGER,
     LEADING_ZERO_PATTERN,
     STRING,
+    ZIP_MAGIC,
     CsvDialect,
     IngestLimits,
     IngestRejected,
@@ -65,10 +67,10 @@ class GuardedStream(io.RawIOBase):
         self._total = max(size, 1)
         head = self._raw.read(4)
         self._raw.seek(0)
-        self.gzipped = head[:2] == b"\x1f\x8b"
+        self.gzipped = head[:2] == GZIP_MAGIC
         self._stream: BinaryIO = self._raw
         self._archive: zipfile.ZipFile | None = None
-        compressed = self.gzipped or head == b"PK\x03\x04"
+        compressed = self.gzipped or head == ZIP_MAGIC
         self._max = limits.decompressed_limit(size) if compressed else size
         if self.gzipped:
             self._stream = gzip.GzipFile(fileobj=self._raw)
@@ -144,21 +146,10 @@ class GuardedStream(io.RawIOBase):
         return out
 
     def _check_lines(self, data: bytes) -> None:
-        """Refuse a line longer than the limit, wherever it falls across reads.
-
-        From the open line's start, the last newline within the bytes the line may
-        still take is searched backwards from the window's end (memrchr): none means a
-        longer line; each search stops within a line of the window's end, so a chunk
-        costs a few calls per limit's worth of bytes, not one per line."""
-        limit = self._limits.max_row_bytes
-        position, size, line = 0, len(data), self._line
-        while size - position > limit - line:
-            end = data.rfind(b"\n", position, position + limit - line + 1)
-            if end < 0:
-                self._fail(self._limits.row_message())
-            position, line = end + 1, 0
-        last = data.rfind(b"\n", position)
-        self._line = size - last - 1 if last >= 0 else line + size - position
+        """Refuse a line longer than the limit, wherever it falls across reads."""
+        self._line = open_line_after(data, self._limits.max_row_bytes, self._line)
+        if self._line < 0:
+            self._fail(self._limits.row_message())
 
     def drain(self) -> None:
         """Read to the end, checking everything; the fast way to refuse a bomb before parsing."""
@@ -181,6 +172,24 @@ class GuardedStream(io.RawIOBase):
             self._archive.close()
         self._raw.close()
         super().close()
+
+
+def open_line_after(data, limit: int, line: int = 0) -> int:
+    """The length of the line still open at the end of `data` (bytes or an mmap), given
+    `line` bytes of it before; -1 if a line in it is longer than `limit` bytes.
+
+    From the open line's start, the last newline within the bytes the line may still
+    take is searched backwards from the window's end (memrchr): none means a longer
+    line; each search stops within a line of the window's end, so the data costs a few
+    calls per limit's worth of bytes, not one per line."""
+    position, size = 0, len(data)
+    while size - position > limit - line:
+        end = data.rfind(b"\n", position, position + limit - line + 1)
+        if end < 0:
+            return -1
+        position, line = end + 1, 0
+    last = data.rfind(b"\n", position)
+    return size - last - 1 if last >= 0 else line + size - position
 
 
 def check_decompressed(path: Path, limits: IngestLimits) -> None:

@@ -102,14 +102,12 @@ def ingest_csv(
             names, sample, dialect=dialect, max_row_bytes=limits.max_row_bytes
         )
         try:
-            profiles, reader = None, "pyarrow"
-            if child is not None:
-                profiles = child.run(
-                    source=source, temporary=sink.open(), names=names, types=types,
-                    dialect=dialect, limits=limits, row_group_rows=ROW_GROUP_ROWS,
-                    on_progress=on_progress,
-                )  # fmt: skip
-                reader = "polars" if profiles is not None else reader
+            profiles = None if child is None else child.run(
+                source=source, temporary=sink.open(), names=names, types=types,
+                dialect=dialect, limits=limits, row_group_rows=ROW_GROUP_ROWS,
+                on_progress=on_progress,
+            )  # fmt: skip
+            reader = "pyarrow" if profiles is None else "polars"
             if profiles is None:
                 profiles = _careful(source, sink, names, types, limits, on_progress, dialect)
             sink.commit()

@@ -29,12 +29,8 @@ from datasets.services.external import (
     dataset_register_external,
     user_may_register_external,
 )
-from datasets.services.ingesting import (
-    dataset_dispatch_ingest,
-    dataset_ingest,
-    dataset_redispatch_stale,
-    ingest_limits,
-)
+from datasets.services.ingest_dispatch import dataset_dispatch_ingest, dataset_redispatch_stale
+from datasets.services.ingesting import dataset_ingest, ingest_limits
 from datasets.services.person_rows import (
     dataset_person_rows_build,
     dataset_person_rows_remove,

@@ -20,7 +20,8 @@ from budgets.models import Project
 from datasets import external
 from datasets.models import Dataset
 from datasets.services.common import require_owner
-from datasets.services.ingesting import dataset_dispatch_ingest, ingest_limits
+from datasets.services.ingest_dispatch import dataset_dispatch_ingest
+from datasets.services.ingesting import ingest_limits
 from dpportal.errors import PermissionDenied, ValidationFailed
 
 logger = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""The ingest of an uploaded dataset, restartable, and its dispatch to the workers.
+"""The ingest of an uploaded dataset, restartable (its dispatch: ingest_dispatch).
 
 uploaded -> ingesting -> ready (or failed with a reason). The conversion itself is
 datasets.ingest; this module claims the dataset, reports progress and a heartbeat,
@@ -47,7 +47,7 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
-from datasets import dispatch, external, storage
+from datasets import external, storage
 from datasets.ingest import (
     CsvDialect,
     IngestLimits,
@@ -56,7 +56,6 @@ from datasets.ingest import (
 )
 from datasets.ingest.formats import ingest_file
 from datasets.models import Column, Dataset
-from datasets.selectors import dataset_ids_to_redispatch
 from datasets.services.common import dataset_folder
 from dpportal import messages
 
@@ -67,8 +66,6 @@ PROGRESS_INTERVAL_SECONDS = 0.5
 HEARTBEAT_SECONDS = 5.0
 #: an `ingesting` dataset with no heartbeat for this long is presumed abandoned
 STALLED_AFTER = timedelta(minutes=2)
-#: an `uploaded` dataset not picked up this long after its upload (or last send) is sent again
-REDISPATCH_UPLOADED_AFTER = timedelta(seconds=60)
 #: starts (the first and the restarts) before the dataset is failed
 MAX_INGEST_ATTEMPTS = 3
 #: how long a run waits for the lock (a just-killed worker's session may linger briefly)
@@ -375,31 +372,3 @@ def _mark_failed(*, dataset: Dataset, reason: messages.Message) -> None:
     shutil.rmtree(dataset_folder(dataset=dataset), ignore_errors=True)
     storage.delete_dataset_files(dataset.pk)
     logger.info("dataset %s failed; its files are removed", dataset.pk)
-
-
-# --- dispatch ----------------------------------------------------------------------------
-
-
-def dataset_dispatch_ingest(*, dataset_id: int) -> bool:
-    """Send the ingest task (datasets.dispatch) and note when; a broker failure is logged,
-    never raised (the periodic re-dispatch sends it later). Returns whether it was sent."""
-    if not dispatch.dataset_ingest_send(dataset_id=dataset_id):
-        return False
-    Dataset.objects.filter(pk=dataset_id).update(dispatched_at=timezone.now())
-    return True
-
-
-def dataset_redispatch_stale(
-    *,
-    uploaded_after: timedelta = REDISPATCH_UPLOADED_AFTER,
-    stalled_after: timedelta = STALLED_AFTER,
-) -> int:
-    """Send the ingest task again for datasets left behind (see
-    datasets.selectors.dataset_ids_to_redispatch); returns how many were sent."""
-    ids = dataset_ids_to_redispatch(
-        now=timezone.now(), uploaded_after=uploaded_after, stalled_after=stalled_after
-    )
-    sent = sum(dataset_dispatch_ingest(dataset_id=dataset_id) for dataset_id in ids)
-    if ids:
-        logger.info("re-dispatched the ingest of %s of %s dataset(s)", sent, len(ids))
-    return sent

@@ -26,7 +26,8 @@ from datasets.ingest.decoding import normalize_encoding
 from datasets.ingest.numbers import THOUSANDS
 from datasets.models import Dataset
 from datasets.services.common import require_owner
-from datasets.services.ingesting import dataset_dispatch_ingest, ingest_limits
+from datasets.services.ingest_dispatch import dataset_dispatch_ingest
+from datasets.services.ingesting import ingest_limits
 from dpportal.errors import InvalidTransition, ValidationFailed
 
 logger = logging.getLogger(__name__)

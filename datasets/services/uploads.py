@@ -21,7 +21,7 @@ from datasets.ingest import CsvDialect, human_size
 from datasets.ingest.formats import file_format, source_name
 from datasets.models import Dataset
 from datasets.services.common import dataset_folder, require_owner
-from datasets.services.ingesting import dataset_dispatch_ingest
+from datasets.services.ingest_dispatch import dataset_dispatch_ingest
 from datasets.services.reading import detect_read_options, parse_read_options
 from dpportal.errors import InvalidTransition, UploadTooLarge, ValidationFailed
 

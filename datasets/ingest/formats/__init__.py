@@ -17,18 +17,20 @@ from pathlib import Path
 
 from django.utils.translation import gettext_noop
 
-from datasets.ingest.common import CsvDialect, IngestLimits, IngestRejected, human_size
+from datasets.ingest.common import (
+    EMPTY_ZIP_MAGIC,
+    GZIP_MAGIC,
+    ZIP_MAGIC,
+    CsvDialect,
+    IngestLimits,
+    IngestRejected,
+    human_size,
+)
 from datasets.ingest.formats.batches import Widen, write_batches
 from datasets.ingest.formats.excel import ExcelReader
 from datasets.ingest.formats.parquet import ParquetReader
 from datasets.ingest.formats.stats import StatsReader
-from datasets.ingest.formats.unwrap import (
-    EMPTY_ZIP_MAGIC,
-    GZIP_MAGIC,
-    ZIP_MAGIC,
-    gunzip,
-    unzip_single,
-)
+from datasets.ingest.formats.unwrap import gunzip, unzip_single
 from datasets.ingest.reader import PLAIN
 from datasets.ingest.sink import LocalSink, ParquetSink
 from datasets.ingest.writer import IngestResult, ingest_csv

@@ -16,12 +16,13 @@ from typing import BinaryIO
 
 from django.utils.translation import gettext_noop
 
-from datasets.ingest.common import IngestLimits, IngestRejected, single_zip_member
+from datasets.ingest.common import (
+    IngestLimits,
+    IngestRejected,
+    single_zip_member,
+)
 
 COPY_CHUNK = 1 << 20
-GZIP_MAGIC = b"\x1f\x8b"
-ZIP_MAGIC = b"PK\x03\x04"
-EMPTY_ZIP_MAGIC = b"PK\x05\x06"
 
 
 def unzip_single(source: Path, target: Path, limits: IngestLimits) -> str:
