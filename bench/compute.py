@@ -35,14 +35,17 @@ from bench.compute_parts import CATS50, LOWER, PARTS, UPPER, generate, run_part 
 
 
 def stats_statistics() -> list[dict]:
-    """Issue 14: a grouped mean of y over the 50 categories (+ Other) and three quantiles of y."""
-    from releases import dp_stats
+    """A grouped mean of y over the 50 categories (+ Other) and three quantiles of y."""
+    from dpportal.privacy.params import exact_str
+    from releases import kinds
 
     cat50 = {"name": "cat50", "kind": "categorical", "categories": CATS50, "missing": "drop"}
     y = {"name": "y", "kind": "numeric", "missing": "drop"}
     common = {"category": None, "epsilon": "0.5", "delta": "0", "label": ""}
-    gran = dp_stats.spec_granularity(
-        kind="grouped_mean", lower=LOWER, upper=UPPER, epsilon=Fraction(1, 2), contribution_bound=1
+    gran = exact_str(
+        kinds.get("grouped_mean").granularity(
+            lower=LOWER, upper=UPPER, epsilon=Fraction(1, 2), contribution_bound=1
+        )
     )
     grid = {"lower": str(LOWER), "upper": str(UPPER), "step": "1"}
     return [

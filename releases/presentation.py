@@ -1,36 +1,28 @@
 """Noisy results made readable for the project's members: values with intervals, in data units.
 
-Intervals are recomputed from the stored explanation at the release's
-confidence (public parameters only), and the noise parameters are converted
-to the data's units by releases.results_text, as on the public page: a sum's
-scale is shown in the column's units, never in grid steps.
+Every statistic is read through its kind (releases.kinds): its intervals at the
+release's confidence and its noise parts with their units, the same facts the
+public page and the API state. Public parameters only.
 """
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
 
-from dpportal.privacy.accuracy import mean_interval, result_halfwidth
-from releases import stats_results
+from releases import kinds
 from releases.results_text import mechanism_name, noise_parameters
 
 
-def _mean_row(explanation: dict[str, Any], *, confidence: object) -> dict[str, Any]:
-    estimate, low, high = mean_interval(explanation, confidence=confidence)
-    # the interval is asymmetric: its larger side fixes the precision shown
-    halfwidth = max(high - estimate, estimate - low)
-    return {"cell": "Mean", "value": estimate, "low": low, "high": high, "halfwidth": halfwidth}
-
-
-def _new_kind_rows(entry: dict[str, Any], *, confidence: object) -> list[dict[str, Any]]:
-    cells = stats_results.statistic_intervals(entry, confidence=confidence)
-    rows = []
+def _rows(entry: dict[str, Any], cells: list[kinds.Cell]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    if not cells:  # a selection (the most common category): no value, no row
+        return rows
     for label, cell in zip(entry["cells"], cells, strict=True):
-        halfwidth = cell["halfwidth"]
-        if halfwidth is None and cell["low"] is not None:
-            halfwidth = max(cell["high"] - cell["value"], cell["value"] - cell["low"])
-        rows.append({"cell": label, **cell, "halfwidth": halfwidth})
+        row = {"cell": label, **cell.as_dict()}
+        if row["halfwidth"] is None and cell.low is not None:
+            # an asymmetric interval: its larger side fixes the precision shown
+            row["halfwidth"] = max(cell.high - cell.value, cell.value - cell.low)
+        rows.append(row)
     return rows
 
 
@@ -39,46 +31,37 @@ def results_for_display(payload: dict[str, Any]) -> list[dict[str, Any]]:
 
     Intervals describe the noisy value before any post-processing; recomputed at
     the release's confidence from public parameters only. Numbers stay exact
-    here; the template formats them (dpformat).
+    here; the template formats them (dpformat). `halfwidth` is set when every cell
+    has the same symmetric interval.
     """
     confidence = payload["confidence"]
     out = []
     for entry in payload["statistics"]:
+        kind = kinds.get(entry["kind"])
         explanation = entry["explanation"]
         noise = noise_parameters(explanation, kind=entry["kind"])
+        cells = kind.intervals(entry, confidence=confidence)
+        widths = {c.halfwidth for c in cells}
+        common = widths.pop() if len(widths) == 1 else None
         item: dict[str, Any] = {
             "label": entry["label"],
             "kind": entry["kind"],
             "columns": entry["columns"],
             "epsilon": entry["epsilon"],
             "delta": entry["delta"],
-            "mechanism": mechanism_name(explanation.get("mechanism", payload["mechanism"])),
+            "mechanism": mechanism_name(kind.result_mechanism(entry, payload["mechanism"])),
             "noise": noise,
             "noise_text": "; ".join(p.text for p in noise),
-            "rows": [],
-            "halfwidth": None,
+            "rows": _rows(entry, cells),
+            "halfwidth": common
+            if common is not None
+            else kind.selection_halfwidth(entry, confidence=confidence),
             "halfwidth_simultaneous": None,
+            "rank_errors": any(c.rank_error is not None for c in cells),
             "argmax": entry.get("argmax"),
         }
-        if entry["kind"] in stats_results.NEW_KINDS:
-            item["rows"] = _new_kind_rows(entry, confidence=confidence)
-            item["rank_errors"] = entry["kind"] == "quantiles"
-        elif entry["kind"] == "mean":
-            item["rows"] = [_mean_row(explanation, confidence=confidence)]
-        elif entry["kind"] == "argmax":
-            item["halfwidth"] = result_halfwidth(explanation, confidence=confidence)
-        else:
-            h = result_halfwidth(explanation, confidence=confidence)
-            item["halfwidth"] = h
-            if len(entry["values"]) > 1:
-                item["halfwidth_simultaneous"] = result_halfwidth(
-                    explanation, confidence=confidence, simultaneous=True
-                )
-            for cell, value in zip(entry["cells"], entry["values"], strict=False):
-                number = float(Decimal(str(value)))
-                item["rows"].append(
-                    {"cell": cell, "value": value, "low": number - h, "high": number + h,
-                     "halfwidth": h}
-                )  # fmt: skip
+        if common is not None and len(cells) > 1:
+            together = kind.intervals(entry, confidence=confidence, simultaneous=True)
+            item["halfwidth_simultaneous"] = together[0].halfwidth
         out.append(item)
     return out

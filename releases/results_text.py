@@ -18,6 +18,7 @@ from typing import Any
 from django.utils.translation import gettext, pgettext
 
 from dpportal import formatting
+from releases import kinds
 
 DISTRIBUTIONS = {
     "discrete_gaussian": "discrete Gaussian distribution",
@@ -57,54 +58,19 @@ class NoiseParameter:
         }
 
 
-def _exact(value: Any) -> Fraction:
-    # stored as exact strings ("10/3", "0.0009765625"); *_float only as a fallback
-    return Fraction(str(value)) if not isinstance(value, float) else Fraction(repr(value))
-
-
-def noise_parameter(explanation: Mapping[str, Any], *, part: str = "") -> NoiseParameter:
-    """The noise of one mechanism's stored explanation, converted to value units."""
-    granularity = _exact(explanation.get("granularity", "1"))
-    if explanation.get("noise") == "discrete_gaussian":
-        symbol = "sigma"
-        raw = explanation.get("sigma", explanation.get("sigma_float"))
-    else:
-        symbol = "scale"
-        raw = explanation.get("scale", explanation.get("scale_float"))
-    if raw is None:
-        raise ValueError("the explanation names no noise parameter")
-    return NoiseParameter(
-        part=part,
-        symbol=symbol,
-        value=_exact(raw) * granularity,
-        distribution=DISTRIBUTIONS.get(
-            str(explanation.get("noise")), "discrete Laplace distribution"
-        ),
-        granularity=granularity,
-    )
-
-
 def noise_parameters(explanation: Mapping[str, Any], *, kind: str) -> list[NoiseParameter]:
-    """Every noise draw of a statistic: a mean's sum and count parts, else the one."""
-    if kind in ("mean", "grouped_mean"):
-        return [
-            noise_parameter(explanation["sum"], part="sum"),
-            noise_parameter(explanation["count"], part="count"),
-        ]
-    if kind == "quantiles":
-        return []  # permute-and-flip selects a candidate: no noise is added to a value
-    if kind in ("stddev", "variance"):
-        # the sum and the squares are noised in centred half-grid units (w = 2u - ...):
-        # one unit is gamma/2 in value units, one unit of squares (gamma/2)**2
-        gamma = _exact(explanation["granularity"])
-        return [
-            noise_parameter(explanation["count"], part="count"),
-            noise_parameter({**explanation["sum"], "granularity": gamma / 2}, part="sum"),
-            noise_parameter(
-                {**explanation["squares"], "granularity": gamma**2 / 4}, part="squares"
-            ),
-        ]
-    return [noise_parameter(explanation)]
+    """Every noise draw of a statistic in its own unit, as its kind states them
+    (releases.kinds: a mean's sum and count parts, a spread's three, a selection none)."""
+    return [
+        NoiseParameter(
+            part=p.part,
+            symbol=p.symbol,
+            value=p.value,
+            distribution=DISTRIBUTIONS.get(p.distribution, "discrete Laplace distribution"),
+            granularity=p.factor,
+        )
+        for p in kinds.get(kind).noise_parts(dict(explanation))
+    ]
 
 
 def noise_text(explanation: Mapping[str, Any], *, kind: str) -> str:
@@ -113,6 +79,11 @@ def noise_text(explanation: Mapping[str, Any], *, kind: str) -> str:
 
 
 def mechanism_name(code: str) -> str:
-    """'Laplace' or 'Gaussian' in the active language (the code itself if unknown)."""
-    names = {"laplace": pgettext("noise", "Laplace"), "gaussian": pgettext("noise", "Gaussian")}
+    """'Laplace', 'Gaussian' or 'Permute-and-flip' in the active language (the code itself
+    if unknown)."""
+    names = {
+        "laplace": pgettext("noise", "Laplace"),
+        "gaussian": pgettext("noise", "Gaussian"),
+        "permute_and_flip": pgettext("noise", "Permute-and-flip"),
+    }
     return names.get(code, code)

@@ -16,7 +16,6 @@ the `*_text` fields are written with dpportal.formatting for people.
 from __future__ import annotations
 
 from decimal import Decimal
-from fractions import Fraction
 from typing import Any
 
 from django.utils.translation import gettext
@@ -29,8 +28,7 @@ from dpportal import formatting
 from dpportal.errors import ApplicationError
 from dpportal.privacy.accuracy import noise_halfwidth
 from dpportal.privacy.errors import PrivacyParameterError
-from dpportal.privacy.noise import NoiseSpec
-from releases import dp, review_stats
+from releases import dp, kinds, review_stats
 from releases.models import Release
 from releases.review_text import (
     clip_text,
@@ -41,13 +39,11 @@ from releases.review_text import (
     missing_text,
     out_of_range_text,
     privacy_unit_text,
-    sensitivity_text,
     value_unit,
 )
 from releases.review_types import (
     ColumnReview,
     EarlierRelease,
-    NoiseReview,
     PrivacyUnitReview,
     ReviewDocument,
     StatisticReview,
@@ -134,46 +130,13 @@ def _plan(*, release: Release, spec: dict[str, Any], summary: Any) -> ReleasePla
     return plan
 
 
-def _noise_review(spec: NoiseSpec, *, part: str, unit: str) -> NoiseReview:
-    gaussian = spec.mechanism == "gaussian"
-    gamma = Fraction(spec.granularity)
-    scale = Fraction(spec.sigma if gaussian else spec.scale) * gamma
-    l1 = Fraction(spec.l1_sensitivity) * gamma
-    l2 = Fraction(spec.l2_sensitivity) * gamma
-    parameter = "sigma" if gaussian else "scale b"
-    return NoiseReview(
-        part=part,
-        distribution="discrete Gaussian" if gaussian else "discrete Laplace",
-        parameter=parameter,
-        scale=scale,
-        unit=unit,
-        l1_sensitivity=l1,
-        l2_sensitivity=l2,
-        granularity=gamma,
-        epsilon=spec.epsilon,
-        delta=spec.delta,
-        scale_text=(
-            f"{'discrete Gaussian' if gaussian else 'discrete Laplace'} noise, {parameter} = "
-            f"{formatting.scale(scale)} {unit}"
-        ),
-        sensitivity_text=sensitivity_text(
-            l1=l1, l2=l2, unit=unit, gaussian=gaussian, bound=spec.contribution_bound
-        ),
-    )
-
-
 def _statistic(*, plan: ReleasePlan, stat: StatisticPlan) -> StatisticReview:
-    if stat.kind in review_stats.NEW_KINDS:  # grouped statistics, quantiles, spread
+    if kinds.get(stat.kind).fields == "grouped":  # grouped statistics, quantiles, spread
         return review_stats.statistic_review(plan=plan, stat=stat)
+    kind = kinds.get(stat.kind)
     specs = dp.statistic_noise(plan=plan, stat=stat)
     unit = value_unit(stat)
-    if stat.kind == "mean":
-        noises = (
-            _noise_review(specs[0], part="sum", unit=unit),
-            _noise_review(specs[1], part="count", unit="rows"),
-        )
-    else:
-        noises = (_noise_review(specs[0], part="", unit=unit),)
+    noises = review_stats.noise_reviews(plan=plan, stat=stat, value_unit=unit)
     preview = (
         dp.statistic_accuracy(plan=plan, stat=stat) if stat.n_guess or stat.kind != "mean" else None
     )
@@ -189,7 +152,7 @@ def _statistic(*, plan: ReleasePlan, stat: StatisticPlan) -> StatisticReview:
         )
     elif simultaneous is None:
         simultaneous = per_cell  # one value: all at once is the same interval
-    mechanism = "laplace" if stat.kind == "argmax" else plan.mechanism
+    mechanism = kind.mechanism(plan.mechanism)
     texts = halfwidth_text(
         stat=stat, unit=unit, cells=cells, per_cell=per_cell, simultaneous=simultaneous
     )
@@ -210,7 +173,7 @@ def _statistic(*, plan: ReleasePlan, stat: StatisticPlan) -> StatisticReview:
         mechanism=mechanism,
         mechanism_text=mechanism_text(stat.kind, mechanism),
         epsilon=stat.epsilon,
-        delta=Decimal(0) if stat.kind == "argmax" else stat.delta,
+        delta=Decimal(0) if kind.pure else stat.delta,
         noise=noises,
         unit=unit,
         n_guess=stat.n_guess,

@@ -25,15 +25,14 @@ from datasets.models import Column
 from dpportal import formatting
 from dpportal.privacy.noise import NoiseSpec
 from dpportal.privacy.quantiles import candidate_grid, quantile_sensitivity
-from releases import dp
+from releases import dp, kinds
 from releases import review_stats_text as sentences
-from releases.dp_stats import NEW_KINDS, SPREAD_KINDS
 from releases.review_text import grid_text, sensitivity_text
 from releases.review_text import mechanism_text as review_mechanism_text
 from releases.review_types import ColumnReview, NoiseReview, StatisticReview
 from releases.services.plan import ReleasePlan, StatisticPlan
 
-__all__ = ["NEW_KINDS", "add_plan_fields", "statistic_review"]
+__all__ = ["add_plan_fields", "statistic_review"]
 
 
 def _decimal(value: Any) -> Decimal | None:
@@ -44,7 +43,8 @@ def add_plan_fields(
     stat: StatisticPlan, entry: dict[str, Any], make_column: Callable[[dict], Column]
 ) -> None:
     """Set a frozen new-kind entry's grouping columns, quantiles and grid on its plan."""
-    if entry.get("kind") not in NEW_KINDS:
+    kind = kinds.REGISTRY.get(str(entry.get("kind")))
+    if kind is None or kind.fields != "grouped":
         return
     groups = [make_column(d) for d in entry.get("groups") or []]
     stat.group_column = groups[0] if groups else None
@@ -82,29 +82,30 @@ def _noise(spec: NoiseSpec, *, part: str, unit: str, factor: Fraction) -> NoiseR
     )  # fmt: skip
 
 
-def _noises(stat: StatisticPlan, specs: tuple[NoiseSpec, ...], unit: str) -> tuple:
-    if stat.kind == "grouped_sum":
-        return (_noise(specs[0], part="", unit=unit, factor=Fraction(specs[0].granularity)),)
-    if stat.kind == "grouped_mean":
-        return (
-            _noise(specs[0], part=pgettext("noise part", "sum"), unit=unit,
-                   factor=Fraction(specs[0].granularity)),
-            _noise(specs[1], part=pgettext("noise part", "count"), unit=gettext("rows"),
-                   factor=Fraction(1)),
-        )  # fmt: skip
-    if stat.kind in SPREAD_KINDS:
-        half = Fraction(specs[0].granularity) / 2
-        name = stat.column.name
-        return (
-            _noise(specs[0], part=pgettext("noise part", "count"), unit=gettext("rows"),
-                   factor=Fraction(1)),
-            _noise(specs[1], part=gettext("centred sum"), unit=sentences.units_of(name),
-                   factor=half),
-            _noise(specs[2], part=gettext("sum of squares"),
-                   unit=gettext("squared units of %(name)s") % {"name": name},
-                   factor=half * half),
-        )  # fmt: skip
-    return ()
+def noise_reviews(*, plan: ReleasePlan, stat: StatisticPlan, value_unit: str) -> tuple:
+    """Every noise draw of a statistic for the review, each in the unit its kind states
+    (releases.kinds: part_units), so the review and the published result agree."""
+    kind = kinds.get(stat.kind)
+    specs = kind.noise(plan=plan, stat=stat)
+    units = kind.part_units(granularity=kind.planned_granularity(plan=plan, stat=stat))
+    name = stat.column.name if stat.column is not None else ""
+    part_words = {
+        "": "",
+        "sum": pgettext("noise part", "sum"),
+        "count": pgettext("noise part", "count"),
+    }
+    if kind.aggregate == "spread":
+        part_words["sum"] = gettext("centred sum")
+        part_words["squares"] = gettext("sum of squares")
+    unit_words = {
+        "rows": gettext("rows"),
+        "value": value_unit,
+        "value²": gettext("squared units of %(name)s") % {"name": name},
+    }
+    return tuple(
+        _noise(spec, part=part_words[part], unit=unit_words[unit], factor=factor)
+        for spec, (part, unit, factor) in zip(specs, units, strict=True)
+    )
 
 
 def _quantile_details(stat: StatisticPlan, plan: ReleasePlan) -> list[tuple[str, str, str]]:
@@ -151,7 +152,7 @@ def _details(stat: StatisticPlan, plan: ReleasePlan, cells: int) -> list[tuple[s
     split = gettext("Epsilon split")
     if stat.kind == "grouped_mean":
         out.append((split, gettext("sum 1/2, count 1/2 of the statistic's epsilon"), "split"))
-    if stat.kind in SPREAD_KINDS:
+    if kinds.get(stat.kind).aggregate == "spread":
         out.append((split, gettext("count 1/4, centred sum 1/4, sum of squares 1/2"), "split"))
         out.append((gettext("Interval"), gettext(
             "each part at confidence 1 - β/3, combined exactly by interval arithmetic; a negative "
@@ -190,7 +191,7 @@ def _texts(stat: StatisticPlan, plan: ReleasePlan, preview: dict[str, Any]) -> d
             guess = gettext(
                 " if about %(rows)s rows have a value per cell (the owner's planning guess)"
             ) % {"rows": rows}
-        if stat.kind in SPREAD_KINDS:
+        if kinds.get(stat.kind).aggregate == "spread":
             guess += gettext(
                 ", for the standard deviation, with a spread guessed at a quarter of the range"
             )
@@ -220,7 +221,7 @@ def statistic_review(*, plan: ReleasePlan, stat: StatisticPlan) -> StatisticRevi
     specs = dp.statistic_noise(plan=plan, stat=stat)
     preview = dp.statistic_accuracy(plan=plan, stat=stat)
     value_unit = sentences.units_of(stat.column.name)
-    noises = _noises(stat, specs, value_unit)
+    noises = noise_reviews(plan=plan, stat=stat, value_unit=value_unit)
     cells = int(preview["cells"])
     texts = _texts(stat, plan, preview)
     pure = stat.kind == "quantiles"

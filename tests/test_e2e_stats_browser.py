@@ -5,7 +5,7 @@ preset, the grid step), the reviewer reads the review document and approves, a
 real Celery worker computes, the owner publishes, and an anonymous reader sees
 each statistic with its interval: grouped bars with error bars by the second
 grouping column, a quantile plot with the rank error in words, and the standard
-deviation's interval, all equal to what releases.stats_results computes from the
+deviation's interval, all equal to what releases.kinds computes from the
 stored explanation.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from releases import stats_results
+from releases import kinds
 from releases.models import Release
 from tests.conftest import wait_for
 from tests.releases_support import make_dataset
@@ -23,6 +23,12 @@ from tests.test_e2e_browser import (  # noqa: F401 (the chromium fixture)
     draw_every_chart,
     login,
 )
+
+
+def _intervals(entry, **options):
+    """Each cell's value and interval as the statistic's kind states them (as dicts)."""
+    return [c.as_dict() for c in kinds.get(entry["kind"]).intervals(entry, **options)]
+
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker]
 
@@ -86,7 +92,7 @@ def _public_checks(pages: Pages, release: Release) -> None:
     )
     rows, cols = mean["shape"]
     assert [t["name"] for t in traces] == mean["col_labels"] and len(traces) == cols
-    cells = stats_results.statistic_intervals(mean, confidence="0.95")
+    cells = _intervals(mean, confidence="0.95")
     for c, trace in enumerate(traces):
         assert trace["type"] == "bar" and trace["x"] == mean["row_labels"]
         for r in range(rows):
@@ -114,7 +120,7 @@ def _public_checks(pages: Pages, release: Release) -> None:
     assert "Median" in table and "±" in table
 
     # the standard deviation with its interval, in the figure and in words
-    sd_cell = stats_results.statistic_intervals(sd, confidence="0.95")[0]
+    sd_cell = _intervals(sd, confidence="0.95")[0]
     figure = page.evaluate(
         "(p) => { const t = document.getElementById('chart-' + p).data[0];"
         " return {x: t.x[0], plus: t.error_x.array[0], minus: t.error_x.arrayminus[0]}; }",
@@ -127,7 +133,7 @@ def _public_checks(pages: Pages, release: Release) -> None:
 
     # 99 %: the sentences and the bars switch to the wider intervals
     page.get_by_label("99 %").check()
-    wide = stats_results.statistic_intervals(mean, confidence="0.99")[0]
+    wide = _intervals(mean, confidence="0.99")[0]
     page.wait_for_function(
         "([p, h]) => Math.abs(document.getElementById('chart-' + p).data[0].y[0]"
         " + document.getElementById('chart-' + p).data[0].error_y.array[0] - h) < 1e-6",
@@ -221,7 +227,7 @@ def test_seeded_demo_draws_every_new_kind(browser, live_server):  # noqa: F811
         pages.page.wait_for_selector("body[data-charts-ready='1']")
         draw_every_chart(pages.page)
         for entry in release.result.payload["statistics"]:
-            if entry["kind"] not in stats_results.NEW_KINDS:
+            if kinds.get(entry["kind"]).fields != "grouped":
                 continue
             traces = pages.page.evaluate(
                 "(p) => (document.getElementById('chart-' + p).data || []).map((t) => "

@@ -18,7 +18,7 @@ from releases import compute, lifecycle
 from releases.presentation import results_for_display
 from releases.public import data as public_data
 from releases.public import options as public_options
-from releases.results_text import noise_parameter, noise_text
+from releases.results_text import noise_parameters, noise_text
 from tests.releases_support import make_dataset, submitted
 
 pytestmark = pytest.mark.django_db
@@ -26,15 +26,19 @@ pytestmark = pytest.mark.django_db
 
 def test_a_sum_scale_is_converted_from_grid_steps_to_value_units():
     explanation = {"noise": "discrete_laplace", "scale": "44161725.0674", "granularity": "1/32768"}
-    parameter = noise_parameter(explanation)
+    parameter = noise_parameters(explanation, kind="sum")[0]
     assert parameter.symbol == "scale"
     assert parameter.value == Fraction("44161725.0674") / 32768
     # 1347.71 to 3 significant digits (grouped or not, as formatting decides)
     assert parameter.text == f"scale {formatting.scale(parameter.value)}"
     assert formatting.scale(parameter.value).replace(",", "") == "1350"
     gaussian = {"noise": "discrete_gaussian", "sigma": "10/3", "granularity": "3"}
-    assert noise_parameter(gaussian).value == 10
-    mean = {"sum": explanation, "count": {"noise": "discrete_laplace", "scale": "8"}}
+    assert noise_parameters(gaussian, kind="sum")[0].value == 10
+    mean = {
+        "sum": explanation,
+        "count": {"noise": "discrete_laplace", "scale": "8", "granularity": "1/32768"},
+    }
+    # the count part is in rows whatever grid its explanation names
     assert noise_text(mean, kind="mean") == f"sum: {parameter.text}; count: scale 8"
 
 

@@ -3,7 +3,7 @@
 The true aggregates come from the real readers (releases.compute.release_aggregate
 on a Parquet file, once); the noise is then drawn 300 times through the same
 releases.dp.noisy_entry the worker calls, with the test-only seeded RNG, and the
-intervals are read back by releases.stats_results (what every page shows).
+intervals are read back by releases.kinds (what every page shows).
 
 Criteria: per-cell and simultaneous coverage >= nominal - 3 standard errors
 (se = sqrt(p (1 - p) / 300)); quantile rank error within the stated bound in
@@ -23,9 +23,16 @@ from fractions import Fraction
 import pytest
 
 from dpportal.privacy.rng import SeededTestRandom
-from releases import compute, dp, lifecycle, stats_results
+from releases import compute, dp, kinds, lifecycle
 from releases.compute import StatisticReader
+from releases.kinds.quantiles import grid_of, quantile_ranks
 from tests.releases_support import make_dataset, submitted
+
+
+def _intervals(entry, **options):
+    """Each cell's value and interval as the statistic's kind states them (as dicts)."""
+    return [c.as_dict() for c in kinds.get(entry["kind"]).intervals(entry, **options)]
+
 
 RUNS = 300
 LEVELS = ("0.90", "0.95", "0.99")
@@ -94,9 +101,7 @@ def test_interval_coverage_through_the_compute_path(computed):
             out = draw(release, entry, aggregate, confidence="0.95", seed=1000 * position + run)
             for level in LEVELS:
                 for sim in (False, True):
-                    cells = stats_results.statistic_intervals(
-                        out, confidence=level, simultaneous=sim
-                    )
+                    cells = _intervals(out, confidence=level, simultaneous=sim)
                     inside = [c["low"] <= t <= c["high"] for c, t in zip(cells, truth, strict=True)]
                     for i, ok in enumerate(inside):
                         hits[level, sim][i] += ok
@@ -112,13 +117,13 @@ def test_interval_coverage_through_the_compute_path(computed):
 def test_quantile_rank_error_within_the_stated_bound(computed):
     release, aggregates = computed
     entry, cell_counts = release.spec["statistics"][4], aggregates[4]
-    ranks, n = dp.dp_stats.quantile_ranks(cell_counts)
-    grid = [Fraction(c) for c in dp.dp_stats.grid_of(entry)]
+    ranks, n = quantile_ranks(cell_counts)
+    grid = [Fraction(c) for c in grid_of(entry)]
     within = {level: [0, 0, 0] for level in LEVELS}
     for run in range(RUNS):
         out = draw(release, entry, cell_counts, confidence="0.95", seed=777 + run)
         for level in LEVELS:
-            bounds = stats_results.statistic_intervals(out, confidence=level)
+            bounds = _intervals(out, confidence=level)
             for i, q in enumerate(entry["quantiles"]):
                 target = Fraction(q) * n
                 best = min(abs(r - target) for r in ranks)

@@ -32,12 +32,13 @@ import numpy as np
 import pyarrow as pa
 
 from dpportal.privacy.sensitivity import check_granularity, grid_bounds
-from releases import dp_stats
+from releases import kinds
 from releases.compute.readers import Axis
 from releases.compute.readers_stats import Partial
 
-PLAN_KINDS = ("count", "histogram", "argmax", "sum", "mean", *dp_stats.GROUPED_KINDS)
-PLAN_KINDS += dp_stats.SPREAD_KINDS
+PLAN_KINDS = tuple(
+    name for name, kind in kinds.REGISTRY.items() if kind.aggregate != "ranks"
+)
 ROW = "__row"  # the source's row number (a stable row identity for the person bound)
 
 
@@ -315,7 +316,7 @@ def plan_or_none(spec: dict[str, Any], schema: pa.Schema, dialect: Dialect = DUC
 
     for i, s in enumerate(stats):
         kind = s["kind"]
-        domains = s.get("groups", []) if kind in dp_stats.NEW_KINDS else []
+        domains = s.get("groups", []) if kinds.get(kind).grouped else []
         if kind in ("histogram", "argmax") or (kind == "count" and s["columns"]):
             domains = s["columns"]
         found = [cell(dom) for dom in domains]
@@ -330,7 +331,7 @@ def plan_or_none(spec: dict[str, Any], schema: pa.Schema, dialect: Dialect = DUC
             units = None if v is None else _units_sql(v, s, d)
             if units is None:
                 return None
-            if kind in dp_stats.SPREAD_KINDS:
+            if kinds.get(kind).aggregate == "spread":
                 lo_u, hi_u = grid_bounds(s["lower"], s["upper"], s["granularity"])
                 selects[f"w{i}"] = f"2 * {units} - ({lo_u + hi_u})"
                 aggregates[f"s{i}_n"] = f"count(w{i})"

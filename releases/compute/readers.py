@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dpportal.privacy import sensitivity
-from releases import dp_stats
+from releases import kinds
 from releases.compute.readers_stats import Partial, StatsReader
 
 OTHER = "Other"
@@ -102,7 +102,7 @@ class StatisticReader:
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any]) -> StatisticReader | StatsReader:
-        if spec["kind"] in dp_stats.NEW_KINDS:
+        if kinds.get(spec["kind"]).fields == "grouped":
             return StatsReader.from_spec(spec, Axis.from_domain)
         axes = []
         if spec["kind"] in ("histogram", "argmax") or (spec["kind"] == "count" and spec["columns"]):

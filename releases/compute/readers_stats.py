@@ -28,7 +28,8 @@ import pyarrow.compute as pc
 
 from dpportal.privacy.grouped import GroupedAggregator
 from dpportal.privacy.spread_parts import SpreadAggregator
-from releases import dp_stats
+from releases import kinds
+from releases.kinds.quantiles import grid_of
 
 
 class Partial(tuple):
@@ -52,7 +53,7 @@ class StatsReader:
         axes = [axis_from_domain(d) for d in spec.get("groups", [])]
         edges = None
         if spec["kind"] == "quantiles":
-            edges = np.array([float(c) for c in dp_stats.grid_of(spec)], dtype=np.float64)
+            edges = np.array([float(c) for c in grid_of(spec)], dtype=np.float64)
             if np.any(np.diff(edges) <= 0):
                 raise ValueError("candidates too close to tell apart in float64")
         return cls(spec=spec, axes=axes, edges=edges)
@@ -100,7 +101,7 @@ class StatsReader:
             "upper": self.spec["upper"],
             "granularity": self.spec["granularity"],
         }
-        if self.kind in dp_stats.SPREAD_KINDS:
+        if kinds.get(self.kind).aggregate == "spread":
             spread = SpreadAggregator(**grid, groups=self.cells)
             spread.add(values, cells)
             return Partial([spread.counts, spread.sums, spread.squares])

@@ -14,12 +14,11 @@ show the same digits; the exact values stay beside them for JSON.
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
 
 from dpportal import formatting
-from dpportal.privacy import accuracy
-from releases import stats_results
+from releases import kinds
+from releases.kinds.counting import HEATMAP_MAX_CELLS, HEATMAP_MAX_LABELS
 from releases.models import Release
 from releases.public import noise_data, notes, stats_data
 from releases.public.facts import (
@@ -35,86 +34,37 @@ from releases.public.options import (
     INTERVAL_KINDS,
 )
 
-# A 2-D histogram is drawn as a heatmap up to this size; beyond it, as a table of
-# rows by columns (a large heatmap is an unreadable field of near-equal shades).
-HEATMAP_MAX_CELLS = 150
-HEATMAP_MAX_LABELS = 25
-
 #: The shape of the cached public data: part of its cache key, so that a deploy that
 #: changes the shape never reads an entry cached by the code before it.
-FORMAT = 2
+FORMAT = 3
+
+__all__ = ["FORMAT", "HEATMAP_MAX_CELLS", "HEATMAP_MAX_LABELS", "release_public_data"]
 
 MECHANISM_LABELS = {
     "laplace": "Laplace mechanism (pure epsilon-differential privacy)",
     "gaussian": "Gaussian mechanism ((epsilon, delta)-differential privacy)",
+    "permute_and_flip": "Exact permute-and-flip selection (pure epsilon-differential privacy)",
 }
 
 
-def _number(value: Any) -> float:
-    if isinstance(value, bool):
-        raise ValueError("boolean is not a statistic value")
-    return float(Decimal(value)) if isinstance(value, str) else float(value)
-
-
-def _halfwidth(explanation: dict, *, confidence: str, simultaneous: bool) -> float:
-    return float(
-        accuracy.result_halfwidth(explanation, confidence=confidence, simultaneous=simultaneous)
-    )
-
-
-def _layout(entry: dict) -> str:
-    kind = entry["kind"]
-    if kind in stats_results.NEW_KINDS:
-        return stats_results.layout(entry)
-    if kind == "argmax":
-        return "statement"
-    if kind in ("sum", "mean"):
-        return "figure"
-    shape = entry.get("shape")
-    if kind == "histogram" and shape:
-        rows, cols = shape
-        if rows * cols > HEATMAP_MAX_CELLS or max(rows, cols) > HEATMAP_MAX_LABELS:
-            return "crosstab"
-        return "heatmap"
-    return "bars"
-
-
-def _intervals(entry: dict, values: list[float]) -> dict[str, dict[str, dict[str, list]]]:
-    """For each confidence level and interval kind: per-cell half-widths, lower and upper."""
+def _intervals(entry: dict) -> dict[str, dict[str, dict[str, list]]]:
+    """For each confidence level and interval kind: per-cell half-widths, lower and upper
+    (and a quantile's rank errors), as the statistic's kind states them."""
+    kind = kinds.get(entry["kind"])
     out: dict[str, dict[str, dict[str, list]]] = {}
-    explanation = entry["explanation"]
-    kind = entry["kind"]
     for level in CONFIDENCE_LEVELS:
         out[level] = {}
         for interval_kind in INTERVAL_KINDS:
-            simultaneous = interval_kind == "simultaneous"
-            if kind in stats_results.NEW_KINDS:
-                cells = stats_results.statistic_intervals(
-                    entry, confidence=level, simultaneous=simultaneous
-                )
-                out[level][interval_kind] = {
-                    "halfwidths": [c["halfwidth"] for c in cells],
-                    "lower": [c["low"] for c in cells],
-                    "upper": [c["high"] for c in cells],
-                }
-                if kind == "quantiles":
-                    out[level][interval_kind]["rank_errors"] = [c["rank_error"] for c in cells]
-            elif kind == "argmax":
-                out[level][interval_kind] = {"halfwidths": [], "lower": [], "upper": []}
-            elif kind == "mean":
-                _, lower, upper = accuracy.mean_interval(explanation, confidence=level)
-                out[level][interval_kind] = {
-                    "halfwidths": [None],
-                    "lower": [lower],
-                    "upper": [upper],
-                }
-            else:
-                h = _halfwidth(explanation, confidence=level, simultaneous=simultaneous)
-                out[level][interval_kind] = {
-                    "halfwidths": [h] * len(values),
-                    "lower": [v - h for v in values],
-                    "upper": [v + h for v in values],
-                }
+            cells = kind.intervals(
+                entry, confidence=level, simultaneous=interval_kind == "simultaneous"
+            )
+            out[level][interval_kind] = {
+                "halfwidths": [c.halfwidth for c in cells],
+                "lower": [c.low for c in cells],
+                "upper": [c.high for c in cells],
+            }
+            if any(c.rank_error is not None for c in cells):
+                out[level][interval_kind]["rank_errors"] = [c.rank_error for c in cells]
     return out
 
 
@@ -190,13 +140,11 @@ def _statistic_data(
     entry: dict, *, spec: dict[str, Any] | None, unit_note: list, mechanism: str
 ) -> dict[str, Any]:
     kind = entry["kind"]
+    statistic_kind = kinds.get(kind)
     explanation = entry.get("explanation") or {}
     columns = list(entry.get("columns") or [])
-    if kind == "mean":
-        estimate, _, _ = accuracy.mean_interval(explanation, confidence=DEFAULT_CONFIDENCE)
-        values = [float(estimate)]
-    else:
-        values = [_number(v) for v in entry.get("values") or []]
+    values = statistic_kind.values(entry)
+    cells_default = statistic_kind.intervals(entry, confidence=DEFAULT_CONFIDENCE)
     cells = [str(c) for c in entry.get("cells") or []]
     if kind in ("sum", "mean") or (kind == "count" and not cells):
         cells = [entry.get("label") or kind]
@@ -209,26 +157,29 @@ def _statistic_data(
         "label": entry.get("label") or kind,
         "columns": columns,
         "category": entry.get("category"),
-        "layout": _layout(entry),
+        "layout": statistic_kind.layout(entry),
         "cells": cells,
         "shape": list(shape) if shape else None,
         "row_labels": [str(x) for x in entry.get("row_labels") or []],
         "col_labels": [str(x) for x in entry.get("col_labels") or []],
         "row_title": columns[0] if columns else "",
         "col_title": columns[1] if len(columns) > 1 else "",
-        "value_title": _value_title(kind, columns),
+        "value_title": statistic_kind.value_title(columns),
         "values": values,
         "k": max(1, len(values)),
-        "clampable": kind in ("count", "histogram"),
+        "clampable": statistic_kind.clampable,
         "epsilon": formatting.exact(entry.get("epsilon") or 0),
         "delta": formatting.exact(entry.get("delta") or 0),
         "epsilon_text": formatting.budget(entry.get("epsilon") or 0),
         "delta_text": formatting.budget(entry.get("delta") or 0),
-        "mechanism": explanation.get("mechanism", mechanism),
+        "mechanism": statistic_kind.result_mechanism(entry, mechanism),
+        "mechanism_label": MECHANISM_LABELS.get(
+            statistic_kind.result_mechanism(entry, mechanism), mechanism
+        ),
         "noise": noise_data.noise(explanation, kind=kind),
-        "intervals": _intervals(entry, values),
+        "intervals": _intervals(entry),
         "argmax": entry.get("argmax"),
-        "count_nonpositive": _count_nonpositive(explanation, kind=kind),
+        "count_nonpositive": any(c.flag == "count_nonpositive" for c in cells_default),
         "group_columns": list(entry.get("group_columns") or []),
         "quantiles": list(entry.get("quantiles") or []),
         "exact_values": list(entry.get("values") or []),
@@ -253,26 +204,6 @@ def _generated_labels(spec: dict[str, Any] | None) -> list[str]:
         for category in (domain.get("categories") or [])
     }
     return [label for label in (notes.OTHER, notes.MISSING) if label not in declared]
-
-
-def _count_nonpositive(explanation: dict, *, kind: str) -> bool:
-    if kind == "mean":
-        return bool(explanation.get("count_nonpositive"))
-    if kind == "grouped_mean":
-        return any(explanation.get("count_nonpositive") or [])
-    return False
-
-
-def _value_title(kind: str, columns: list[str]) -> str:
-    if kind in stats_results.NEW_KINDS:
-        return stats_results.value_title(kind, columns)
-    if kind in ("count", "histogram"):
-        return "count"
-    if kind == "sum":
-        return f"sum of {columns[0]}" if columns else "sum"
-    if kind == "mean":
-        return f"mean of {columns[0]}" if columns else "mean"
-    return ""
 
 
 def _frozen_statistics(*, release: Release) -> dict[int, dict[str, Any]]:

@@ -16,7 +16,7 @@ from typing import Any
 from django.utils.translation import gettext, gettext_noop
 
 from dpportal import formatting
-from releases import stats_results
+from releases import kinds
 
 # The names compute gives these cells (releases.compute.readers.OTHER / MISSING).
 OTHER = "Other"
@@ -212,8 +212,8 @@ def statistic_notes(
         notes.append(
             note(gettext_noop("Records with no value for %(name)s are left out."), name=name)
         )
-    elif kind in stats_results.NEW_KINDS:
-        notes.extend(stats_results.statistic_notes(entry, spec, _clip_note, note))
+    elif kinds.get(kind).fields == "grouped":
+        notes.extend(_grouped_kind_notes(entry, spec))
         for domain in (spec or {}).get("groups") or []:
             notes.extend(axis_notes(domain))
     elif kind == "argmax":
@@ -234,4 +234,53 @@ def statistic_notes(
                 n=formatting.integer(n),
             )
         )
+    return notes
+
+
+def _grouped_kind_notes(entry: dict[str, Any], spec: dict[str, Any] | None) -> list:
+    """The rules behind a grouped, quantile or spread statistic (after the privacy unit's
+    note), one message record each."""
+    kind, spec = entry["kind"], spec or {}
+    name = ", ".join(entry.get("columns") or [])
+    notes = []
+    if kind == "quantiles":
+        grid = spec.get("grid") or {}
+        if "step" in grid:
+            notes.append(
+                note(
+                    gettext_noop(
+                        "Each value was chosen among public candidates (every %(step)s from "
+                        "%(lower)s to %(upper)s) by a randomised selection that favours "
+                        "candidates near the quantile; the rank error says how far, in records, "
+                        "the chosen value's rank may lie from the quantile's."
+                    ),
+                    step=formatting.exact(grid["step"]),
+                    lower=formatting.exact(grid["lower"]),
+                    upper=formatting.exact(grid["upper"]),
+                )
+            )
+        else:
+            notes.append(
+                note(
+                    gettext_noop(
+                        "Each value was chosen among public candidates (the declared bin edges) "
+                        "by a randomised selection that favours candidates near the quantile; "
+                        "the rank error says how far, in records, the chosen value's rank may "
+                        "lie from the quantile's."
+                    )
+                )
+            )
+    elif spec.get("lower") is not None:
+        what = {"grouped_sum": "sum", "grouped_mean": "mean was taken"}.get(kind, "spread")
+        notes.append(_clip_note(name, spec["lower"], spec["upper"], what=what))
+    if kinds.get(kind).aggregate == "spread":
+        notes.append(
+            note(
+                gettext_noop(
+                    "It is the population spread (dividing by the number of records) of the "
+                    "clipped values; a noisy variance below zero is shown as zero."
+                )
+            )
+        )
+    notes.append(note(gettext_noop("Records with no value for %(name)s are left out."), name=name))
     return notes

@@ -18,14 +18,13 @@ from typing import Any
 
 from dpportal import formatting
 from dpportal.privacy.quantiles import rank_error_percent
-from releases.dp_stats import NEW_KINDS, SPREAD_KINDS
+from releases import kinds
 from releases.public.options import CONFIDENCE_LEVELS, INTERVAL_KINDS
-
-KINDS = NEW_KINDS
 
 
 def handles(kind: str) -> bool:
-    return kind in KINDS
+    """Whether the statistic's chart needs these fields (grouping columns, quantiles)."""
+    return kinds.get(kind).fields == "grouped"
 
 
 def _ordinal(n: int) -> str:
@@ -106,7 +105,7 @@ def chart_fields(entry: dict[str, Any], ivs: dict[str, Any]) -> dict[str, Any]:
     if groups:  # grouped bars: the first grouping column on the axis, the second in the legend
         out["row_title"] = groups[0]
         out["col_title"] = groups[1] if len(groups) > 1 else ""
-    if kind in SPREAD_KINDS:
+    if kinds.get(kind).aggregate == "spread":
         out["clamped"] = [cell.get("clamped") == "low" for cell in explanation["cells"]]
         flags = [cell.get("count_nonpositive") for cell in explanation["cells"]]
         out["count_nonpositive_cells"] = [bool(f) for f in flags]

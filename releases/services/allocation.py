@@ -29,7 +29,7 @@ from django.utils.translation import gettext
 from budgets.amounts import EXACT, add, sub, text, total
 from budgets.models import DELTA_FIELD, EPSILON_FIELD
 from dpportal.errors import ValidationFailed
-from releases import dp
+from releases import dp, kinds
 
 if TYPE_CHECKING:
     from releases.services.plan import ReleasePlan
@@ -85,7 +85,7 @@ def allocate(plan: ReleasePlan) -> None:
     stats = plan.statistics
     # delta first (targets for Gaussian statistics need their delta share)
     if plan.mechanism == "gaussian":
-        takers = [s for s in stats if s.kind not in dp.PURE_KINDS]
+        takers = [s for s in stats if not kinds.get(s.kind).pure]
         if takers:
             _check_places(plan.delta, quantum=DELTA_QUANTUM, what=gettext("The total delta"))
             shares = split_exactly(plan.delta, [s.weight for s in takers], DELTA_QUANTUM)
@@ -131,5 +131,5 @@ def allocate(plan: ReleasePlan) -> None:
             s.epsilon = share
     else:
         plan.epsilon = fixed_total
-    if plan.mechanism != "gaussian" or all(s.kind in dp.PURE_KINDS for s in stats):
+    if plan.mechanism != "gaussian" or all(kinds.get(s.kind).pure for s in stats):
         plan.delta = Decimal(0)

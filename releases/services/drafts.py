@@ -14,14 +14,12 @@ from budgets.amounts import fmt
 from budgets.models import Membership, Project
 from budgets.selectors import project_roles
 from dpportal.errors import InvalidTransition, NotFound, PermissionDenied
-from releases.dp_stats import NEW_KINDS
+from releases import kinds
 from releases.models import Release, Statistic
 from releases.services.plan import release_plan_parse
 from releases.services.preview import _check_fits
 
 logger = logging.getLogger(__name__)
-#: kinds whose lower/upper are stored (clipping bounds, or the quantiles' grid with a step)
-BOUNDED_KINDS = ("sum", "mean", *NEW_KINDS)
 
 
 def _require_owner(*, project: Project, user: AbstractBaseUser) -> None:
@@ -73,8 +71,8 @@ def release_save_draft(
                     column=s.column,
                     column2=s.column2,
                     category=s.category,
-                    lower=s.lower if s.kind in BOUNDED_KINDS else None,
-                    upper=s.upper if s.kind in BOUNDED_KINDS else None,
+                    lower=s.lower if kinds.get(s.kind).bounded else None,
+                    upper=s.upper if kinds.get(s.kind).bounded else None,
                     group_column=s.group_column,
                     group_column2=s.group_column2,
                     quantiles=list(s.quantiles),

@@ -10,31 +10,12 @@ from typing import Any
 
 from budgets.amounts import fmt
 from datasets.external import external_spec
-from datasets.models import Column
-from releases import dp, dp_stats
+from releases import dp, kinds
+from releases.kinds.domains import column_domain
 from releases.models import Release
 from releases.services.drafts import release_form_data
 from releases.services.plan import release_plan_parse
 from releases.services.preview import _check_fits, plan_preview
-
-
-def _domain(column: Column) -> dict[str, Any]:
-    domain = {
-        "name": column.name,
-        "kind": column.kind,
-        "type": column.suggested_type,
-        "categories": [str(c) for c in (column.categories or [])],
-        "lower": fmt(column.lower) if column.lower is not None else None,
-        "upper": fmt(column.upper) if column.upper is not None else None,
-        "bin_edges": [str(e) for e in (column.bin_edges or [])],
-        "missing": column.missing,
-    }
-    # only when declared, so that specifications without them keep their form
-    if column.missing_codes:
-        domain["missing_codes"] = [str(c) for c in column.missing_codes]
-    if column.date:
-        domain["date"] = {k: str(v) for k, v in sorted(column.date.items())}
-    return domain
 
 
 def release_spec_build(*, release: Release) -> dict[str, Any]:
@@ -51,23 +32,14 @@ def release_spec_build(*, release: Release) -> dict[str, Any]:
             "position": s.position,
             "kind": s.kind,
             "label": s.label,
-            "columns": [_domain(c) for c in (s.column, s.column2) if c is not None],
+            "columns": [column_domain(c) for c in (s.column, s.column2) if c is not None],
             "category": s.category or None,
             "epsilon": fmt(s.epsilon),
             "delta": fmt(s.delta or Decimal(0)),
         }
-        if s.kind in ("sum", "mean"):
-            entry["lower"] = fmt(s.lower)
-            entry["upper"] = fmt(s.upper)
-            entry["granularity"] = dp.granularity(
-                kind=s.kind,
-                lower=s.lower,
-                upper=s.upper,
-                epsilon=s.epsilon,
-                contribution_bound=dataset.contribution_bound,
-            )
-        if s.kind in dp_stats.NEW_KINDS:
-            entry.update(_new_kind_entry(s, contribution_bound=dataset.contribution_bound))
+        entry.update(
+            kinds.get(s.kind).spec_fields(s, contribution_bound=dataset.contribution_bound)
+        )
         statistics.append(entry)
     return {
         "version": 1,
@@ -90,35 +62,6 @@ def release_spec_build(*, release: Release) -> dict[str, Any]:
         },
         "statistics": statistics,
     }
-
-
-def _new_kind_entry(s: Any, *, contribution_bound: int) -> dict[str, Any]:
-    """The issue-14 kinds' part of a frozen entry (/work/wt/briefs/stats14-format.md)."""
-    if s.kind == "quantiles":
-        if s.step is None:
-            grid: dict[str, Any] = {"edges": [str(e) for e in (s.column.bin_edges or [])]}
-        else:
-            grid = {"lower": fmt(s.lower), "upper": fmt(s.upper), "step": fmt(s.step)}
-        entry = {"quantiles": list(s.quantiles), "grid": grid}
-        entry["candidates"] = len(dp_stats.grid_of(entry))
-        return entry
-    entry = {
-        "groups": [_domain(c) for c in (s.group_column, s.group_column2) if c is not None],
-        "lower": fmt(s.lower),
-        "upper": fmt(s.upper),
-        "granularity": dp_stats.spec_granularity(
-            kind=s.kind,
-            lower=s.lower,
-            upper=s.upper,
-            epsilon=s.epsilon,
-            contribution_bound=contribution_bound,
-        ),  # fmt: skip
-    }
-    if s.kind == "grouped_mean":
-        entry["sum_share"] = str(dp_stats.GROUPED_SUM_SHARE)
-    if s.kind in dp_stats.SPREAD_KINDS:
-        entry["shares"] = list(dp_stats.SPREAD_SHARES)
-    return entry
 
 
 def spec_hash(spec: dict[str, Any]) -> str:

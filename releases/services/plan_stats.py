@@ -21,7 +21,7 @@ from dpportal import formatting, messages
 from dpportal.errors import ValidationFailed
 from dpportal.privacy.errors import PrivacyParameterError
 from dpportal.privacy.quantiles import candidate_grid
-from releases.dp_stats import GROUPED_KINDS, SPREAD_KINDS
+from releases import kinds
 from releases.services.plan_fields import (
     COLUMN_USES,
     _check_histogram_column,
@@ -187,10 +187,11 @@ def parse_statistic_stats(
     plan.lower = _optional_decimal(raw.get("lower"), field=pgettext("field", "lower bound"))
     plan.upper = _optional_decimal(raw.get("upper"), field=pgettext("field", "upper bound"))
     _clip_bounds(plan, plan.column)
-    _group_columns(plan, raw, dataset=dataset, columns=columns, required=kind in GROUPED_KINDS)
+    required = kinds.get(kind).groups_required
+    _group_columns(plan, raw, dataset=dataset, columns=columns, required=required)
     if kind == "grouped_mean":
         _n_guess(plan, raw, what=pgettext("statistic", "mean by group"))
-    elif kind in SPREAD_KINDS:
+    elif kinds.get(kind).aggregate == "spread":
         _n_guess(plan, raw, what=COLUMN_USES[kind])
 
 

@@ -1,0 +1,312 @@
+"""What a statistic kind is: the one definition every surface and the compute path read.
+
+A kind states, once: what it costs, how its preview half-width and its noise are
+planned from public parameters, the mechanism records the ledger composes, how a
+true aggregate is noised (the only method that sees one), and how a stored result
+is read back: its intervals at any confidence and each noise part with its unit.
+The review document, the owner's results, the public page with its downloads, the
+registry and the API render these facts; none of them re-derives one.
+
+Every method works from public parameters (a ReleasePlan, a frozen spec entry or a
+stored result entry), except `noisy_entry`, which receives a true aggregate in
+memory, draws the noise once and returns only noisy, public values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from django.utils.translation import gettext
+
+from dpportal import messages
+from dpportal.errors import ValidationFailed
+from dpportal.privacy.accounting import Cost
+from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.mechanism_records import MechanismRecord, records_from_explanation
+from dpportal.privacy.noise import NoiseSpec
+from dpportal.privacy.rng import RandomSource
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from releases.plans import ReleasePlan, StatisticPlan
+
+
+def frac(value: object) -> Fraction:
+    """An exact Fraction of a Decimal, an exact string or an int (never through a float)."""
+    return value if isinstance(value, Fraction) else Fraction(Decimal(str(value)))
+
+
+class statistic_errors:  # noqa: N801 - used as a context manager, reads as a phrase
+    """Turn the math's PrivacyParameterError into the builder's ValidationFailed.
+
+    `with statistic_errors(stat):` prefixes the problem with "Statistic N", in the
+    reader's language (the error's message records are translated here).
+    """
+
+    def __init__(self, stat: StatisticPlan, frame: str | None = None) -> None:
+        self.stat, self.frame = stat, frame
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is None or not issubclass(exc_type, PrivacyParameterError):
+            return False
+        where = gettext("Statistic %(number)s") % {"number": self.stat.position + 1}
+        frame = self.frame or gettext("%(where)s: %(problem)s")
+        raise ValidationFailed(
+            frame % {"where": where, "problem": messages.translated(exc.records)}
+        ) from exc
+
+
+@dataclass(frozen=True)
+class NoisePart:
+    """One noise draw of a statistic as a person reads it: its law and parameter in a unit.
+
+    part: "" for a statistic with one draw; "sum", "count", "squares" for the parts
+    of a mean or a spread. distribution: "discrete_laplace" or "discrete_gaussian".
+    symbol: "scale" (b) or "sigma". value: the parameter in `unit`, exact. unit:
+    "rows" for counts, "value" for the column's units, "value²" for sums of squares.
+    factor: value units per noise unit (the grid a part was drawn on; 1 for counts).
+    """
+
+    part: str
+    distribution: str
+    symbol: str
+    value: Fraction
+    unit: str
+    factor: Fraction
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One published cell of a stored result at one confidence: its value and interval.
+
+    low/high: the interval's ends (None where the kind has no value interval:
+    quantiles, the most common category); halfwidth: set where the interval is
+    symmetric; rank_error: a quantile's rank bound (records); flag: a code such as
+    "count_nonpositive" or "clamped_low" explaining an edge case.
+    """
+
+    value: float
+    low: float | None = None
+    high: float | None = None
+    halfwidth: float | None = None
+    rank_error: float | None = None
+    flag: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "value": self.value,
+            "low": self.low,
+            "high": self.high,
+            "halfwidth": self.halfwidth,
+            "rank_error": self.rank_error,
+            "flag": self.flag,
+        }
+
+
+def _exact(value: Any) -> Fraction:
+    # stored as exact strings ("10/3", "0.0009765625"); *_float only as a fallback
+    return Fraction(str(value)) if not isinstance(value, float) else Fraction(repr(value))
+
+
+def noise_part(explanation: dict[str, Any], *, part: str, unit: str, factor: Fraction) -> NoisePart:
+    """One stored noise explanation (NoiseSpec.describe) as a NoisePart in `unit`."""
+    if explanation.get("noise") == "discrete_gaussian":
+        symbol, raw = "sigma", explanation.get("sigma", explanation.get("sigma_float"))
+    else:
+        symbol, raw = "scale", explanation.get("scale", explanation.get("scale_float"))
+    if raw is None:
+        raise ValueError("the explanation names no noise parameter")
+    return NoisePart(
+        part=part,
+        distribution=str(explanation.get("noise") or "discrete_laplace"),
+        symbol=symbol,
+        value=_exact(raw) * factor,
+        unit=unit,
+        factor=factor,
+    )
+
+
+def spec_noise_part(spec: NoiseSpec, *, part: str, unit: str, factor: Fraction) -> NoisePart:
+    """A planned NoiseSpec as the NoisePart its result will state (same unit, same value)."""
+    gaussian = spec.noise == "discrete_gaussian"
+    return NoisePart(
+        part=part,
+        distribution=spec.noise,
+        symbol="sigma" if gaussian else "scale",
+        value=Fraction(spec.sigma if gaussian else spec.scale) * factor,
+        unit=unit,
+        factor=factor,
+    )
+
+
+class StatisticKind:
+    """The interface every statistic kind implements; see the module docstring.
+
+    Class attributes:
+    - name: the stored code (releases.models.Statistic.Kind).
+    - pure: the mechanism is pure epsilon-DP whatever the release's mechanism
+      (no delta share is allocated to it).
+    - grouped: its cells are the groups of declared grouping columns (optional ones
+      unless groups_required).
+    - bounded: the owner gives lower/upper (clipping bounds or a quantile grid).
+    - fields: which builder fields it reads: "basic" (releases.services.plan) or
+      "grouped" (grouping columns, quantiles, grid: releases.services.plan_stats).
+    - clampable: its values are counts, shown rounded and clamped at 0 beside the noisy ones.
+    - aggregate: what the compute readers produce for it: "count" (cell counts),
+      "sum" (grid-unit sums), "sum_count" (sums and counts), "spread" (counts,
+      centred sums and squares) or "ranks" (counts per candidate cell).
+    """
+
+    name: ClassVar[str]
+    pure: ClassVar[bool] = False
+    grouped: ClassVar[bool] = False
+    groups_required: ClassVar[bool] = False
+    bounded: ClassVar[bool] = False
+    fields: ClassVar[str] = "basic"
+    clampable: ClassVar[bool] = False
+    aggregate: ClassVar[str] = "count"
+
+    # --- planning: public parameters only --------------------------------------------
+
+    def cost(self, *, plan: ReleasePlan, stat: StatisticPlan) -> Cost:
+        """The statistic's (epsilon, delta) by basic composition of its parts."""
+        delta = Fraction(0) if self.pure else frac(stat.delta)
+        return Cost(frac(stat.epsilon), delta)
+
+    def mechanism(self, release_mechanism: str) -> str:
+        """The mechanism this statistic uses under the release's ("laplace"/"gaussian")."""
+        return release_mechanism
+
+    def accuracy(self, *, plan: ReleasePlan, stat: StatisticPlan) -> dict[str, Any]:
+        """The preview: cells and half-widths per cell and for all cells at once."""
+        raise NotImplementedError
+
+    def noise(self, *, plan: ReleasePlan, stat: StatisticPlan) -> tuple[NoiseSpec, ...]:
+        """The exact NoiseSpecs the mechanism will use (none for a selection)."""
+        raise NotImplementedError
+
+    def records(self, *, plan: ReleasePlan, stat: StatisticPlan) -> list[MechanismRecord]:
+        """The mechanism records the ledger's accountant composes."""
+        return [
+            record
+            for spec in self.noise(plan=plan, stat=stat)
+            for record in records_from_explanation(spec.describe())
+        ]
+
+    def planned_parts(self, *, plan: ReleasePlan, stat: StatisticPlan) -> list[NoisePart]:
+        """The noise parts the review document states (the result will state the same)."""
+        units = self.part_units(granularity=self.planned_granularity(plan=plan, stat=stat))
+        specs = self.noise(plan=plan, stat=stat)
+        return [
+            spec_noise_part(spec, part=part, unit=unit, factor=factor)
+            for spec, (part, unit, factor) in zip(specs, units, strict=True)
+        ]
+
+    def planned_granularity(self, *, plan: ReleasePlan, stat: StatisticPlan) -> Fraction:
+        """The grid a sum part is drawn on (1 where there is none)."""
+        return Fraction(1)
+
+    def planning_key(self, *, plan: ReleasePlan, stat: StatisticPlan) -> tuple[Any, ...]:
+        """Everything accuracy/noise/records read of (plan, stat), hashable: equal keys
+        give equal results (for memoising a sweep over totals)."""
+        return ("position", stat.position, frac(stat.epsilon))
+
+    def epsilon_for_target(self, *, plan: ReleasePlan, stat: StatisticPlan) -> Fraction:
+        """The smallest epsilon meeting the statistic's target half-width (or rank error)."""
+        raise NotImplementedError
+
+    # --- the frozen specification ----------------------------------------------------
+
+    def spec_fields(self, stat: Any, *, contribution_bound: int) -> dict[str, Any]:
+        """The kind's own fields of a frozen spec entry (bounds, grid, groups, shares)."""
+        return {}
+
+    # --- drawing noise: the only method that receives a true aggregate ----------------
+
+    def noisy_entry(
+        self,
+        *,
+        entry: dict[str, Any],
+        aggregate: Any,
+        mechanism: str,
+        confidence: str,
+        contribution_bound: int,
+        axes: list,
+        rng: RandomSource | None = None,
+    ) -> dict[str, Any]:
+        """Noise one statistic's true aggregate once; return its public result entry."""
+        raise NotImplementedError
+
+    # --- reading a stored result ---------------------------------------------------------
+
+    def part_units(self, *, granularity: Fraction) -> list[tuple[str, str, Fraction]]:
+        """(part, unit, factor) of each noise draw, in the order the result stores them."""
+        return [("", "rows", Fraction(1))]
+
+    def explanation_parts(self, explanation: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """The stored explanation of each noise draw, in `part_units` order."""
+        yield explanation
+
+    def result_granularity(self, explanation: dict[str, Any]) -> Fraction:
+        """The grid a stored result's sum part was drawn on (1 where there is none)."""
+        return _exact(explanation.get("granularity", "1"))
+
+    def noise_parts(self, explanation: dict[str, Any]) -> list[NoisePart]:
+        """Each noise draw of a stored result with its parameter in its own unit."""
+        units = self.part_units(granularity=self.result_granularity(explanation))
+        return [
+            noise_part(part_explanation, part=part, unit=unit, factor=factor)
+            for part_explanation, (part, unit, factor) in zip(
+                self.explanation_parts(explanation), units, strict=True
+            )
+        ]
+
+    def result_mechanism(self, entry: dict[str, Any], release_mechanism: str) -> str:
+        """The mechanism a stored result was drawn with."""
+        return str((entry.get("explanation") or {}).get("mechanism") or release_mechanism)
+
+    def values(self, entry: dict[str, Any]) -> list[float]:
+        """The stored noisy values as numbers, one per cell."""
+        return [float(Decimal(v)) if isinstance(v, str) else float(v) for v in entry["values"]]
+
+    def intervals(
+        self, entry: dict[str, Any], *, confidence: object, simultaneous: bool = False
+    ) -> list[Cell]:
+        """Per cell: the value and its interval at `confidence` (post-processing only)."""
+        raise NotImplementedError
+
+    def selection_halfwidth(self, entry: dict[str, Any], *, confidence: object) -> float | None:
+        """For a selection that publishes no value: the half-width of each noisy score."""
+        return None
+
+    def value_title(self, columns: list[str]) -> str:
+        """What a value of this kind measures, in English ("sum of income")."""
+        return ""
+
+    def layout(self, entry: dict[str, Any]) -> str:
+        """How the public page draws it: bars, grouped_bars, heatmap, crosstab, figure,
+        statement or quantiles."""
+        if entry.get("shape"):
+            return "grouped_bars"
+        return "bars"
+
+
+def set_group_cells(out: dict[str, Any], axes: list) -> None:
+    """Name a result entry's cells from its grouping axes (releases.compute.Axis):
+    "All rows" without any, the labels of one, "row / column" of two (with its shape)."""
+    if not axes:
+        out["cells"] = ["All rows"]
+    elif len(axes) == 2:
+        rows, cols = axes[0].labels, axes[1].labels
+        out["cells"] = [f"{r} / {c}" for r in rows for c in cols]
+        out["shape"] = [len(rows), len(cols)]
+        out["row_labels"], out["col_labels"] = list(rows), list(cols)
+    else:
+        out["cells"] = list(axes[0].labels)

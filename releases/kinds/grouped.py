@@ -1,0 +1,262 @@
+"""Grouped kinds: a clipped sum or mean of one numeric column in each group of one or
+two declared grouping columns (categories + Other (+ Missing), or bins (+ Missing)).
+
+The vector of group sums (and counts) is noised at once with its group
+sensitivities (dpportal.privacy.grouped): a person's L rows may fall in up to L
+groups. A grouped mean spends GROUPED_SUM_SHARE of its epsilon on the sums.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+from django.utils.translation import gettext
+
+from budgets.amounts import fmt
+from dpportal.privacy import planning_stats, sensitivity
+from dpportal.privacy.accuracy import result_halfwidth
+from dpportal.privacy.grouped import grouped_mean_noise, grouped_sum_noise
+from dpportal.privacy.grouped_release import (
+    grouped_mean_intervals,
+    release_grouped_means,
+    release_grouped_sums,
+)
+from dpportal.privacy.mechanism_records import MechanismRecord
+from dpportal.privacy.noise import NoiseSpec
+from dpportal.privacy.params import exact_str
+from releases.kinds.base import (
+    Cell,
+    StatisticKind,
+    _exact,
+    frac,
+    set_group_cells,
+    statistic_errors,
+)
+from releases.kinds.domains import column_domain
+from releases.kinds.planned import axis_cells
+
+if TYPE_CHECKING:
+    from releases.plans import ReleasePlan, StatisticPlan
+
+GROUPED_SUM_SHARE = Fraction(1, 2)
+
+
+def group_count(stat: StatisticPlan) -> int:
+    """The number of cells (groups) of a grouped or spread statistic; 1 when ungrouped."""
+    out = 1
+    for column in stat.group_columns:
+        out *= axis_cells(column)
+    return out
+
+
+def groups_spec(stat: Any) -> list[dict[str, Any]]:
+    """The frozen domains of a statistic's grouping columns (releases.services.freeze)."""
+    return [column_domain(c) for c in (stat.group_column, stat.group_column2) if c is not None]
+
+
+def _entry_head(entry: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "position": entry["position"], "kind": entry["kind"], "label": entry["label"],
+        "columns": [c["name"] for c in entry["columns"]],
+        "group_columns": [g["name"] for g in entry.get("groups", [])],
+        "category": None, "cells": [], "shape": None,
+        "epsilon": entry["epsilon"], "delta": entry["delta"],
+    }  # fmt: skip
+
+
+class GroupedKind(StatisticKind):
+    """Shared by the grouped and spread kinds: preview by planning_stats, cells by groups."""
+
+    grouped = True
+    bounded = True
+    fields = "grouped"
+
+    def _common(self, plan: ReleasePlan, stat: StatisticPlan, epsilon: object) -> dict[str, Any]:
+        return {
+            "mechanism": plan.mechanism,
+            "epsilon": frac(epsilon),
+            "delta": frac(stat.delta),
+            "contribution_bound": plan.dataset.contribution_bound,
+        }
+
+    def halfwidth(self, plan: ReleasePlan, stat: StatisticPlan, epsilon: object,
+                  simultaneous: bool = False) -> float:  # fmt: skip
+        """The preview's half-width (value units) at `epsilon`."""
+        raise NotImplementedError
+
+    def accuracy(self, *, plan: ReleasePlan, stat: StatisticPlan) -> dict[str, Any]:
+        cells = group_count(stat)
+        with statistic_errors(stat):
+            together = self.halfwidth(plan, stat, stat.epsilon, True) if cells > 1 else None
+            return {
+                "cells": cells,
+                "halfwidth": self.halfwidth(plan, stat, stat.epsilon),
+                "halfwidth_simultaneous": together,
+                "n_guess": stat.n_guess,
+            }
+
+    def records(self, *, plan: ReleasePlan, stat: StatisticPlan) -> list[MechanismRecord]:
+        """Laplace vectors as discrete Laplace with their l1 sensitivity (as histograms);
+        Gaussian vectors as generic (epsilon, delta)."""
+        out = []
+        for spec in self.noise(plan=plan, stat=stat):
+            if spec.noise == "discrete_laplace":
+                out.append(
+                    MechanismRecord.discrete_laplace(
+                        sensitivity=spec.l1_sensitivity, scale=spec.scale
+                    )
+                )
+            else:
+                out.append(MechanismRecord.generic(epsilon=spec.epsilon, delta=spec.delta))
+        return out
+
+    def epsilon_for_target(self, *, plan: ReleasePlan, stat: StatisticPlan) -> Fraction:
+        frame = gettext("%(where)s: no epsilon in range meets the target (%(problem)s).")
+        with statistic_errors(stat, frame):
+            return planning_stats.epsilon_for_target(
+                lambda e: self.halfwidth(plan, stat, e), frac(stat.target_halfwidth)
+            )
+
+    def planned_granularity(self, *, plan: ReleasePlan, stat: StatisticPlan) -> Fraction:
+        return self.granularity(
+            lower=stat.lower, upper=stat.upper, epsilon=stat.epsilon,
+            contribution_bound=plan.dataset.contribution_bound,
+        )  # fmt: skip
+
+    def granularity(self, *, lower, upper, epsilon, contribution_bound: int) -> Fraction:
+        raise NotImplementedError
+
+    def spec_fields(self, stat: Any, *, contribution_bound: int) -> dict[str, Any]:
+        gamma = self.granularity(
+            lower=stat.lower, upper=stat.upper, epsilon=stat.epsilon,
+            contribution_bound=contribution_bound,
+        )  # fmt: skip
+        return {
+            "groups": groups_spec(stat),
+            "lower": fmt(stat.lower),
+            "upper": fmt(stat.upper),
+            "granularity": exact_str(gamma),
+        }
+
+
+class GroupedSumKind(GroupedKind):
+    name = "grouped_sum"
+    groups_required = True
+    aggregate = "sum"
+    sum_share = Fraction(1)
+
+    def granularity(self, *, lower, upper, epsilon, contribution_bound: int) -> Fraction:
+        """A grouped sum's grid, or a grouped mean's sum part's (at its epsilon share)."""
+        return sensitivity.sum_granularity(
+            frac(lower), frac(upper), epsilon=frac(epsilon) * self.sum_share,
+            contribution_bound=contribution_bound,
+        )  # fmt: skip
+
+    def halfwidth(self, plan, stat, epsilon, simultaneous=False) -> float:
+        return planning_stats.grouped_halfwidth(
+            kind=stat.kind, **self._common(plan, stat, epsilon),
+            confidence=frac(plan.confidence), groups=group_count(stat),
+            lower=frac(stat.lower), upper=frac(stat.upper), n_guess=stat.n_guess,
+            simultaneous=simultaneous, sum_share=GROUPED_SUM_SHARE,
+        )  # fmt: skip
+
+    def noise(self, *, plan: ReleasePlan, stat: StatisticPlan) -> tuple[NoiseSpec, ...]:
+        with statistic_errors(stat):
+            return (grouped_sum_noise(**self._noise_args(plan, stat)),)
+
+    def _noise_args(self, plan: ReleasePlan, stat: StatisticPlan) -> dict[str, Any]:
+        return dict(
+            lower=frac(stat.lower), upper=frac(stat.upper),
+            granularity=self.planned_granularity(plan=plan, stat=stat),
+            groups=group_count(stat), **self._common(plan, stat, stat.epsilon),
+        )  # fmt: skip
+
+    def noisy_entry(
+        self, *, entry, aggregate, mechanism, confidence, contribution_bound, axes, rng=None
+    ) -> dict[str, Any]:
+        out = _entry_head(entry)
+        set_group_cells(out, axes)
+        result = release_grouped_sums(
+            list(aggregate), lower=frac(entry["lower"]), upper=frac(entry["upper"]),
+            granularity=frac(entry["granularity"]), mechanism=mechanism,
+            epsilon=frac(entry["epsilon"]), delta=frac(entry["delta"]),
+            contribution_bound=contribution_bound, rng=rng,
+        )  # fmt: skip
+        out["values"] = list(result.decimal_values)
+        out["explanation"] = result.to_dict()
+        return out
+
+    def part_units(self, *, granularity: Fraction) -> list[tuple[str, str, Fraction]]:
+        return [("", "value", granularity)]
+
+    def intervals(
+        self, entry: dict[str, Any], *, confidence: object, simultaneous: bool = False
+    ) -> list[Cell]:
+        explanation = entry["explanation"]
+        h = float(result_halfwidth(explanation, confidence=confidence, simultaneous=simultaneous))
+        return [Cell(v, v - h, v + h, h) for v in self.values(entry)]
+
+    def value_title(self, columns: list[str]) -> str:
+        return f"sum of {columns[0] if columns else ''}"
+
+
+class GroupedMeanKind(GroupedSumKind):
+    name = "grouped_mean"
+    aggregate = "sum_count"
+    sum_share = GROUPED_SUM_SHARE
+
+    def noise(self, *, plan: ReleasePlan, stat: StatisticPlan) -> tuple[NoiseSpec, ...]:
+        with statistic_errors(stat):
+            return grouped_mean_noise(**self._noise_args(plan, stat), sum_share=GROUPED_SUM_SHARE)
+
+    def spec_fields(self, stat: Any, *, contribution_bound: int) -> dict[str, Any]:
+        out = super().spec_fields(stat, contribution_bound=contribution_bound)
+        out["sum_share"] = str(GROUPED_SUM_SHARE)
+        return out
+
+    def noisy_entry(
+        self, *, entry, aggregate, mechanism, confidence, contribution_bound, axes, rng=None
+    ) -> dict[str, Any]:
+        out = _entry_head(entry)
+        set_group_cells(out, axes)
+        result = release_grouped_means(
+            list(aggregate[0]), list(aggregate[1]), lower=frac(entry["lower"]),
+            upper=frac(entry["upper"]), granularity=frac(entry["granularity"]),
+            mechanism=mechanism, epsilon=frac(entry["epsilon"]), delta=frac(entry["delta"]),
+            contribution_bound=contribution_bound, rng=rng, sum_share=GROUPED_SUM_SHARE,
+            confidence=frac(confidence),
+        )  # fmt: skip
+        out["values"] = [float(e) for e in result.estimates]
+        out["explanation"] = result.to_dict()
+        return out
+
+    def part_units(self, *, granularity: Fraction) -> list[tuple[str, str, Fraction]]:
+        return [("sum", "value", granularity), ("count", "rows", Fraction(1))]
+
+    def result_granularity(self, explanation: dict[str, Any]) -> Fraction:
+        return _exact(explanation["sum"].get("granularity", "1"))
+
+    def explanation_parts(self, explanation: dict[str, Any]):
+        yield explanation["sum"]
+        yield explanation["count"]
+
+    def intervals(
+        self, entry: dict[str, Any], *, confidence: object, simultaneous: bool = False
+    ) -> list[Cell]:
+        explanation = entry["explanation"]
+        values = self.values(entry)
+        flags = explanation.get("count_nonpositive") or [False] * len(values)
+        cells = grouped_mean_intervals(
+            explanation, confidence=confidence, simultaneous=simultaneous
+        )
+        return [
+            Cell(float(est), float(low), float(high), flag="count_nonpositive" if flag else None)
+            for (est, low, high), flag in zip(cells, flags, strict=True)
+        ]
+
+    def value_title(self, columns: list[str]) -> str:
+        return f"mean of {columns[0] if columns else ''}"
+
+
+KINDS = (GroupedSumKind(), GroupedMeanKind())
