@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.utils.translation import gettext, pgettext
 
@@ -29,9 +29,7 @@ from releases.services.plan_fields import (
     _column,
     _optional_decimal,
 )
-
-if TYPE_CHECKING:
-    from releases.services.plan import StatisticPlan
+from releases.services.plan_types import StatisticPlan
 
 MAX_QUANTILES = 20
 QUANTILE_PLACES = 6
