@@ -9,10 +9,10 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.selectors import token_expires_at
 from accounts.services import token_issue, token_revoke
 from accounts.throttling import LoginThrottle
 from dpportal.api import ApiView, PublicApiView, error_responses, validated_input
+from dpportal.tokens import token_expires_at
 
 
 class TokenObtainApi(PublicApiView):

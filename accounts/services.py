@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth.models import AbstractBaseUser
 from rest_framework.authtoken.models import Token
 
-from accounts.selectors import token_is_expired
+from dpportal.tokens import token_is_expired
 
 
 def token_issue(*, user: AbstractBaseUser) -> Token:

@@ -1,5 +1,8 @@
 """Pages for projects, budgets, the reviewer inbox and the public registry.
 
+A budget request's own page and its decision are releases' (releases/review_views.py):
+the page shows a release's review document, the decision moves its state machine.
+
 Thin: each view parses a form, calls one service or selector, and shows the
 ApplicationError's message next to the form when the service refuses. Access
 errors (NotFound, PermissionDenied) become the 404/403 pages in the middleware.
@@ -19,12 +22,10 @@ from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from budgets import selectors, services
-from budgets.forms import CapsForm, DecisionForm, MemberAddForm, ProjectCreateForm
+from budgets.forms import CapsForm, MemberAddForm, ProjectCreateForm
 from budgets.models import BudgetRequest, Membership, Project
 from dpportal import formatting
 from dpportal.errors import ApplicationError, NotFound, PermissionDenied
-from releases import lifecycle
-from releases.review_selectors import review_document_get
 
 
 def members_post_only(view):
@@ -39,7 +40,8 @@ def members_post_only(view):
     return require_POST(wrapper)
 
 
-def _first_error(form) -> str:
+def first_error(form) -> str:
+    """A bound form's first error as one line, prefixed by its field's label."""
     for field, errors in form.errors.items():
         label = form.fields[field].label or field.replace("_", " ") if field in form.fields else ""
         return f"{label}: {errors[0]}" if label else errors[0]
@@ -104,7 +106,7 @@ def project_member_add_view(request: HttpRequest, slug: str) -> HttpResponse:
     )
     form = MemberAddForm(request.POST)
     if not form.is_valid():
-        messages.error(request, _first_error(form))
+        messages.error(request, first_error(form))
     else:
         try:
             services.project_member_add(project=project, actor=request.user, **form.cleaned_data)
@@ -145,7 +147,7 @@ def project_budget_view(request: HttpRequest, slug: str) -> HttpResponse:
     if request.method == "POST":
         status = 400
         if not caps_form.is_valid():
-            messages.error(request, _first_error(caps_form))
+            messages.error(request, first_error(caps_form))
         else:
             try:
                 services.project_caps_update(
@@ -171,7 +173,7 @@ def project_budget_view(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "budgets/project_budget.html", context, status=status)
 
 
-# --- reviewer inbox and decisions ----------------------------------------------------
+# --- the reviewer's inbox (a request's page and decisions: releases.review_views) ------
 
 
 @login_required
@@ -179,84 +181,6 @@ def project_budget_view(request: HttpRequest, slug: str) -> HttpResponse:
 def inbox_view(request: HttpRequest) -> HttpResponse:
     entries = selectors.inbox_list_for_reviewer(user=request.user)
     return render(request, "budgets/inbox.html", {"entries": entries})
-
-
-@login_required
-@require_GET
-def request_detail_view(request: HttpRequest, pk: int) -> HttpResponse:
-    budget_request = selectors.budget_request_get_for_member(
-        budget_request_id=pk, user=request.user
-    )
-    return _render_request(request, budget_request, DecisionForm())
-
-
-def _render_request(
-    request: HttpRequest, budget_request: BudgetRequest, form: DecisionForm, status: int = 200
-) -> HttpResponse:
-    roles = selectors.project_roles(project=budget_request.project, user=request.user)
-    context = dict(
-        budget_request=budget_request,
-        document=review_document_get(budget_request=budget_request),
-        form=form,
-        project=budget_request.project,
-        can_decide=(
-            Membership.Role.REVIEWER in roles
-            and budget_request.requested_by_id != request.user.pk
-            and budget_request.status == BudgetRequest.Status.PENDING
-        ),
-        is_requester=budget_request.requested_by_id == request.user.pk,
-    )
-    return render(request, "budgets/request_detail.html", context, status=status)
-
-
-def _decide(request: HttpRequest, pk: int, *, approve: bool) -> HttpResponse:
-    budget_request = selectors.budget_request_get_for_member(
-        budget_request_id=pk, user=request.user
-    )
-    form = DecisionForm(request.POST)
-    if not form.is_valid():
-        form.add_error(None, _first_error(form))
-        return _render_request(request, budget_request, form, status=400)
-    comment = form.cleaned_data["comment"]
-    release = getattr(budget_request, "release", None)
-    try:
-        if release is not None:
-            # The release's state machine moves with the budget, in one transaction.
-            if approve:
-                lifecycle.release_approve(release=release, reviewer=request.user, comment=comment)
-            else:
-                lifecycle.release_reject(release=release, reviewer=request.user, comment=comment)
-        elif approve:
-            services.budget_request_approve(
-                budget_request_id=budget_request.pk, reviewer=request.user, comment=comment
-            )
-        else:
-            services.budget_request_reject(
-                budget_request_id=budget_request.pk, reviewer=request.user, comment=comment
-            )
-    except (NotFound, PermissionDenied):
-        raise
-    except ApplicationError as exc:
-        form.add_error(None, exc.message)
-        budget_request.refresh_from_db()
-        return _render_request(request, budget_request, form, status=exc.status_code)
-    done = (
-        gettext("Request “%(title)s” approved; its cost is reserved.")
-        if approve
-        else gettext("Request “%(title)s” rejected.")
-    )
-    messages.success(request, done % {"title": budget_request.title})
-    return redirect("budgets:request_detail", pk=budget_request.pk)
-
-
-@members_post_only
-def request_approve_view(request: HttpRequest, pk: int) -> HttpResponse:
-    return _decide(request, pk, approve=True)
-
-
-@members_post_only
-def request_reject_view(request: HttpRequest, pk: int) -> HttpResponse:
-    return _decide(request, pk, approve=False)
 
 
 # --- the public registry ---------------------------------------------------------------

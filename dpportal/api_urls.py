@@ -169,17 +169,17 @@ v1 = [
     ),
     path(
         "budget-requests/<int:budget_request_id>/",
-        budgets_api.BudgetRequestDetailApi.as_view(),
+        releases_api.BudgetRequestDetailApi.as_view(),
         name="budget-requests-detail",
     ),
     path(
         "budget-requests/<int:budget_request_id>/approve/",
-        budgets_api.BudgetRequestApproveApi.as_view(),
+        releases_api.BudgetRequestApproveApi.as_view(),
         name="budget-requests-approve",
     ),
     path(
         "budget-requests/<int:budget_request_id>/reject/",
-        budgets_api.BudgetRequestRejectApi.as_view(),
+        releases_api.BudgetRequestRejectApi.as_view(),
         name="budget-requests-reject",
     ),
     # public, anonymous (throttled)

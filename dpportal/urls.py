@@ -16,6 +16,8 @@ urlpatterns = [
     # token, and a forged POST can only change the language a page is shown in.
     path("i18n/setlang/", csrf_exempt(set_language), name="set_language"),
     path("accounts/", include("accounts.urls")),
+    # a budget request's page and decision (releases: they show and move the release)
+    path("projects/requests/", include("releases.review_urls")),
     path("projects/", include("budgets.urls")),
     path("datasets/", include("datasets.urls")),
     path("releases/", include("releases.urls")),

@@ -2,8 +2,10 @@
 
 Every `import` and `from ... import` counts, at module level AND inside functions
 (a function-level import runs too, just later: if it closes a cycle it only hides
-it). Left out: imports under `if TYPE_CHECKING:` (never run) and those in an
-AppConfig's `ready()` (Django runs them once the app registry is loaded).
+it), and under `if TYPE_CHECKING:` (never run, but a type named across layers is a
+dependency all the same, and a cycle through one is a cycle of the design; such an
+edge is marked `type_only`). Left out: imports in an AppConfig's `ready()` (Django
+runs them once the app registry is loaded).
 
 An edge follows what Python executes: `from releases.services.plan import X`
 in releases.dp runs releases/services/__init__.py first, so it is an edge to
@@ -27,6 +29,7 @@ class Import:
     target: str
     line: int
     in_function: bool
+    type_only: bool = False
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:
@@ -55,11 +58,16 @@ class _Collector(ast.NodeVisitor):
     def __init__(self, module: str, is_package: bool) -> None:
         self.module = module
         self.package = module if is_package else module.rpartition(".")[0]
-        self.found: list[tuple[str, str | None, int, bool]] = []
+        self.found: list[tuple[str, str | None, int, bool, bool]] = []
         self.depth = 0  # functions we are inside
+        self.type_only = False  # inside `if TYPE_CHECKING:`
 
     def visit_If(self, node: ast.If) -> None:
         if _is_type_checking(node.test):
+            outer, self.type_only = self.type_only, True
+            for child in node.body:
+                self.visit(child)
+            self.type_only = outer
             for child in node.orelse:
                 self.visit(child)
             return
@@ -86,7 +94,7 @@ class _Collector(ast.NodeVisitor):
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
-            self.found.append((alias.name, None, node.lineno, self.depth > 0))
+            self.found.append((alias.name, None, node.lineno, self.depth > 0, self.type_only))
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         base = node.module or ""
@@ -95,7 +103,7 @@ class _Collector(ast.NodeVisitor):
             anchor = anchor[: len(anchor) - (node.level - 1)]
             base = ".".join([*anchor, base] if base else anchor)
         for alias in node.names:
-            self.found.append((base, alias.name, node.lineno, self.depth > 0))
+            self.found.append((base, alias.name, node.lineno, self.depth > 0, self.type_only))
 
 
 def _ancestors(name: str) -> list[str]:
@@ -111,12 +119,12 @@ def project_imports(modules: dict[str, Path] | None = None) -> list[Import]:
         collector = _Collector(module, is_package=path.name == "__init__.py")
         collector.visit(ast.parse(path.read_text(), filename=str(path)))
         own = {module, *_ancestors(module)}
-        for base, name, line, in_function in collector.found:
+        for base, name, line, in_function, type_only in collector.found:
             target = f"{base}.{name}" if name and f"{base}.{name}" in modules else base
             executed = [*_ancestors(target), target]
             for name_run in executed:
                 if name_run in modules and name_run not in own:
-                    edge = Import(module, name_run, line, in_function)
+                    edge = Import(module, name_run, line, in_function, type_only)
                     imports[(module, name_run, line)] = edge
     return list(imports.values())
 
@@ -155,7 +163,12 @@ def find_cycle(imports: list[Import]) -> list[Import]:
 
 
 def describe(edges: list[Import]) -> str:
-    return "\n".join(
-        f"  {e.importer} -> {e.target} (line {e.line}{', in a function' if e.in_function else ''})"
-        for e in edges
-    )
+    def where(e: Import) -> str:
+        notes = [f"line {e.line}"]
+        if e.in_function:
+            notes.append("in a function")
+        if e.type_only:
+            notes.append("type-only")
+        return ", ".join(notes)
+
+    return "\n".join(f"  {e.importer} -> {e.target} ({where(e)})" for e in edges)

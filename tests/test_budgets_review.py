@@ -141,7 +141,7 @@ def _text(html: str) -> str:
 def test_page_and_api_carry_the_document_without_reprs(client, releases, reviewer):
     _, pending = releases
     client.login(username=reviewer.username, password=PASSWORD)
-    page = client.get(reverse("budgets:request_detail", args=[pending.budget_request_id]))
+    page = client.get(reverse("review:request_detail", args=[pending.budget_request_id]))
     assert page.status_code == 200
     html = page.content.decode()
     text = _text(html)
@@ -208,7 +208,7 @@ def _request(project, owner, title, epsilon="1"):
 
 def _budget_cells(client, budget_request) -> dict[str, str]:
     """The exact values (title attributes) of the page's budget table."""
-    html = client.get(reverse("budgets:request_detail", args=[budget_request.pk])).content
+    html = client.get(reverse("review:request_detail", args=[budget_request.pk])).content
     cells = re.findall(
         r'data-param="(epsilon-before|epsilon-after)"><span class="amount" title="([^"]*)"',
         html.decode(),
@@ -278,7 +278,7 @@ def test_a_decided_request_shows_the_budget_as_at_its_decision(client, project, 
     project_caps_update(project=project, actor=staff, epsilon_cap="10", delta_cap="0.00001")
     # a later cap change does not rewrite what the decisions saw
     assert _budget_cells(client, first) == {"epsilon-before": "3", "epsilon-after": "2"}
-    page = client.get(reverse("budgets:request_detail", args=[first.pk])).content.decode()
+    page = client.get(reverse("review:request_detail", args=[first.pk])).content.decode()
     assert "Remaining before the approval" in page and "not subtracted again" in page
     assert _api_spend(client, first) == first_spend  # its own moment and caps
     assert first_spend["epsilon_cap"] == "3" and first_spend["moment"] == "approval"

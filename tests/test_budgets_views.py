@@ -32,7 +32,7 @@ def login(client, user):
 
 
 def approve_url(req):
-    return reverse("budgets:request_approve", args=[req.pk])
+    return reverse("review:request_approve", args=[req.pk])
 
 
 def test_urls_are_where_the_other_apps_expect_them():
@@ -68,7 +68,7 @@ def test_approval_refused_to_everyone_but_another_reviewer(client, project, owne
         response = login(client, user).post(approve_url(req), {"comment": "ok"})
         assert response.status_code == 404, who
         assert (
-            login(client, user).get(reverse("budgets:request_detail", args=[req.pk])).status_code
+            login(client, user).get(reverse("review:request_detail", args=[req.pk])).status_code
             == 404
         ), who
     client.logout()
@@ -91,7 +91,7 @@ def test_owner_without_reviewer_role_gets_403(client, project, owner):
 def test_reviewer_approves_through_the_page(client, project, owner, reviewer):
     req = make_request(project, owner, epsilon="0.3")
     login(client, reviewer)
-    page = client.get(reverse("budgets:request_detail", args=[req.pk]))
+    page = client.get(reverse("review:request_detail", args=[req.pk]))
     assert page.status_code == 200
     assert b"Approve and reserve" in page.content
     assert b"Age histogram" in page.content
@@ -107,7 +107,7 @@ def test_reviewer_approves_through_the_page(client, project, owner, reviewer):
 def test_reject_needs_a_comment(client, project, owner, reviewer):
     req = make_request(project, owner)
     login(client, reviewer)
-    url = reverse("budgets:request_reject", args=[req.pk])
+    url = reverse("review:request_reject", args=[req.pk])
     response = client.post(url, {"comment": ""})
     assert response.status_code == 400
     assert b"give a reason" in response.content

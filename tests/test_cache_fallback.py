@@ -250,7 +250,7 @@ def test_reads_answer_from_the_database_while_redis_is_down(
     reviewer_pages = {
         "inbox": (reverse("budgets:inbox"), pending.title),
         "request": (
-            reverse("budgets:request_detail", args=[pending.budget_request_id]),
+            reverse("review:request_detail", args=[pending.budget_request_id]),
             pending.title,
         ),
     }

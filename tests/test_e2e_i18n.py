@@ -148,7 +148,7 @@ def test_owner_and_reviewer_pages_in_chinese(browser, live_server, owner, review
         },
         reviewer: {
             "inbox": reverse("budgets:inbox"),
-            "request": reverse("budgets:request_detail", args=[release.budget_request_id]),
+            "request": reverse("review:request_detail", args=[release.budget_request_id]),
         },
     }
     for user, walk in walks.items():

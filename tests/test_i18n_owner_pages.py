@@ -210,7 +210,7 @@ def test_reviewer_pages_in_chinese(client, project, owner, reviewer):
     client.cookies[settings.LANGUAGE_COOKIE_NAME] = "zh-hans"
     pages = {
         "inbox": reverse("budgets:inbox"),
-        "request": reverse("budgets:request_detail", args=[release.budget_request_id]),
+        "request": reverse("review:request_detail", args=[release.budget_request_id]),
     }
     assert english_on_pages(client, pages, words) == {}
 
@@ -260,7 +260,7 @@ def test_the_review_of_grouped_quantile_and_spread_statistics_in_chinese(
         words.update(re.findall(r"[A-Za-z][A-Za-z'/]+", text or ""))
     client.force_login(reviewer)
     client.cookies[settings.LANGUAGE_COOKIE_NAME] = "zh-hans"
-    response = client.get(reverse("budgets:request_detail", args=[release.budget_request_id]))
+    response = client.get(reverse("review:request_detail", args=[release.budget_request_id]))
     assert response.status_code == 200
     page = response.content.decode()
     assert "置换翻转" in page and "秩误差" in page and "分组上限" in page

@@ -71,7 +71,7 @@ def test_each_new_kind_states_domains_grid_split_sensitivity_and_accuracy(submit
 def test_reviewer_page_shows_the_new_rows_without_reprs(client, submitted, reviewer):
     release, _ = submitted
     client.force_login(reviewer)
-    page = client.get(reverse("budgets:request_detail", args=[release.budget_request_id]))
+    page = client.get(reverse("review:request_detail", args=[release.budget_request_id]))
     assert page.status_code == 200
     html = page.content.decode()
     assert 'data-param="grid"' in html and 'data-param="group-bound"' in html

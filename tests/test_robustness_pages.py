@@ -68,8 +68,8 @@ BODY_IGNORED = {
 }
 # Decisions: an empty or ordinary comment is a valid decision; NUL / over-long is not.
 DECISIONS = {
-    "budgets:request_approve",
-    "budgets:request_reject",
+    "review:request_approve",
+    "review:request_reject",
     "releases:approve",
     "releases:reject",
 }

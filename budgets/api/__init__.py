@@ -1,6 +1,7 @@
 """REST API of the budgets app, by capability: projects (members, caps, ledger),
-requests (budget requests and their review document; serializers in review) and
-registry (the public epsilon registry). Every API view is importable from here.
+requests (the reviewer's list of budget requests; serializers of the review document
+in review) and registry (the public epsilon registry). Every API view is importable
+from here. A request's detail and the decisions on it are releases.api's.
 """
 
 from budgets.api.projects import (
@@ -12,18 +13,10 @@ from budgets.api.projects import (
     ProjectMemberListApi,
 )
 from budgets.api.registry import RegistryApi
-from budgets.api.requests import (
-    BudgetRequestApproveApi,
-    BudgetRequestDetailApi,
-    BudgetRequestListApi,
-    BudgetRequestRejectApi,
-)
+from budgets.api.requests import BudgetRequestListApi
 
 __all__ = [
-    "BudgetRequestApproveApi",
-    "BudgetRequestDetailApi",
     "BudgetRequestListApi",
-    "BudgetRequestRejectApi",
     "LedgerListApi",
     "ProjectCapsUpdateApi",
     "ProjectCollectionApi",

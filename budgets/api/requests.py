@@ -1,7 +1,7 @@
-"""REST API of budget requests: the reviewer's list, the review document, decisions.
+"""REST API of budget requests: the reviewer's list, and the output every request answers.
 
-Thin: each view calls one selector or service; a request of a release moves
-through the release's state machine (releases.lifecycle), in one transaction.
+A request's own detail (with its release's review document) and the decisions are
+releases' (releases/api/review.py): they show the release and move its state machine.
 """
 
 from __future__ import annotations
@@ -9,31 +9,22 @@ from __future__ import annotations
 from drf_spectacular.utils import (
     extend_schema,
     extend_schema_field,
-    extend_schema_serializer,
 )
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from budgets import selectors, services
-from budgets.api.review import (
-    BudgetStandingSerializer,
-    ReviewDocumentSerializer,
-    StatisticLineSerializer,
-)
+from budgets import selectors
+from budgets.api.review import BudgetStandingSerializer, StatisticLineSerializer
 from budgets.models import BudgetRequest
 from dpportal.api import (
-    MEMBER_ERRORS,
     PAGINATION_PARAMETERS,
     AmountField,
     ApiView,
     error_responses,
     paginated,
     paginated_response,
-    validated_input,
 )
-from releases import lifecycle
-from releases.review_selectors import review_document_get
 
 
 class BudgetRequestOutputSerializer(serializers.Serializer):
@@ -71,19 +62,6 @@ class BudgetRequestListItemSerializer(BudgetRequestOutputSerializer):
         }
 
 
-class BudgetRequestDetailSerializer(BudgetRequestOutputSerializer):
-    """A budget request with its review document."""
-
-    review = ReviewDocumentSerializer()
-
-    def to_representation(self, instance: BudgetRequest) -> dict:
-        document = review_document_get(budget_request=instance)
-        return {
-            **BudgetRequestOutputSerializer(instance).data,
-            "review": ReviewDocumentSerializer(document).data,
-        }
-
-
 class BudgetRequestListApi(ApiView):
     @extend_schema(
         operation_id="budget_requests_list",
@@ -101,83 +79,3 @@ class BudgetRequestListApi(ApiView):
             request=request,
             view=self,
         )
-
-
-class BudgetRequestDetailApi(ApiView):
-    @extend_schema(
-        operation_id="budget_requests_retrieve",
-        summary="A budget request with its preview (members)",
-        responses={200: BudgetRequestDetailSerializer, **error_responses(*MEMBER_ERRORS)},
-    )
-    def get(self, request: Request, budget_request_id: int) -> Response:
-        budget_request = selectors.budget_request_get_for_member(
-            budget_request_id=budget_request_id, user=request.user
-        )
-        return Response(BudgetRequestDetailSerializer(budget_request).data)
-
-
-class DecisionInputSerializer(serializers.Serializer):
-    comment = serializers.CharField(max_length=2000, allow_blank=True, default="")
-
-
-def _decide(*, budget_request_id: int, user, approve: bool, comment: str) -> BudgetRequest:
-    """Approve or reject; a release's request moves through the release's state machine."""
-    budget_request = selectors.budget_request_get_for_member(
-        budget_request_id=budget_request_id, user=user
-    )
-    release = getattr(budget_request, "release", None)
-    if release is not None:
-        if approve:
-            lifecycle.release_approve(release=release, reviewer=user, comment=comment)
-        else:
-            lifecycle.release_reject(release=release, reviewer=user, comment=comment)
-    elif approve:
-        services.budget_request_approve(
-            budget_request_id=budget_request.pk, reviewer=user, comment=comment
-        )
-    else:
-        services.budget_request_reject(
-            budget_request_id=budget_request.pk, reviewer=user, comment=comment
-        )
-    return selectors.budget_request_get_for_member(budget_request_id=budget_request.pk, user=user)
-
-
-class BudgetRequestApproveApi(ApiView):
-    @extend_schema(
-        operation_id="budget_requests_approve",
-        summary="Approve: reserve the cost and queue the release (reviewers; not your own)",
-        description="Approving twice answers 409 and changes nothing.",
-        request=DecisionInputSerializer,
-        responses={200: BudgetRequestDetailSerializer, **error_responses(*MEMBER_ERRORS, 409)},
-    )
-    def post(self, request: Request, budget_request_id: int) -> Response:
-        data = validated_input(DecisionInputSerializer, request)
-        budget_request = _decide(
-            budget_request_id=budget_request_id,
-            user=request.user,
-            approve=True,
-            comment=data["comment"],
-        )
-        return Response(BudgetRequestDetailSerializer(budget_request).data)
-
-
-class BudgetRequestRejectApi(ApiView):
-    @extend_schema_serializer(component_name="BudgetRequestRejectInput")
-    class InputSerializer(serializers.Serializer):
-        comment = serializers.CharField(max_length=2000, help_text="The reason (required).")
-
-    @extend_schema(
-        operation_id="budget_requests_reject",
-        summary="Reject with a comment (reviewers; not your own)",
-        request=InputSerializer,
-        responses={200: BudgetRequestDetailSerializer, **error_responses(*MEMBER_ERRORS, 409)},
-    )
-    def post(self, request: Request, budget_request_id: int) -> Response:
-        data = validated_input(self.InputSerializer, request)
-        budget_request = _decide(
-            budget_request_id=budget_request_id,
-            user=request.user,
-            approve=False,
-            comment=data["comment"],
-        )
-        return Response(BudgetRequestDetailSerializer(budget_request).data)

@@ -2,7 +2,8 @@
 
 A package by capability; every public name is importable from here:
 projects (membership and visibility), budget (totals, requests, the ledger,
-a request's budget standing), review (the reviewer's inbox), audit (the invariants),
+a request's budget standing), summary (the BudgetSummary value), accounting (what
+fits under the cap), review (the reviewer's inbox), audit (the invariants),
 registry (the public epsilon registry).
 """
 

@@ -21,18 +21,15 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING
 
 from django.utils.translation import gettext
 
 from budgets import amounts
 from budgets.models import LedgerEntry, Project
+from budgets.selectors.summary import BudgetSummary
 from dpportal import formatting
 from dpportal.privacy.mechanism_records import MechanismRecord, merge_records
 from dpportal.privacy.pld import CapCheck, within_cap
-
-if TYPE_CHECKING:  # budget's standing uses cost_fits: the summary type only for annotations
-    from budgets.selectors.budget import BudgetSummary
 
 __all__ = [
     "CostFit",

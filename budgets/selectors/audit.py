@@ -10,7 +10,8 @@ from django.db.models import Sum
 from budgets import amounts
 from budgets.models import BudgetRequest, LedgerEntry, Project
 from budgets.selectors.accounting import epsilon_text, project_cap_check
-from budgets.selectors.budget import BudgetSummary, budget_summary
+from budgets.selectors.budget import budget_summary
+from budgets.selectors.summary import BudgetSummary
 
 RELEASE_SPENT_STATUSES = ("computed", "published")
 

@@ -13,7 +13,7 @@ from rest_framework import exceptions as drf_exceptions
 from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.request import Request
 
-from accounts.selectors import token_is_expired
+from dpportal.tokens import token_is_expired
 
 _TOKEN_KEY = re.compile(r"[0-9a-f]{40}")
 _SESSION_KEY = re.compile(r"[0-9a-z]{8,64}")

@@ -1,4 +1,5 @@
-"""REST API of releases: drafts and their statistics, preview, lifecycle, results, public reads.
+"""REST API of releases: drafts and their statistics, preview, lifecycle, results, public reads,
+and a budget request's detail and decisions (review).
 
 Thin: the builder's validation is releases.services, every move of the state
 machine is releases.lifecycle, published data comes from releases.public_selectors
@@ -54,8 +55,20 @@ from releases.api.results import (
     ReleaseStatusApi,
     ReleaseStatusOutputSerializer,
 )
+from releases.api.review import (
+    BudgetRequestApproveApi,
+    BudgetRequestDetailApi,
+    BudgetRequestDetailSerializer,
+    BudgetRequestRejectApi,
+    DecisionInputSerializer,
+)
 
 __all__ = [
+    "BudgetRequestApproveApi",
+    "BudgetRequestDetailApi",
+    "BudgetRequestDetailSerializer",
+    "BudgetRequestRejectApi",
+    "DecisionInputSerializer",
     "CONFIDENCE_PARAMETER",
     "CommentInputSerializer",
     "OWNER",

@@ -9,7 +9,9 @@ Modules: `plan` (parsing the builder's input), `allocation` (the epsilon and
 delta split), `preview` (accuracy preview and budget check), `drafts` (saving
 drafts), `clone` (a rejected or withdrawn release as a new draft), `freeze` (the
 frozen specification and its hash). The names below are the package's public
-interface; callers import them from `releases.services`.
+interface; callers import them from `releases.services`. One module is not
+re-exported: `review` (a reviewer's decision on a budget request) calls the
+lifecycle, which imports this package, so callers import `releases.services.review`.
 """
 
 from releases.services.allocation import DELTA_QUANTUM, EPS_QUANTUM, allocate

@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from decimal import ROUND_DOWN, Decimal
 from fractions import Fraction
-from typing import TYPE_CHECKING
 
 from django.utils.translation import gettext
 
@@ -30,9 +29,8 @@ from budgets.amounts import EXACT, add, sub, text, total
 from budgets.models import DELTA_FIELD, EPSILON_FIELD
 from dpportal.errors import ValidationFailed
 from releases import dp, kinds
+from releases.plans import ReleasePlan
 
-if TYPE_CHECKING:
-    from releases.services.plan import ReleasePlan
 EPS_QUANTUM = Decimal(1).scaleb(-EPSILON_FIELD["decimal_places"])
 DELTA_QUANTUM = Decimal(1).scaleb(-DELTA_FIELD["decimal_places"])
 

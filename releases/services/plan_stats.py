@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.utils.translation import gettext, pgettext
 
@@ -22,6 +22,7 @@ from dpportal.errors import ValidationFailed
 from dpportal.privacy.errors import PrivacyParameterError
 from dpportal.privacy.quantiles import candidate_grid
 from releases import kinds
+from releases.plans import StatisticPlan
 from releases.services.plan_fields import (
     COLUMN_USES,
     _check_histogram_column,
@@ -29,9 +30,6 @@ from releases.services.plan_fields import (
     _column,
     _optional_decimal,
 )
-
-if TYPE_CHECKING:
-    from releases.services.plan import StatisticPlan
 
 MAX_QUANTILES = 20
 QUANTILE_PLACES = 6

@@ -1,4 +1,8 @@
-"""Reads about logging in: when an API token stops being accepted."""
+"""When an API token stops being accepted: DPPORTAL_TOKEN_LIFETIME after its issue.
+
+Here, below the apps, because the API's authentication (dpportal.api) refuses an
+expired token and the accounts app issues and describes tokens: both read the one rule.
+"""
 
 from __future__ import annotations
 
