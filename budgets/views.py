@@ -173,7 +173,7 @@ def project_budget_view(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "budgets/project_budget.html", context, status=status)
 
 
-# --- the reviewer's inbox (a request's page and decisions: releases.review_views) ------
+# --- the reviewer's inbox (a request's page and decisions: releases.review.views) ------
 
 
 @login_required

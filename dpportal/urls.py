@@ -17,11 +17,11 @@ urlpatterns = [
     path("i18n/setlang/", csrf_exempt(set_language), name="set_language"),
     path("accounts/", include("accounts.urls")),
     # a budget request's page and decision (releases: they show and move the release)
-    path("projects/requests/", include("releases.review_urls")),
+    path("projects/requests/", include("releases.review.urls")),
     path("projects/", include("budgets.urls")),
     path("datasets/", include("datasets.urls")),
     path("releases/", include("releases.urls")),
     path("api/", include("dpportal.api_urls")),
     path("registry/", include("budgets.public_urls")),
-    path("", include("releases.public_urls")),
+    path("", include("releases.public.urls")),
 ]

@@ -25,7 +25,7 @@ from releases.builder_text import builder_text
 from releases.models import Release
 from releases.presentation import results_for_display
 from releases.public import options as public_options
-from releases.public_views import release_preview_html
+from releases.public.views import release_preview_html
 
 OWNER = {Membership.Role.OWNER}
 

@@ -29,7 +29,7 @@ from dpportal.privacy.mechanism_records import MechanismRecord
 from dpportal.privacy.pld import within_cap
 from releases import compute, lifecycle
 from releases.models import Release
-from releases.review_selectors import review_document_get
+from releases.review.selectors import review_document_get
 from tests.factories import PASSWORD, UserFactory
 from tests.review_support import (
     BOUND,

@@ -24,7 +24,7 @@ from datasets.services import dataset_create, dataset_declare, dataset_ingest
 from dpportal.errors import ValidationFailed
 from releases import compute
 from releases.models import Release
-from releases.review_selectors import review_document_get
+from releases.review.selectors import review_document_get
 from tests.releases_support import submitted
 
 pytestmark = pytest.mark.django_db

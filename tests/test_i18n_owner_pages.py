@@ -239,7 +239,7 @@ def test_the_builder_scripts_words_in_chinese():
 def test_the_review_of_grouped_quantile_and_spread_statistics_in_chinese(
     client, project, owner, reviewer
 ):
-    """The reviewer's page of the issue-14 kinds (releases/review_stats_text.py)."""
+    """The reviewer's page of the issue-14 kinds (releases/review/stats_text.py)."""
     from releases import lifecycle, services
     from tests.releases_support import builder_data, make_dataset
     from tests.test_review_stats import NEW

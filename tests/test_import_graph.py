@@ -123,18 +123,19 @@ LAYERS = {
     "releases.plans": "service",
     "releases.presentation": "interface",
     "releases.public": "interface",
-    "releases.public_selectors": "service",
-    "releases.public_urls": "interface",
-    "releases.public_views": "interface",
+    "releases.public.selectors": "service",
+    "releases.public.urls": "interface",
+    "releases.public.views": "interface",
     "releases.results_text": "interface",
     "releases.retry": "service",
-    "releases.review_selectors": "service",
-    "releases.review_stats": "service",
-    "releases.review_stats_text": "service",
-    "releases.review_text": "service",
-    "releases.review_types": "service",
-    "releases.review_urls": "interface",
-    "releases.review_views": "interface",
+    "releases.review": "service",
+    "releases.review.selectors": "service",
+    "releases.review.stats": "service",
+    "releases.review.stats_text": "service",
+    "releases.review.text": "service",
+    "releases.review.types": "service",
+    "releases.review.urls": "interface",
+    "releases.review.views": "interface",
     "releases.selectors": "service",
     "releases.services": "service",
     "releases.tasks": "interface",
@@ -302,10 +303,10 @@ def test_an_import_up_the_apps_is_found(importer, target):
 @pytest.mark.parametrize(
     "importer, target",
     [
-        ("releases.review_views", "budgets.views"),  # an interface of an app below
+        ("releases.review.views", "budgets.views"),  # an interface of an app below
         ("releases.services.review", "releases.lifecycle"),
         ("datasets.models", "budgets.models"),
-        ("dpportal.urls", "releases.review_urls"),  # the root URLconf mounts every app
+        ("dpportal.urls", "releases.review.urls"),  # the root URLconf mounts every app
     ],
 )
 def test_an_import_down_the_apps_passes(importer, target):

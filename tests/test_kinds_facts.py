@@ -24,7 +24,7 @@ from releases import compute, kinds, lifecycle
 from releases.presentation import results_for_display
 from releases.public.data import release_public_data
 from releases.results_text import mechanism_name
-from releases.review_selectors import review_document_get
+from releases.review.selectors import review_document_get
 from tests.releases_support import make_dataset, submitted
 
 pytestmark = pytest.mark.django_db

@@ -11,7 +11,7 @@ from django.utils.module_loading import import_string
 from rest_framework.test import APIClient
 
 from dpportal.logsafe import exception_summary
-from releases import public_selectors
+from releases.public import selectors as public_selectors
 
 MARKER = "canary-cell-value-314159"
 

@@ -100,7 +100,7 @@ def test_a_gunicorn_worker_loads_the_views_while_it_boots(tmp_path):
     as a worker does when it boots, must have loaded them."""
     probe = (
         "import sys; import dpportal.wsgi; "
-        "print(all(m in sys.modules for m in ('releases.public_views', 'accounts.views')))"
+        "print(all(m in sys.modules for m in ('releases.public.views', 'accounts.views')))"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT), "DPPORTAL_VAR_DIR": str(tmp_path)}
     out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True,

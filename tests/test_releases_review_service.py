@@ -15,9 +15,9 @@ from django.urls import reverse
 from budgets.models import BudgetRequest, LedgerEntry
 from budgets.services import budget_request_create
 from dpportal.errors import PermissionDenied
-from releases import review_views
 from releases.api import review as review_api
 from releases.models import Release
+from releases.review import views as review_views
 from releases.services import review
 from releases.services.review import budget_request_decide
 from tests.factories import PASSWORD

@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from dpportal import formatting
 from releases import dp, lifecycle, services
-from releases.review_selectors import review_document_get
+from releases.review.selectors import review_document_get
 from tests.releases_support import builder_data, make_dataset
 
 pytestmark = pytest.mark.django_db

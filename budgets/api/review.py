@@ -1,4 +1,4 @@
-"""Serializers of the review document (releases.review_types.ReviewDocument).
+"""Serializers of the review document (releases.review.types.ReviewDocument).
 
 Exact values as strings (AmountField for Decimals, ExactNumberField for the
 math's Fractions and floats), next to the `*_text` fields written for people
@@ -205,7 +205,7 @@ class EarlierReleaseSerializer(serializers.Serializer):
 
 
 class ReviewDocumentSerializer(serializers.Serializer):
-    """What a reviewer judges: releases.review_types.ReviewDocument."""
+    """What a reviewer judges: releases.review.types.ReviewDocument."""
 
     dataset = serializers.CharField(source="dataset_name")
     mechanism = serializers.CharField()

@@ -5,7 +5,7 @@ many requests wait: the requests with their project, requester and release in
 one query, every project's budget in one more (`budget_summaries`). Each row's
 statistics come from the request's frozen preview (`BudgetRequest.summary`),
 read as a documented JSON shape; the full review document of one request is
-built by releases.review_selectors.
+built by releases.review.selectors.
 """
 
 from __future__ import annotations

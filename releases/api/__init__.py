@@ -2,7 +2,7 @@
 and a budget request's detail and decisions (review).
 
 Thin: the builder's validation is releases.services, every move of the state
-machine is releases.lifecycle, published data comes from releases.public_selectors
+machine is releases.lifecycle, published data comes from releases.public.selectors
 and releases.public.
 Errors are mapped in dpportal.api. A package by capability; every public name is
 importable from here (dpportal/api_urls.py uses `releases.api.<View>`).

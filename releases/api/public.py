@@ -18,10 +18,10 @@ from dpportal.api import (
     paginated,
     paginated_response,
 )
-from releases import public_selectors as public
 from releases.api.common import CONFIDENCE_PARAMETER, ReleaseDataOutputSerializer, release_data
 from releases.models import Release
 from releases.public import options as public_options
+from releases.public import selectors as public
 
 
 class DayField(serializers.DateField):

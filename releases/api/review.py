@@ -18,7 +18,7 @@ from budgets.api.requests import BudgetRequestOutputSerializer
 from budgets.api.review import ReviewDocumentSerializer
 from budgets.models import BudgetRequest
 from dpportal.api import MEMBER_ERRORS, ApiView, error_responses, validated_input
-from releases.review_selectors import review_document_get
+from releases.review.selectors import review_document_get
 from releases.services.review import budget_request_decide
 
 

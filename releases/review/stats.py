@@ -1,6 +1,6 @@
 """The review document of grouped statistics, quantiles and spread (issue 14).
 
-Same typed values as releases.review_selectors builds for the other kinds
+Same typed values as releases.review.selectors builds for the other kinds
 (StatisticReview), from the frozen specification only, plus `details`: the
 rows a reviewer needs for these kinds (groups and their bound, the candidate
 grid, the epsilon split, the rank-error bound). Noise and accuracy come from
@@ -26,10 +26,10 @@ from dpportal import formatting
 from dpportal.privacy.noise import NoiseSpec
 from dpportal.privacy.quantiles import candidate_grid, quantile_sensitivity
 from releases import dp, kinds
-from releases import review_stats_text as sentences
-from releases.review_text import grid_text, sensitivity_text
-from releases.review_text import mechanism_text as review_mechanism_text
-from releases.review_types import ColumnReview, NoiseReview, StatisticReview
+from releases.review import stats_text as sentences
+from releases.review.text import grid_text, sensitivity_text
+from releases.review.text import mechanism_text as review_mechanism_text
+from releases.review.types import ColumnReview, NoiseReview, StatisticReview
 from releases.services.plan import ReleasePlan, StatisticPlan
 
 __all__ = ["add_plan_fields", "statistic_review"]

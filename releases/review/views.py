@@ -2,7 +2,7 @@
 
 Here and not in budgets because the page shows a release's review document and a
 decision moves the release's state machine (releases.services.review); its
-addresses are under /projects/requests/ (releases/review_urls.py).
+addresses are under /projects/requests/ (releases/review/urls.py).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from budgets.forms import DecisionForm
 from budgets.models import BudgetRequest, Membership
 from budgets.views import first_error, members_post_only
 from dpportal.errors import ApplicationError, NotFound, PermissionDenied
-from releases.review_selectors import review_document_get
+from releases.review.selectors import review_document_get
 from releases.services.review import budget_request_decide
 
 

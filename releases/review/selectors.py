@@ -28,9 +28,10 @@ from dpportal import formatting
 from dpportal.errors import ApplicationError
 from dpportal.privacy.accuracy import noise_halfwidth
 from dpportal.privacy.errors import PrivacyParameterError
-from releases import dp, kinds, review_stats
+from releases import dp, kinds
 from releases.models import Release
-from releases.review_text import (
+from releases.review import stats as review_stats
+from releases.review.text import (
     clip_text,
     estimates_text,
     halfwidth_text,
@@ -41,7 +42,7 @@ from releases.review_text import (
     privacy_unit_text,
     value_unit,
 )
-from releases.review_types import (
+from releases.review.types import (
     ColumnReview,
     EarlierRelease,
     PrivacyUnitReview,

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from releases import review_views
+from releases.review import views as review_views
 
 app_name = "review"
 urlpatterns = [

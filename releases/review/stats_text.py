@@ -1,5 +1,5 @@
 """The sentences of the review document of grouped statistics, quantiles and spread, in the
-reader's language (releases.review_stats builds the document around them)."""
+reader's language (releases.review.stats builds the document around them)."""
 
 from __future__ import annotations
 

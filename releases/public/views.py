@@ -1,7 +1,7 @@
 """Anonymous pages: published projects, dashboards, release pages and their downloads.
 
 Nothing unpublished is reachable from here: every lookup goes through
-`releases.public_selectors`, which only returns published releases (404 otherwise).
+`releases.public.selectors`, which only returns published releases (404 otherwise).
 Published results are immutable, so pages and downloads are cached (Django's
 cache: Redis in production) under a key naming the release and its publication
 time, and answered with an ETag and `Cache-Control: public`.
@@ -30,11 +30,11 @@ from django.views import View
 from budgets import selectors as budget_selectors
 from dpportal import formatting
 from dpportal.errors import ValidationFailed
-from releases import public_selectors as public
 from releases.models import Release
 from releases.public import data as public_data
 from releases.public import downloads, facts, page, page_words
 from releases.public import options as public_options
+from releases.public import selectors as public
 
 logger = logging.getLogger(__name__)
 

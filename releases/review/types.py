@@ -1,4 +1,4 @@
-"""The review document's typed values (built by releases.review_selectors).
+"""The review document's typed values (built by releases.review.selectors).
 
 Numbers stay exact here; the `*_text` fields are written with dpportal.formatting.
 """
@@ -14,7 +14,7 @@ from budgets.models import BudgetRequest
 from budgets.selectors import BudgetStanding, SpendStanding, StatisticLine
 from datasets.models import Column
 from releases.models import Release
-from releases.review_text import domain_text
+from releases.review.text import domain_text
 
 
 @dataclass(frozen=True)
