@@ -30,6 +30,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from budgets.models import LedgerEntry
+from budgets.selectors import ledger_audit
 from datasets.models import Column, Dataset
 from releases import compute, lifecycle
 from releases.compute import run
@@ -243,6 +244,7 @@ def test_a_failure_after_reading_charges_the_reservation(queued, monkeypatch, tm
         "The reserved budget was spent: the computation failed after it had read the dataset."
     )
     assert not ReleaseResult.objects.filter(release=release).exists()
+    assert ledger_audit(project=release.project) == []  # a charged failure is consistent
 
 
 @pytest.mark.django_db
@@ -275,6 +277,13 @@ def test_a_failure_before_reading_returns_the_reservation(queued, monkeypatch, t
     assert release.data_read_at is None
     assert ledger_kinds(release) == ["reserve", "release"]
     assert release.failure_reason.endswith("Nothing was spent: the reserved budget was returned.")
+    assert ledger_audit(project=release.project) == []
+    # had it read the data, the refund would be a violation the audit names
+    Release.objects.filter(pk=release.pk).update(data_read_at=timezone.now())
+    assert ledger_audit(project=release.project) == [
+        f"project {release.project.slug!r}, budget request {release.budget_request_id} "
+        f"({release.title!r}): release failed after reading its data but was refunded"
+    ]
 
 
 @pytest.mark.django_db
