@@ -148,8 +148,9 @@ class LedgerEntryQuerySet(models.QuerySet):
 class LedgerEntry(models.Model):
     """One movement of privacy budget. Append-only: never updated, never deleted.
 
-    RESERVE on approval, then exactly one of CHARGE (results stored) or RELEASE
-    (reservation returned: failure before any noise was drawn, or withdrawal).
+    RESERVE on approval, then exactly one of CHARGE (results stored, or a computation
+    that failed after it had read the data) or RELEASE (reservation returned: a failure
+    before any row was read, or withdrawal; releases.lifecycle.release_fail decides).
     Database constraints make a second reserve, or a charge plus a release, for the
     same request impossible.
     """

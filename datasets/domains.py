@@ -100,14 +100,38 @@ def read_declared(column: pa.ChunkedArray | pa.Array, domain: dict[str, Any]) ->
 
 def numeric_values(column: pa.Array) -> pa.Array:
     """float64 values; unreadable and non-finite cells are null."""
-    if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
-        values = pc.cast(column, pa.float64())
+    if _stored_as_number(column.type):
+        values = as_float64(column)
     else:
         text = _as_text(column)
         ok = pc.match_substring_regex(text, FLOAT_PATTERN)
         cleaned = pc.replace_substring_regex(pc.utf8_trim_whitespace(text), r"^\+", "")
         values = pc.cast(pc.if_else(ok, cleaned, pa.scalar(None, pa.string())), pa.float64())
     return _null_where(values, pc.invert(pc.is_finite(values)))
+
+
+def _stored_as_number(kind: pa.DataType) -> bool:
+    return pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind)
+
+
+def as_float64(column: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """Numbers as float64, each the nearest float64 to the stored value; never raises.
+
+    pyarrow's default (safe) cast refuses an integer beyond 2**53 (int64 2**53 + 1,
+    2**63 - 1): one person's value would decide whether a release computes. The
+    unsafe cast rounds it to the nearest float64 instead, which is what every use
+    here wants: the value is then clipped to public bounds, binned, or compared with
+    public candidates. Rounding to nearest is monotone, so against a bound, bin edge or
+    candidate c (a float64) fl(v) > c only if v > c, and fl(v) < c only if v < c: a value
+    past a bound is clipped to exactly that bound (2**63 - 1 becomes the upper bound,
+    never a wrapped negative). Only a value beyond 2**53 that rounds onto c itself, or
+    that lies inside bounds reaching past 2**53, differs from its true reading, by its
+    rounding (at most half a float64 step, within half the grid step such bounds need).
+    Floats pass unchanged (NaN and +-inf included: `numeric_values` makes them missing).
+    """
+    if column.type == pa.float64():
+        return column
+    return pc.cast(column, pa.float64(), safe=False)
 
 
 def _as_text(column: pa.Array) -> pa.Array:

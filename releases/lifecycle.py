@@ -18,7 +18,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import models, transaction
 from django.utils import timezone
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_noop
 
 from budgets import services as budget_services
 from budgets.models import Membership
@@ -230,19 +230,36 @@ def release_publish(*, release: Release, actor: AbstractBaseUser) -> Release:
 
 
 def release_fail(*, release_id: int, reason: messages.Message) -> Release | None:
-    """queued/computing -> failed and the reservation RELEASEd, in one transaction.
+    """queued/computing -> failed, and the reservation settled, in one transaction.
+
+    THE rule for a failed computation's budget (the one place it is decided):
+
+    - the dataset's rows had begun to be read (`data_read_at` set, by
+      `release_data_read_begins`, in this attempt or any earlier one): the reservation
+      is CHARGED. Whether a computation fails once it has seen the data may depend on
+      the data, and everyone who can see the status sees the outcome: a refund would
+      make that observation free. So a failure after reading costs what success costs
+      (the noise never drawn is simply not published).
+    - no row had been read (refused before reading: a changed specification, the
+      stored copy missing or unreachable, the worker lost or the database away before
+      the mark): the reservation is RELEASEd. Nothing the outcome depends on came
+      from the rows.
+
+    The mark is written and committed before the first row is read, so a worker killed
+    mid-read, or a retry that gives up later for any reason, still charges.
 
     `reason`: message records (dpportal.messages), stored with their English so that
-    each reader sees them in their own language.
-
-    Only called when no noise was stored (results and the charge commit together),
-    so returning the reservation is sound. A release that already has results, or
-    is no longer computable, is left alone (idempotent).
+    each reader sees them in their own language; a last sentence saying whether the
+    budget was spent or returned is added here. A release that already has results
+    (they and their charge commit together), or is no longer computable, is left alone
+    (idempotent).
     """
     with transaction.atomic():
         locked = release_lock(release_id=release_id)
         if locked.status not in COMPUTABLE or release_has_result(release=locked):
             return None
+        charged = locked.data_read_at is not None
+        reason = [*reason, messages.record(_SPENT if charged else _RETURNED)]
         english = messages.english(reason)
         locked.failure_reason = english[:2000]
         locked.failure_record = reason
@@ -253,9 +270,32 @@ def release_fail(*, release_id: int, reason: messages.Message) -> Release | None
             extra_fields=("failure_reason", "failure_record"),
         )
         if locked.budget_request_id is not None:
-            budget_services.budget_release(budget_request=locked.budget_request, note="failed")
-    logger.warning("release %s failed", release_id)
+            settle = budget_services.budget_charge if charged else budget_services.budget_release
+            settle(
+                budget_request=locked.budget_request,
+                note="failed after reading the data" if charged else "failed",
+            )
+    logger.warning("release %s failed (%s)", release_id, "charged" if charged else "returned")
     return locked
+
+
+_SPENT = gettext_noop(
+    "The reserved budget was spent: the computation failed after it had read the dataset."
+)
+_RETURNED = gettext_noop("Nothing was spent: the reserved budget was returned.")
+
+
+def release_data_read_begins(*, release_id: int) -> None:
+    """Record, durably, that this release's rows are about to be read (before the first row).
+
+    An autocommit UPDATE outside any transaction of the compute path: it is on disk
+    before any row is read, so a failure from here on charges (`release_fail`). Kept
+    across retries: the first attempt's mark stays. Raises if it cannot be written,
+    so nothing is read unmarked.
+    """
+    Release.objects.filter(pk=release_id, data_read_at__isnull=True).update(
+        data_read_at=timezone.now()
+    )
 
 
 # --- recovery: a worker that died mid-computation -------------------------------------

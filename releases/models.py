@@ -57,6 +57,9 @@ class Release(models.Model):
     # the periodic re-dispatch uses them to find releases the broker lost.
     dispatched_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # When a worker first began reading the dataset's rows for this release: from then
+    # on a failure spends the reservation (releases.lifecycle.release_fail says why).
+    data_read_at = models.DateTimeField(null=True, blank=True)
     failure_reason = models.TextField(blank=True)
     # The failure reason as message records (dpportal.messages), translated when shown;
     # empty for rows failed before records were kept (failure_reason is shown then).

@@ -81,8 +81,9 @@ def scrubbed() -> Iterator[None]:
 def failure_reason(exc: BaseException, *, attempts: int) -> messages.Message:
     """What the release's owners read when the computation gave up: no data, no raw text.
 
-    Three sentences (message records): what went wrong, how often it was tried, and that
-    nothing was spent."""
+    Two sentences (message records): what went wrong and how often it was tried.
+    Whether the reservation was spent or returned is added by the one place that
+    decides it (releases.lifecycle.release_fail)."""
     if isinstance(exc, FileNotFoundError):
         what = gettext_noop("The dataset's stored copy is missing.")
     elif isinstance(exc, pa.ArrowException | OSError):
@@ -103,5 +104,4 @@ def failure_reason(exc: BaseException, *, attempts: int) -> messages.Message:
             attempts=attempts,
             error=type(exc).__name__,
         ),
-        messages.record(gettext_noop("Nothing was spent: the reserved budget was returned.")),
     ]

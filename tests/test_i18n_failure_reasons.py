@@ -141,8 +141,9 @@ def test_a_release_refused_by_the_worker_shows_its_reason_translated(
         release_compute_task.apply(args=[release.pk])
     release.refresh_from_db()
     english = "The release's stored specification does not match its approval."
-    assert (release.status, release.failure_reason) == ("failed", english)
-    assert release.failure_record == [[english, {}]]
+    returned = "Nothing was spent: the reserved budget was returned."  # refused before reading
+    assert (release.status, release.failure_reason) == ("failed", f"{english} {returned}")
+    assert release.failure_record == [[english, {}], [returned, {}]]
     client.force_login(owner)
     url = reverse("releases:detail", kwargs={"release_id": release.pk})
     chinese = page(client, url, "zh-hans")
@@ -153,9 +154,11 @@ def test_a_release_refused_by_the_worker_shows_its_reason_translated(
     api = APIClient()
     api.force_authenticate(owner)
     for path in (f"/api/v1/releases/{release.pk}/", f"/api/v1/releases/{release.pk}/status/"):
-        assert api.get(path).json()["failure_reason"] == english, path
+        assert api.get(path).json()["failure_reason"] == f"{english} {returned}", path
         zh = api.get(path, HTTP_ACCEPT_LANGUAGE="zh-CN").json()
-        assert zh["failure_reason"] == "该发布保存的规格与其批准时的规格不一致。", path
+        assert zh["failure_reason"] == (
+            "该发布保存的规格与其批准时的规格不一致。没有花费任何预算：预留的预算已退回。"
+        ), path
 
 
 def test_an_upload_warning_is_kept_as_a_record_and_read_in_the_readers_language(

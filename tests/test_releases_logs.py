@@ -32,8 +32,8 @@ CANARY = "CANARY-8675309"
 STATISTICS = [{"kind": "count"}, {"kind": "sum", "column": "amount"}]
 REASON = (
     "The dataset's stored copy could not be read: a column's values do not match its "
-    "declared type, or the file is damaged. It was tried 6 times (ArrowInvalid). Nothing "
-    "was spent: the reserved budget was returned."
+    "declared type, or the file is damaged. It was tried 6 times (ArrowInvalid). The "
+    "reserved budget was spent: the computation failed after it had read the dataset."
 )
 
 
@@ -78,7 +78,7 @@ def assert_failed_cleanly(release: Release) -> None:
         LedgerEntry.objects.filter(request_id=release.budget_request_id)
         .order_by("id")
         .values_list("kind", flat=True)
-    ) == ["reserve", "release"]
+    ) == ["reserve", "charge"]  # it failed while reading the rows: charged, never refunded
     for event in ReleaseEvent.objects.filter(release=release):
         assert CANARY not in event.comment
 

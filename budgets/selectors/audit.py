@@ -28,7 +28,8 @@ def ledger_audit(*, project: Project | None = None) -> list[str]:
     sums of the entries; every entry's amounts equal its request's; no RESERVE
     without an approval; no settlement without a RESERVE; each computed or
     published release has exactly one CHARGE and no open RESERVE; closed releases
-    hold no open RESERVE.
+    hold no open RESERVE; a failed release is charged exactly when it failed after its
+    data was read (releases.lifecycle.release_fail), never refunded after a read.
     """
     projects = [project] if project is not None else list(Project.objects.order_by("pk"))
     problems: list[str] = []
@@ -72,6 +73,7 @@ def _audit_project(project: Project) -> list[str]:
         problems.append(f"{where}: ledger entry {entry.pk} is filed under another project")
 
     release_status = _release_statuses(project=project)
+    data_read = _releases_that_read_data(project=project)
     for request in BudgetRequest.objects.filter(project=project).order_by("pk"):
         label = f"{where}, budget request {request.pk} ({request.title!r})"
         entries = entries_by_request.get(request.pk, [])
@@ -106,6 +108,9 @@ def _audit_project(project: Project) -> list[str]:
                 problems.append(f"{label}: release is {rel} but has {len(charges)} CHARGE entries")
             if open_reserve:
                 problems.append(f"{label}: release is {rel} but its RESERVE is still open")
+        elif rel == "failed" and request.pk in data_read:
+            if releases:
+                problems.append(f"{label}: release failed after reading its data but was refunded")
         elif charges and rel is not None:
             problems.append(f"{label}: CHARGE for a release that is {rel}, not computed")
         if rel in RELEASE_CLOSED_STATUSES and open_reserve:
@@ -120,6 +125,15 @@ def _release_statuses(*, project: Project) -> dict[int, str]:
         BudgetRequest.objects.filter(project=project, release__isnull=False).values_list(
             "pk", "release__status"
         )
+    )
+
+
+def _releases_that_read_data(*, project: Project) -> set[int]:
+    """Budget request ids whose release had begun reading its data (a failure charges)."""
+    return set(
+        BudgetRequest.objects.filter(
+            project=project, release__data_read_at__isnull=False
+        ).values_list("pk", flat=True)
     )
 
 

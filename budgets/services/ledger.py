@@ -71,7 +71,8 @@ def budget_charge(
 def budget_release(
     *, budget_request: BudgetRequest, actor: AbstractBaseUser | None = None, note: str = ""
 ) -> LedgerEntry:
-    """Return the request's open reservation (a failure before any noise was drawn)."""
+    """Return the request's open reservation (withdrawal, or a failure before any row was
+    read: releases.lifecycle.release_fail decides which failures)."""
     return _settle_open(
         budget_request=budget_request,
         kind=LedgerEntry.Kind.RELEASE,

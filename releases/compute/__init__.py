@@ -17,11 +17,14 @@ The flow (`release_compute`), run by the Celery task and the benchmark alike:
    copy, counted once per dataset, when a fresh one exists). Kinds or columns not on the plan
    (quantiles; dates, text missing codes, numbers stored as text) go through the
    numpy readers instead (`reading`: row-group chunks; `keep_mask` for the unit),
-   which also stay the plan's test oracle. True aggregates live only in this
-   process's memory: the whole computation is one task in one worker process,
-   nothing partial travels through the broker or a result backend. Meanwhile a
-   `Heartbeat` thread writes heartbeat_at every few seconds, so a killed worker
-   is noticed within a minute (releases.lifecycle's re-dispatch).
+   which also stay the plan's test oracle. Just before the first row is read the
+   release is marked as read (releases.lifecycle.release_data_read_begins): a
+   failure from then on charges the reservation (releases.lifecycle.release_fail).
+   True aggregates live only in this process's memory: the whole computation is
+   one task in one worker process, nothing partial travels through the broker or
+   a result backend. Meanwhile a `Heartbeat` thread writes heartbeat_at every few
+   seconds, so a killed worker is noticed within a minute (releases.lifecycle's
+   re-dispatch).
 3. finalize: in ONE transaction, with the release row locked again, draw the
    noise (through dpportal.privacy), store the noisy results, CHARGE the ledger
    and move computing -> computed. A crash before this commit leaves no noisy

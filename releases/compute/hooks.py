@@ -5,7 +5,8 @@
   file's first word says so, otherwise after the first chunk ("first_chunk").
 - DPPORTAL_TEST_FAIL_FILE: the failure point named by the file's first word raises
   once (the file is then deleted), or on every pass when the second word is
-  "always" (the file stays).
+  "always" (the file stays). Points: "before_read" (the data opened, no row read,
+  the release not yet marked as read), "before_commit", "after_commit".
 
 Neither changes what is computed or drawn; an unset variable costs one lookup.
 """

@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from datasets.domains import as_float64
 from dpportal.privacy import sensitivity
 from releases import kinds
 from releases.compute.readers_stats import Partial, StatsReader
@@ -82,7 +83,7 @@ class Axis:
             codes = pc.fill_null(index, k).to_numpy(zero_copy_only=False).astype(np.int64)
         else:
             k = len(self.edges) - 1
-            values = pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False)
+            values = as_float64(column).to_numpy(zero_copy_only=False)
             if nulls is not None:
                 values = np.where(nulls, self.edges[0], values)
             clamped = np.clip(values, self.edges[0], self.edges[-1])
@@ -151,7 +152,7 @@ class StatisticReader:
             return np.bincount(codes[(codes >= 0) & (codes < k)], minlength=k).astype(np.int64)
         # sum and mean: clip to the bounds, round to the public grid, sum exactly
         column = table.column(self.column_names[0])
-        values = pc.cast(column, pa.float64())
+        values = as_float64(column)
         if values.null_count:
             values = pc.drop_null(values)
         array = values.to_numpy()

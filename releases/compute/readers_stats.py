@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from datasets.domains import as_float64
 from dpportal.privacy.grouped import GroupedAggregator
 from dpportal.privacy.spread_parts import SpreadAggregator
 from releases import kinds
@@ -79,7 +79,7 @@ class StatsReader:
 
     def _values_and_cells(self, table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
         column = table.column(self.spec["columns"][0]["name"])
-        values = pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False)  # null: NaN
+        values = as_float64(column).to_numpy(zero_copy_only=False)  # null: NaN
         keep = ~np.isnan(values)
         if not self.axes:
             return values[keep], np.zeros(int(keep.sum()), dtype=np.int64)

@@ -22,7 +22,13 @@ from releases.compute.duckdb_engine import duckdb_plan, run_plan
 from releases.compute.hooks import _failure_point, _pause_point
 from releases.compute.readers import StatisticReader
 from releases.compute.reading import aggregate_row_groups, keep_mask
-from releases.lifecycle import COMPUTABLE, release_has_result, release_lock, release_transition
+from releases.lifecycle import (
+    COMPUTABLE,
+    release_data_read_begins,
+    release_has_result,
+    release_lock,
+    release_transition,
+)
 from releases.models import Release, ReleaseResult
 from releases.services import release_spec_build, spec_hash
 
@@ -96,6 +102,11 @@ def release_aggregate(*, release: Release, row_groups: list[int] | None = None) 
     On the aggregation plan (releases.compute.plan, run on Spark or DuckDB as
     `compute_backend` says) when every statistic and column is on it; otherwise
     (quantiles, dates, text codes, numbers in text) through the numpy readers.
+
+    The data is opened first (the plan reads the stored schema: a missing or unreachable
+    copy fails here, before any row is read); then `_reading` marks the release as read
+    (releases.lifecycle.release_data_read_begins), and only then are rows read: from that
+    moment a failure charges the reservation (releases.lifecycle.release_fail).
     """
     spec = release.spec
     if row_groups is None and compute_backend(release) == "spark":
@@ -103,12 +114,20 @@ def release_aggregate(*, release: Release, row_groups: list[int] | None = None) 
         if spark_plan is not None:
             logger.info("release %s: aggregating on spark", release.pk)
             report = _progress_reporter(release.pk, 1)
+            _reading(release.pk)
             return spark_engine.run_plan(spec, spark_plan, on_pass=report)
     plan = duckdb_plan(spec) if row_groups is None else None
     if plan is not None:
         passes = 3 if spec["privacy_unit"]["id_column"] else 1
+        _reading(release.pk)
         return run_plan(spec, plan, on_pass=_progress_reporter(release.pk, passes))
     return release_aggregate_numpy(spec=spec, release_id=release.pk, row_groups=row_groups)
+
+
+def _reading(release_id: int) -> None:
+    """The moment before the first row is read (a test failure point, then the mark)."""
+    _failure_point("before_read")
+    release_data_read_begins(release_id=release_id)
 
 
 def compute_backend(release: Release) -> str:
@@ -132,6 +151,7 @@ def release_aggregate_numpy(
     """The numpy readers' path (and the plan's test oracle): row-group chunks, keep_mask."""
     readers = [StatisticReader.from_spec(s) for s in spec["statistics"]]
     parquet = open_release_data(spec)
+    _reading(release_id)
     unit = spec["privacy_unit"]
     mask = None
     if unit["id_column"]:
