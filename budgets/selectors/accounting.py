@@ -149,7 +149,7 @@ class CostFit:
         message = message % values
         if self.tight is None:
             return message
-        before, after = self.tight.before.pld_epsilon, self.tight.after.pld_epsilon
+        before, after = self.tight.before.tight_epsilon, self.tight.after.tight_epsilon
         left = float(self.project.epsilon_cap) - before
         values |= {
             "message": message,
@@ -181,7 +181,7 @@ class CostFit:
             "delta_remaining": amounts.fmt(delta_left),
         }
         if self.tight is not None:
-            before, after = self.tight.before.pld_epsilon, self.tight.after.pld_epsilon
+            before, after = self.tight.before.tight_epsilon, self.tight.after.tight_epsilon
             remaining = float(self.project.epsilon_cap) - before
             out |= {
                 "tight_delta": amounts.fmt(self.project.delta_cap),
