@@ -159,15 +159,15 @@ class CostFit:
         }
         if left > 0:
             tight = gettext(
-                "%(message)s Counted tightly (privacy loss distributions, at the cap's delta "
-                "%(delta_cap)s), the project has used epsilon %(before)s of its cap of "
+                "%(message)s Counted tightly (privacy loss distributions or Renyi DP, at the "
+                "cap's delta %(delta_cap)s), the project has used epsilon %(before)s of its cap of "
                 "%(epsilon_cap)s, so epsilon %(left)s remains, and %(what)s would bring it to "
                 "epsilon %(after)s."
             )
         else:
             tight = gettext(
-                "%(message)s Counted tightly (privacy loss distributions, at the cap's delta "
-                "%(delta_cap)s), the project has used epsilon %(before)s of its cap of "
+                "%(message)s Counted tightly (privacy loss distributions or Renyi DP, at the "
+                "cap's delta %(delta_cap)s), the project has used epsilon %(before)s of its cap of "
                 "%(epsilon_cap)s, and %(what)s would bring it to epsilon %(after)s."
             )
         return tight % values
