@@ -1,4 +1,5 @@
-"""Tight accounting: the project's epsilon at its delta by privacy loss distributions (PLD).
+"""Tight accounting: the project's epsilon at its delta by privacy loss distributions (PLD),
+with Renyi DP (dpportal.privacy.rdp) as a second tight bound for Gaussian vectors.
 
 Why each step is sound:
 
@@ -39,7 +40,7 @@ Why each step is sound:
    so the project is within its cap when ANY of the three bounds is, and its
    stated loss is the smallest epsilon. `Spend.tight_epsilon` is the smaller of
    PLD and RDP; `CapCheck.within_tight` is "PLD or RDP within".
-5. Group privacy. Both bounds are per privacy unit (a person with at most L
+5. Group privacy. All bounds are per privacy unit (a person with at most L
    rows, already in every sensitivity). A group of g units is protected by
    g eps and g e**((g-1) eps) delta applied to the composed (eps, delta)
    (dpportal.privacy.accounting.group_privacy*); composing first and
