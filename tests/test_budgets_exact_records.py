@@ -30,11 +30,11 @@ from dpportal.errors import BudgetExceeded
 from dpportal.privacy import pld
 from dpportal.privacy.mechanism_records import MechanismRecord
 from dpportal.privacy.rng import SeededTestRandom
-from releases import compute, lifecycle
+from releases import compute, dp, lifecycle, services
 from releases.models import Release
 from tests import direct_accounting
 from tests.factories import MembershipFactory, ProjectFactory
-from tests.releases_support import make_dataset, submitted
+from tests.releases_support import builder_data, make_dataset, submitted
 
 pytestmark = pytest.mark.django_db
 
@@ -186,3 +186,41 @@ def test_registry_of_every_kind_recomputes_with_dp_accounting(
     assert "3 × permute-and-flip selection, epsilon" in html
     assert "discrete Gaussian vector, l2 sensitivity" in html and "zCDP rho" in html
     assert "by Renyi differential privacy (zCDP for Gaussian vectors): epsilon" in html
+
+
+@pytest.mark.parametrize("bound", [1, 3])
+def test_each_gaussian_vector_gets_the_record_its_sigma_was_calibrated_for(capped, owner, bound):
+    """A vector on which one person can move several cells (L > 1, more than one cell) is a
+    zcdp_gaussian record at its l2 sensitivity; a vector on which one person moves one
+    coordinate only (one cell, or L = 1) is a one-coordinate discrete_gaussian record, as
+    its sigma was calibrated (CKS Thm 7). Never the 1-D record for a multivariate shift."""
+    dataset = make_dataset(
+        project=capped, owner=owner, rows=300, id_column="person" if bound > 1 else "",
+        bound=bound, people=100 if bound > 1 else None,
+    )  # fmt: skip
+    plan = services.release_plan_parse(
+        project=capped,
+        data=builder_data(
+            dataset, statistics=EVERY_KIND, epsilon="1", mechanism="gaussian",
+            delta="0.000001",
+        ),
+    )  # fmt: skip
+    for stat in plan.statistics:
+        records = dp.statistic_records(plan=plan, stat=stat)
+        if stat.kind == "quantiles":
+            assert [r.kind for r in records] == ["permute_and_flip"] * 3
+            assert len({r.epsilon for r in records}) == 1
+            assert sum(r.epsilon for r in records) == Fraction(stat.epsilon)
+            continue
+        specs = dp.statistic_noise(plan=plan, stat=stat)
+        assert len(records) == len(specs)
+        for record, spec in zip(records, specs, strict=True):
+            grouped = stat.kind in ("grouped_sum", "grouped_mean", "variance")
+            if bound > 1 and grouped:
+                assert record.kind == "zcdp_gaussian", (stat.kind, spec)
+                assert record.rho == Fraction(spec.l2_sensitivity) ** 2 / (2 * spec.sigma**2)
+            elif stat.kind != "histogram":  # histograms: the shift-pattern argument
+                assert record.kind == "discrete_gaussian", (stat.kind, spec)
+            assert record.sigma == spec.sigma and (record.epsilon, record.delta) == (
+                spec.epsilon, spec.delta,
+            )  # fmt: skip
