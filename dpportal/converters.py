@@ -1,4 +1,4 @@
-"""URL converters: project slugs in any script (issue 17).
+"""URL converters: project slugs in any script.
 
 A project named 人口普查 gets the address /p/人口普查/ (percent-encoded on the wire,
 shown readable by browsers) instead of none: slugify(allow_unicode=True) keeps

@@ -40,7 +40,7 @@ EVERY_KIND = [
     {"kind": "sum", "column": "hours", "label": "Total weekly working hours"},
     {"kind": "mean", "column": "income", "n_guess": 100000, "label": "Mean yearly income"},
     {"kind": "argmax", "column": "region", "label": "Most common region"},
-    # issue 14: grouped tables, quantiles, spread
+    # grouped tables, quantiles, spread
     {"kind": "grouped_mean", "column": "income", "group_by": "education", "n_guess": 10000,
      "label": "Mean yearly income by education"},
     {"kind": "grouped_sum", "column": "hours", "group_by": "sex",

@@ -70,10 +70,11 @@ class BudgetStandingSerializer(serializers.Serializer):
 class SpendStandingSerializer(serializers.Serializer):
     """The project's privacy loss before and after the request under tight accounting.
 
-    epsilon_*: the tighter of the two valid bounds at the cap's delta; pld_epsilon_*:
-    privacy loss distributions (dpportal.privacy.pld); basic_*: the plain sums. null:
-    no finite epsilon at that delta. fit: how many releases like this one (this one
-    included) fit under the cap by either bound.
+    epsilon_*: the tightest valid bound at the cap's delta; pld_epsilon_*: the tight
+    bound, privacy loss distributions or Renyi DP whichever is smaller
+    (dpportal.privacy.pld, Spend.tight_epsilon; within_pld likewise); basic_*: the plain
+    sums. null: no finite epsilon at that delta. fit: how many releases like this one
+    (this one included) fit under the cap by any bound.
     """
 
     moment = serializers.ChoiceField(choices=["now", "approval", "rejection", "withdrawn"])

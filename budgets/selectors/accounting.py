@@ -146,7 +146,7 @@ class CostFit:
         message = message % values
         if self.tight is None:
             return message
-        before, after = self.tight.before.pld_epsilon, self.tight.after.pld_epsilon
+        before, after = self.tight.before.tight_epsilon, self.tight.after.tight_epsilon
         left = float(self.project.epsilon_cap) - before
         values |= {
             "message": message,
@@ -156,15 +156,15 @@ class CostFit:
         }
         if left > 0:
             tight = gettext(
-                "%(message)s Counted tightly (privacy loss distributions, at the cap's delta "
-                "%(delta_cap)s), the project has used epsilon %(before)s of its cap of "
+                "%(message)s Counted tightly (privacy loss distributions or Renyi DP, at the "
+                "cap's delta %(delta_cap)s), the project has used epsilon %(before)s of its cap of "
                 "%(epsilon_cap)s, so epsilon %(left)s remains, and %(what)s would bring it to "
                 "epsilon %(after)s."
             )
         else:
             tight = gettext(
-                "%(message)s Counted tightly (privacy loss distributions, at the cap's delta "
-                "%(delta_cap)s), the project has used epsilon %(before)s of its cap of "
+                "%(message)s Counted tightly (privacy loss distributions or Renyi DP, at the "
+                "cap's delta %(delta_cap)s), the project has used epsilon %(before)s of its cap of "
                 "%(epsilon_cap)s, and %(what)s would bring it to epsilon %(after)s."
             )
         return tight % values
@@ -178,7 +178,7 @@ class CostFit:
             "delta_remaining": amounts.fmt(delta_left),
         }
         if self.tight is not None:
-            before, after = self.tight.before.pld_epsilon, self.tight.after.pld_epsilon
+            before, after = self.tight.before.tight_epsilon, self.tight.after.tight_epsilon
             remaining = float(self.project.epsilon_cap) - before
             out |= {
                 "tight_delta": amounts.fmt(self.project.delta_cap),

@@ -161,11 +161,11 @@ def _audit_cap(*, project: Project, where: str, summary: BudgetSummary) -> list[
     if not (over_eps or over_delta):
         return []
     tight = project_cap_check(project=project, candidate=[], count_fit=False)
-    if tight.within_pld:
+    if tight.within_tight:
         return []
     problems = [
-        f"{where}: tightly (PLD) the committed releases are epsilon "
-        f"{epsilon_text(tight.after.pld_epsilon)} at delta {project.delta_cap}, over the cap "
+        f"{where}: tightly (PLD or RDP) the committed releases are epsilon "
+        f"{epsilon_text(tight.after.tight_epsilon)} at delta {project.delta_cap}, over the cap "
         f"{project.epsilon_cap}"
     ]
     if over_eps:

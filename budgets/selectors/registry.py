@@ -24,7 +24,8 @@ from dpportal.privacy.params import exact_str
 from dpportal.privacy.pld import ACCOUNTANT
 
 # 2: tight accounting (the PLD loss, the accountant, each release's mechanisms)
-REGISTRY_VERSION = 2
+# 3: the RDP bound, exact records of Gaussian vectors (zCDP) and of each quantile
+REGISTRY_VERSION = 3
 
 
 GROUP_SIZES = (1, 2, 5, 10)
@@ -37,11 +38,12 @@ RATE_PLACES = Decimal("0.000001")
 
 
 ACCOUNTING_RULE = gettext_noop(
-    "Two valid bounds, the smaller stated: basic sequential composition (Dwork & Roth, "
+    "Three valid bounds, the smallest stated: basic sequential composition (Dwork & Roth, "
     "Theorem B.2), where the epsilons and the deltas of all releases add up, and tight "
-    "composition of the releases' noise mechanisms by privacy loss distributions at the "
-    "cap's delta (see tight_accounting). A release may be approved when either bound keeps "
-    "the project within its cap. Within a release, statistics compose sequentially; the "
+    "composition of the releases' noise mechanisms at the cap's delta, by privacy loss "
+    "distributions and by Renyi differential privacy (see tight_accounting). A release may "
+    "be approved when any bound keeps the project within its cap. Within a release, "
+    "statistics compose sequentially; the "
     "cells of one histogram are disjoint and cost once. Budget is counted as spent when a "
     "release's noisy results are computed, whether or not they were published."
 )

@@ -6,10 +6,14 @@ MechanismRecord.to_dict, from its CHARGE row), the computed-but-unpublished
 releases list theirs merged into one list (their number and total are public,
 their content is not: a merged list of mechanisms shows neither which release
 used which nor any result), and the document names the accountant and its
-version. The spent loss is stated both ways at the cap's delta: the PLD epsilon
-(dpportal.privacy.pld, pessimistic, an upper bound) and the basic sums; both
-are valid bounds, so the smaller epsilon is the project's stated loss
-(dpportal.privacy.pld, module docstring point 4).
+version. The spent loss is stated three ways at the cap's delta: the PLD epsilon
+(dpportal.privacy.pld, pessimistic, an upper bound; multivariate Gaussian
+vectors enter it as their charged (eps, delta)), the RDP epsilon
+(dpportal.privacy.rdp: the records' Renyi curves added, zCDP rho for Gaussian
+vectors, randomized response for pure records, converted by dp_accounting's
+compute_epsilon) and the basic sums; all are valid bounds, so the smallest
+epsilon is the project's stated loss (dpportal.privacy.pld, docstring points 4
+and 4b). Each is recomputable from the listed records alone.
 """
 
 from __future__ import annotations
@@ -31,8 +35,9 @@ TIGHT_RULE = gettext_noop(
     "Tight composition by privacy loss distributions (PLD): each release's noise "
     "mechanisms (listed below with their exact parameters) are composed with the "
     "accountant named here, pessimistic estimates, and the loss is read at the cap's delta. "
-    "Basic composition (the plain sums of epsilons and deltas) is a second valid bound; "
-    "the stated loss is the smaller of the two epsilons."
+    "Renyi differential privacy is a second valid bound (zCDP for Gaussian vectors, whose "
+    "privacy loss distribution is not known exactly), and basic composition (the plain sums "
+    "of epsilons and deltas) a third; the stated loss is the smallest of the three epsilons."
 )
 
 
@@ -77,22 +82,23 @@ def registry_tight(
         r for rid, records in by_request.items() if rid not in published_request_ids
         for r in records
     ]  # fmt: skip
-    pld_epsilon = project_spend(every, project.delta_cap).pld_epsilon
+    spend = project_spend(every, project.delta_cap)
+    pld_epsilon, tight = spend.pld_epsilon, spend.tight_epsilon
     basic_eps, basic_delta = spent
-    # The smaller valid epsilon at the cap's delta: the basic sum only states a loss
+    # The smallest valid epsilon at the cap's delta: the basic sum only states a loss
     # at the cap's delta when its own delta is within it.
-    pld_finite = math.isfinite(pld_epsilon)
     if basic_delta <= project.delta_cap and (
-        not pld_finite or basic_eps <= Decimal(repr(pld_epsilon))
+        not math.isfinite(tight) or basic_eps <= Decimal(repr(tight))
     ):
         stated = amounts.fmt(basic_eps)
     else:
-        stated = float_exact(pld_epsilon)
+        stated = float_exact(tight)
     block = {
         "rule": TIGHT_RULE,
         "accountant": accountant_description(),
         "delta": amounts.fmt(project.delta_cap),
         "spent_pld_epsilon": float_exact(pld_epsilon),
+        "spent_rdp_epsilon": float_exact(spend.rdp_epsilon),
         "spent_basic": {"epsilon": amounts.fmt(basic_eps), "delta": amounts.fmt(basic_delta)},
         "spent_epsilon": stated,
     }

@@ -49,8 +49,9 @@ def _finite(value: float) -> float | None:
 class SpendStanding(MomentLabels):
     """The project's privacy loss before and after a request, both ways, at the cap's delta.
 
-    epsilon_*: the tighter of the two bounds (pld.Spend.epsilon); pld_epsilon_*: the
-    PLD bound; basic_*: the plain sums. None: no finite epsilon at that delta.
+    epsilon_*: the tightest bound (pld.Spend.epsilon); pld_epsilon_*: the tight bound,
+    PLD or RDP whichever is smaller (pld.Spend.tight_epsilon; within_pld likewise:
+    pld.CapCheck.within_tight); basic_*: the plain sums. None: no finite epsilon at that delta.
     fit: how many releases like this one (this one included) fit under the cap.
     """
 
@@ -131,7 +132,7 @@ def spend_standing(*, budget_request: BudgetRequest) -> SpendStanding | None:
             mechanisms=budget_request.mechanisms,
         )
         check = within_cap_composed(
-            history.pld, history.basic, candidate, epsilon_cap=epsilon_cap, delta_cap=delta_cap
+            history, candidate, epsilon_cap=epsilon_cap, delta_cap=delta_cap
         )
     except PrivacyParameterError:
         logger.exception("tight accounting failed for budget request %s", budget_request.pk)
@@ -145,13 +146,13 @@ def spend_standing(*, budget_request: BudgetRequest) -> SpendStanding | None:
         delta_cap=delta_cap,
         epsilon_before=_finite(before.epsilon),
         epsilon_after=_finite(after.epsilon),
-        pld_epsilon_before=_finite(before.pld_epsilon),
-        pld_epsilon_after=_finite(after.pld_epsilon),
+        pld_epsilon_before=_finite(before.tight_epsilon),
+        pld_epsilon_after=_finite(after.tight_epsilon),
         basic_epsilon_before=before.basic.epsilon,
         basic_delta_before=before.basic.delta,
         basic_epsilon_after=after.basic.epsilon,
         basic_delta_after=after.basic.delta,
-        within_pld=check.within_pld,
+        within_pld=check.within_tight,
         within_basic=check.within_basic,
         fit=check.fit,
     )

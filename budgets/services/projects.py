@@ -146,11 +146,12 @@ def project_caps_update(
 
 
 def _tight_within(*, project: Project, epsilon: object, delta: object) -> bool:
-    """The committed mechanisms within (epsilon, delta) by the PLD bound (caps not yet saved)."""
+    """The committed mechanisms within (epsilon, delta) by a tight bound, PLD or RDP (caps not
+    yet saved)."""
     return within_cap(
         committed_records(project=project), [], epsilon_cap=epsilon, delta_cap=delta,
         count_fit=False,
-    ).within_pld  # fmt: skip
+    ).within_tight  # fmt: skip
 
 
 def project_member_add(

@@ -18,7 +18,7 @@ Sources:
   / (alpha - 1) * (1 - 1/alpha)**alpha (CKS 2020, Cor. 13). Valid for any shift
   with ||v||_2 <= Delta2, but 6-11 % more sigma than needed; no longer used for
   histograms (next point), kept as `multivariate=True` for callers that need it.
-- Histogram with L rows per person (issue 13.6a). Adding or removing a person
+- Histogram with L rows per person. Adding or removing a person
   moves the cell counts by a non-negative integer vector v with ||v||_1 <= L
   (k_i of their rows in cell i). With iid N_Z(0, sigma**2) noise the privacy
   loss is ln P(y)/Q(y) = (||v||_2**2 - 2 <Y, v>) / (2 sigma**2): it depends on

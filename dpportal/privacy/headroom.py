@@ -1,21 +1,21 @@
 """Headroom: the largest total epsilon of a release that still fits under a project's cap.
 
-A release's allocation is a vector of statistic epsilons; scaling it by a factor
-gives the same release at another total epsilon t (less noise for larger t). The
-verdict "committed records + the release at t are within (epsilon_cap,
-delta_cap)" is the one dpportal.privacy.pld.within_cap gives (PLD epsilon at the
-cap's delta within the cap, OR both basic sums within: either valid bound
-suffices, see pld's docstring, point 4). It is monotone in t up to rounding: a
-larger t means a smaller noise scale relative to the sensitivity for every
-statistic (Laplace b = L/eps, Gaussian sigma decreasing in eps), so each
-mechanism's privacy profile delta(eps) grows, and so does the composition's
-(dominating pairs compose: Zhu, Dong, Wang, AISTATS 2022, Thm 10); the basic
-sum grows linearly. (A sum's grid is chosen from its epsilon, so its integer
-sensitivity in grid units moves in steps; between steps the order can wobble
-by a rounding.) Bisection therefore finds t* from below and only ever returns
-a total it has itself checked to fit; a total `rel_tol` above it was checked
-not to (unless the search reached its limit). A caller that rounds the answer
-for display checks the rounded value again.
+A release's allocation is a vector of statistic epsilons; scaling it by a factor gives
+the same release at another total epsilon t (less noise for larger t). The verdict
+"committed records + the release at t are within (epsilon_cap, delta_cap)" is the one
+dpportal.privacy.pld.within_cap gives (PLD epsilon at the cap's delta within the cap, OR
+the RDP epsilon within it, OR both basic sums within: any valid bound suffices, see
+pld's docstring, points 4 and 4b). It is monotone in t up to rounding: a larger t means
+a smaller noise scale relative to the sensitivity for every statistic (Laplace b =
+L/eps, Gaussian sigma decreasing in eps), so each mechanism's privacy profile delta(eps)
+grows, and so does the composition's (dominating pairs compose: Zhu, Dong, Wang, AISTATS
+2022, Thm 10); each RDP curve grows (rho = Delta2**2/(2 sigma**2), randomized response's
+divergence in eps) and so does their sum; the basic sum grows linearly. (A sum's grid is
+chosen from its epsilon, so its integer sensitivity in grid units moves in steps;
+between steps the order can wobble by a rounding.) Bisection therefore finds t* from
+below and only ever returns a total it has itself checked to fit; a total `rel_tol`
+above it was checked not to (unless the search reached its limit). A caller that rounds
+the answer for display checks the rounded value again.
 
 The project's committed records are composed ONCE (the expensive part with a
 long history; `ComposedHistory`, kept for the few most recent histories, keyed by
@@ -31,22 +31,22 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
-
-from dpportal.privacy.accounting import Cost
 from dpportal.privacy.errors import PrivacyParameterError, gettext_noop
 from dpportal.privacy.mechanism_records import MechanismRecord, merge_records
 from dpportal.privacy.params import check_epsilon
 
 # The verdict's own helpers, so a probe here and within_cap cannot disagree.
 from dpportal.privacy.pld import (
+    ComposedHistory,
     _basic_within,
     _check_delta_cap,
     _compose_pair,
     _pld_within,
     basic_cost,
+    compose_all,
     compose_records,
 )
+from dpportal.privacy.rdp import compose_rdp, rdp_within
 
 __all__ = ["ComposedHistory", "Headroom", "compose_history", "largest_fitting_epsilon"]
 
@@ -55,18 +55,10 @@ MAX_PROBES = 60
 HISTORY_CACHE = 8
 
 
-@dataclass(frozen=True)
-class ComposedHistory:
-    """A project's committed records composed both ways: the PLD (None if empty) and basic sums."""
-
-    pld: PrivacyLossDistribution | None
-    basic: Cost
-
-
 @functools.lru_cache(maxsize=HISTORY_CACHE)
 def _composed(records: frozenset[MechanismRecord]) -> ComposedHistory:
     ordered = sorted(records, key=lambda r: repr((r.key, r.count)))  # one order, one result
-    return ComposedHistory(compose_records(ordered), basic_cost(ordered))
+    return compose_all(ordered)
 
 
 def compose_history(records: Iterable[MechanismRecord]) -> ComposedHistory:
@@ -121,6 +113,8 @@ def largest_fitting_epsilon(
         probes += 1
         candidate = candidate_at(t)
         if _basic_within(history.basic + basic_cost(candidate), eps_cap, dlt_cap):
+            return True
+        if rdp_within(history.rdp + compose_rdp(candidate), eps_cap, dlt_cap):
             return True
         after = _compose_pair(history.pld, compose_records(candidate))
         return _pld_within(after, eps_cap, dlt_cap)

@@ -1,4 +1,4 @@
-"""The mean's confidence interval by inverting an exact pivot (issue 13.6b).
+"""The mean's confidence interval by inverting an exact pivot.
 
 A mean is released as two noisy integers (dpportal.privacy.mechanisms.release_mean):
 S^ = S_u + Y_s (grid units) and N^ = n + Y_c (rows), with Y_s, Y_c independent,

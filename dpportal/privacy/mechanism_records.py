@@ -12,6 +12,8 @@ counts, or grid units for sums; sensitivity is an integer there):
 | discrete_laplace | sensitivity Delta, scale b | (Delta / b, 0): pure DP (CKS 2020, Section 2) |
 | discrete_gaussian | sensitivity Delta, sigma, and the charged (eps, delta) | (eps, delta) |
 | report_noisy_max | epsilon (= L / b for Laplace noise of scale b on monotone counts) | (eps, 0) |
+| permute_and_flip | epsilon of ONE selection (a quantile) | (eps, 0): pure DP |
+| zcdp_gaussian | l2 sensitivity Delta2 (rational), sigma, charged (eps, delta) | (eps, delta) |
 | generic_eps_delta | epsilon, delta: any (eps, delta)-DP mechanism | (eps, delta) |
 
 A histogram whose L rows per person may land in several cells is recorded as a
@@ -19,6 +21,23 @@ one-coordinate shift by L (sensitivity L): dpportal.privacy.calibration shows
 that a single cell moved by L is the worst case among the shift patterns for
 the discrete Gaussian, and tests/privacy checks the same numerically for the
 discrete Laplace (exact hockey-stick divergence over every partition of L).
+
+A vector of iid discrete Gaussian noise on which one person may move SEVERAL
+coordinates (a grouped sum or mean part, a spread part, with L > 1 and more
+than one cell) is a `zcdp_gaussian` record: its shift v has ||v||_2 <= Delta2
+(dpportal.privacy.grouped, the l2 sensitivity its sigma was calibrated to), and
+the multivariate discrete Gaussian with such a shift is rho-zCDP with
+rho = Delta2**2 / (2 sigma**2) (Canonne, Kamath, Steinke 2020, Thm 14), i.e.
+its Renyi divergence of every order alpha > 1 is at most alpha rho. This is the
+form it is composed in (dpportal.privacy.rdp), because no exact one-dimensional
+privacy profile is known for it: the privacy loss of a multivariate DISCRETE
+Gaussian depends on the whole shift pattern, not on ||v||_2 alone, so recording
+it as a 1-D shift by Delta2 would not be justified. Its charged (eps, delta)
+(calibration.gaussian_sigma, CKS Cor. 13 at that rho) is kept too: it is the
+record's basic cost and its stand-in in the PLD accountant.
+
+A release's k quantiles are k independent permute-and-flip selections, each
+pure eps_i-DP (McKenna & Sheldon 2020): one `permute_and_flip` record each.
 
 `records_from_explanation` turns a stored result explanation (NoiseSpec.describe,
 MeanResult.to_dict) into records, so ledger rows written before mechanism
@@ -43,7 +62,16 @@ __all__ = [
     "merge_records",
 ]
 
-RECORD_KINDS = ("discrete_laplace", "discrete_gaussian", "report_noisy_max", "generic_eps_delta")
+RECORD_KINDS = (
+    "discrete_laplace",
+    "discrete_gaussian",
+    "report_noisy_max",
+    "permute_and_flip",
+    "zcdp_gaussian",
+    "generic_eps_delta",
+)
+#: kinds whose only guarantee used is pure epsilon-DP (delta = 0)
+PURE_KINDS = ("report_noisy_max", "permute_and_flip")
 
 
 def _positive(value: object, name: str) -> Fraction:
@@ -107,7 +135,9 @@ class MechanismRecord:
                 raise PrivacyParameterError(
                     gettext_noop("a discrete Laplace record costs (sensitivity / scale, 0) or more")
                 )
-        if self.kind == "discrete_gaussian":
+        if self.kind == "zcdp_gaussian":
+            object.__setattr__(self, "sensitivity", _positive(self.sensitivity, "sensitivity"))
+        if self.kind in ("discrete_gaussian", "zcdp_gaussian"):
             object.__setattr__(self, "sigma", _positive(self.sigma, "sigma"))
             if self.delta == 0:
                 raise PrivacyParameterError(
@@ -117,6 +147,8 @@ class MechanismRecord:
             raise PrivacyParameterError(
                 gettext_noop("Report Noisy Max with Laplace noise is pure (delta = 0)")
             )
+        if self.kind == "permute_and_flip" and self.delta != 0:
+            raise PrivacyParameterError(gettext_noop("permute-and-flip is pure (delta = 0)"))
 
     @classmethod
     def discrete_laplace(
@@ -139,9 +171,35 @@ class MechanismRecord:
         return cls("report_noisy_max", epsilon, Fraction(0), count=count)
 
     @classmethod
+    def zcdp_gaussian(
+        cls, *, sensitivity: object, sigma: object, epsilon: object, delta: object, count: int = 1
+    ) -> MechanismRecord:
+        """iid discrete Gaussian N_Z(0, sigma**2) on a vector whose shift has l2 norm <= Delta2.
+
+        rho-zCDP with rho = Delta2**2 / (2 sigma**2) (CKS 2020, Thm 14); charged
+        (epsilon, delta) by basic sums. Delta2 may be a rational upper bound.
+        """
+        return cls("zcdp_gaussian", epsilon, delta, sensitivity, None, sigma, count)
+
+    @classmethod
+    def permute_and_flip(cls, *, epsilon: object, count: int = 1) -> MechanismRecord:
+        """One permute-and-flip selection at epsilon: pure eps-DP (McKenna & Sheldon 2020)."""
+        return cls("permute_and_flip", epsilon, Fraction(0), count=count)
+
+    @classmethod
     def generic(cls, *, epsilon: object, delta: object = 0, count: int = 1) -> MechanismRecord:
         """Any (epsilon, delta)-DP mechanism, accounted by its guarantee alone."""
         return cls("generic_eps_delta", epsilon, delta, count=count)
+
+    @property
+    def rho(self) -> Fraction | None:
+        """The zCDP rho = Delta2**2 / (2 sigma**2) of a Gaussian record (None otherwise).
+
+        For a discrete_gaussian record it is the one-coordinate case of CKS 2020, Thm 14.
+        """
+        if self.kind not in ("discrete_gaussian", "zcdp_gaussian"):
+            return None
+        return self.sensitivity * self.sensitivity / (2 * self.sigma * self.sigma)
 
     @property
     def key(self) -> tuple[Any, ...]:
@@ -164,6 +222,8 @@ class MechanismRecord:
             value = getattr(self, name)
             if value is not None:
                 out[name] = exact_str(value)
+        if self.kind == "zcdp_gaussian":
+            out["rho"] = exact_str(self.rho)  # derived, for readers; from_dict ignores it
         return out
 
     @classmethod

@@ -213,7 +213,7 @@ def sum_noise(
 
     Delta1 = Delta2 = L max(|ceil(lo/gamma)|, |floor(hi/gamma)|) grid units.
     When gamma is at least as fine as the released-sum grid
-    (sensitivity.sum_granularity with rows_bound=MAX_ROWS, issue 13.6c), the spec
+    (sensitivity.sum_granularity with rows_bound=MAX_ROWS), the spec
     records rounding_bound = MAX_ROWS * rounding_gap, the most rounding can move
     any dataset's sum, and the sum's half-width includes it (accuracy.result_halfwidth,
     planning), so the interval covers the clipped sum. A coarser grid (releases

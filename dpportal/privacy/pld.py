@@ -1,4 +1,5 @@
-"""Tight accounting: the project's epsilon at its delta by privacy loss distributions (PLD).
+"""Tight accounting: the project's epsilon at its delta by privacy loss distributions (PLD),
+with Renyi DP (dpportal.privacy.rdp) as a second tight bound for Gaussian vectors.
 
 Why each step is sound:
 
@@ -31,7 +32,15 @@ Why each step is sound:
    when EITHER bound is within it, and the spend reported at the cap's delta
    is the smaller epsilon. (Basic composition can be the smaller one: a single
    pure-DP release, or when the PLD grid rounding exceeds the gain.)
-5. Group privacy. Both bounds are per privacy unit (a person with at most L
+4b. A third bound: Renyi DP (dpportal.privacy.rdp). A multivariate discrete
+   Gaussian vector (`zcdp_gaussian` record) has a proven zCDP guarantee but no
+   exact privacy profile, so in the PLD it is its generic (eps, delta)
+   stand-in; the RDP bound composes it tightly (the rhos add) with every other
+   record's RDP curve. It too is a valid statement about the same mechanisms,
+   so the project is within its cap when ANY of the three bounds is, and its
+   stated loss is the smallest epsilon. `Spend.tight_epsilon` is the smaller of
+   PLD and RDP; `CapCheck.within_tight` is "PLD or RDP within".
+5. Group privacy. All bounds are per privacy unit (a person with at most L
    rows, already in every sensitivity). A group of g units is protected by
    g eps and g e**((g-1) eps) delta applied to the composed (eps, delta)
    (dpportal.privacy.accounting.group_privacy*); composing first and
@@ -48,6 +57,10 @@ Decisions:
   Viswanath 2015). The tighter "bounded range" analysis (Dong, Durfee, Rogers
   2020) is proven for the exponential mechanism (Gumbel noise), not for
   Laplace noise, so it is not used.
+- Permute-and-flip (one record per quantile) is pure eps-DP and, like Report
+  Noisy Max, accounted by randomized response. A `zcdp_gaussian` record enters
+  the PLD as its generic charged (eps, delta) (valid, loose); its tight
+  composition is the RDP bound (point 4b).
 - A mechanism whose loss range needs more than MAX_GRID_POINTS grid points
   (eps above ~100) is accounted as generic (eps, delta): valid, and such a
   mechanism gains nothing from tight accounting anyway.
@@ -58,11 +71,13 @@ Decisions:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from importlib import metadata
 
+import numpy as np
 from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 
 from dpportal.privacy.accounting import Cost, compose_sequential
@@ -75,12 +90,16 @@ from dpportal.privacy.pld_pmfs import (
     compose_records,
     mechanism_pld,
 )
+from dpportal.privacy.rdp import compose_rdp, rdp_epsilon, rdp_within
 
 __all__ = [
     "ACCOUNTANT",
     "DISCRETISATION",
     "Spend",
     "CapCheck",
+    "ComposedHistory",
+    "compose_all",
+    "tight_epsilon",
     "mechanism_pld",
     "compose_records",
     "pld_epsilon",
@@ -122,6 +141,13 @@ def pld_epsilon(records: Iterable[MechanismRecord], delta: object) -> float:
     return _epsilon_of(compose_records(records), _check_delta_cap(delta))
 
 
+def tight_epsilon(records: Iterable[MechanismRecord], delta: object) -> float:
+    """The smaller of the PLD and the RDP epsilon at `delta` (both valid; docstring 4b)."""
+    records = list(records)
+    dlt = _check_delta_cap(delta)
+    return min(pld_epsilon(records, dlt), rdp_epsilon(compose_rdp(records), dlt))
+
+
 def basic_cost(records: Iterable[MechanismRecord]) -> Cost:
     """Basic composition, exact: (sum count * eps, sum count * delta) (Dwork & Roth, Thm 3.16)."""
     return compose_sequential(Cost(r.epsilon * r.count, r.delta * r.count) for r in records)
@@ -134,19 +160,42 @@ class Spend:
     delta: Fraction
     pld_epsilon: float
     basic: Cost
+    rdp_epsilon: float = math.inf
+
+    @property
+    def tight_epsilon(self) -> float:
+        """The smaller of the two tight bounds at `delta`: PLD and RDP (docstring 4b)."""
+        return min(self.pld_epsilon, self.rdp_epsilon)
 
     @property
     def epsilon(self) -> float:
-        """The tighter epsilon at `delta`: PLD, or the basic sum when its delta is within."""
+        """The tightest epsilon at `delta`: PLD, RDP, or the basic sum when its delta is within."""
         if self.basic.delta <= self.delta:
-            return min(self.pld_epsilon, float(self.basic.epsilon))
-        return self.pld_epsilon
+            return min(self.tight_epsilon, float(self.basic.epsilon))
+        return self.tight_epsilon
 
 
 def project_spend(records: Sequence[MechanismRecord], delta_cap: object) -> Spend:
-    """Spend of the committed records at the cap's delta: PLD epsilon and the basic sum."""
+    """Spend of the committed records at the cap's delta: PLD, RDP and the basic sum."""
     delta = _check_delta_cap(delta_cap)
-    return Spend(delta, pld_epsilon(records, delta), basic_cost(records))
+    rdp = rdp_epsilon(compose_rdp(records), delta)
+    return Spend(delta, pld_epsilon(records, delta), basic_cost(records), rdp)
+
+
+@dataclass(frozen=True)
+class ComposedHistory:
+    """Committed records composed all three ways: PLD (None if empty), basic sums, RDP curve."""
+
+    pld: PrivacyLossDistribution | None
+    basic: Cost
+    rdp: np.ndarray
+
+
+def compose_all(records: Sequence[MechanismRecord]) -> ComposedHistory:
+    """The history's PLD, basic sums and RDP curve (each valid; module docstring)."""
+    rdp = compose_rdp(records)
+    rdp.flags.writeable = False  # histories are cached and shared (headroom)
+    return ComposedHistory(compose_records(records), basic_cost(records), rdp)
 
 
 @dataclass(frozen=True)
@@ -154,9 +203,10 @@ class CapCheck:
     """The verdict on adding a candidate release to a project's committed records.
 
     before/after: the spend without and with the candidate. within_pld: the PLD
-    epsilon after is within epsilon_cap at delta_cap; within_basic: both basic
-    sums after are within the caps; within: either. fit: how many releases like
-    the candidate (the candidate included) fit under the cap, by either bound.
+    epsilon after is within epsilon_cap at delta_cap; within_rdp: the RDP
+    epsilon is; within_basic: both basic sums after are within the caps; within:
+    any. fit: how many releases like the candidate (the candidate included) fit
+    under the cap, by any bound.
     """
 
     before: Spend
@@ -164,11 +214,17 @@ class CapCheck:
     within_pld: bool
     within_basic: bool
     fit: int | None
+    within_rdp: bool = False
+
+    @property
+    def within_tight(self) -> bool:
+        """Within the cap by a tight bound: PLD or RDP."""
+        return self.within_pld or self.within_rdp
 
     @property
     def within(self) -> bool:
-        """Within the cap when either valid bound shows it."""
-        return self.within_pld or self.within_basic
+        """Within the cap when any valid bound shows it."""
+        return self.within_tight or self.within_basic
 
 
 def _pld_within(
@@ -234,6 +290,27 @@ def _pld_fit(
     return good
 
 
+def _rdp_fit(
+    history: np.ndarray, one: np.ndarray, epsilon_cap: Fraction, delta_cap: Fraction
+) -> int:
+    """The largest m with history + m * one within the cap by RDP (monotone in m)."""
+
+    def fits(m: int) -> bool:
+        return rdp_within(history + m * one, epsilon_cap, delta_cap)
+
+    if not fits(1):
+        return 0
+    good, bad = 1, 2
+    while bad <= MAX_FIT and fits(bad):
+        good, bad = bad, 2 * bad
+    if bad > MAX_FIT:
+        return MAX_FIT
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        good, bad = (mid, bad) if fits(mid) else (good, mid)
+    return good
+
+
 def releases_that_fit(
     records: Sequence[MechanismRecord],
     candidate: Sequence[MechanismRecord],
@@ -249,7 +326,8 @@ def releases_that_fit(
     by_pld = _pld_fit(
         compose_records(records), compose_records(candidate), eps_cap, dlt_cap, by_basic
     )
-    return max(by_basic, by_pld)
+    by_rdp = _rdp_fit(compose_rdp(records), compose_rdp(candidate), eps_cap, dlt_cap)
+    return max(by_basic, by_pld, by_rdp)
 
 
 def within_cap(
@@ -269,8 +347,7 @@ def within_cap(
     docstring, point 4).
     """
     return within_cap_composed(
-        compose_records(records),
-        basic_cost(records),
+        compose_all(records),
         candidate,
         epsilon_cap=epsilon_cap,
         delta_cap=delta_cap,
@@ -279,32 +356,44 @@ def within_cap(
 
 
 def within_cap_composed(
-    history: PrivacyLossDistribution | None,
-    history_basic: Cost,
+    history: ComposedHistory,
     candidate: Sequence[MechanismRecord],
     *,
     epsilon_cap: object,
     delta_cap: object,
     count_fit: bool = True,
 ) -> CapCheck:
-    """`within_cap` with the committed records already composed (compose_records, basic_cost).
+    """`within_cap` with the committed records already composed (`compose_all`).
 
     For callers that check several candidates against one history (the builder's
     headroom search): the history's PLD, the expensive part, is composed once.
     """
     eps_cap, dlt_cap = check_epsilon(epsilon_cap, "epsilon_cap"), _check_delta_cap(delta_cap)
-    after_pld = _compose_pair(history, compose_records(candidate))
-    before = Spend(dlt_cap, _epsilon_of(history, dlt_cap), history_basic)
-    after = Spend(dlt_cap, _epsilon_of(after_pld, dlt_cap), before.basic + basic_cost(candidate))
+    candidate_pld = compose_records(candidate)
+    candidate_rdp = compose_rdp(candidate)
+    after_pld = _compose_pair(history.pld, candidate_pld)
+    after_rdp = history.rdp + candidate_rdp
+    before = Spend(
+        dlt_cap,
+        _epsilon_of(history.pld, dlt_cap),
+        history.basic,
+        rdp_epsilon(history.rdp, dlt_cap),
+    )
+    after = Spend(
+        dlt_cap,
+        _epsilon_of(after_pld, dlt_cap),
+        before.basic + basic_cost(candidate),
+        rdp_epsilon(after_rdp, dlt_cap),
+    )
     within_pld = _pld_within(after_pld, eps_cap, dlt_cap)
+    within_rdp = rdp_within(after_rdp, eps_cap, dlt_cap)
     within_basic = _basic_within(after.basic, eps_cap, dlt_cap)
     fit = None
     if count_fit and candidate:
         by_basic = _basic_fit(before.basic, basic_cost(candidate), eps_cap, dlt_cap)
         by_pld = 0
         if within_pld:
-            by_pld = _pld_fit(
-                history, compose_records(candidate), eps_cap, dlt_cap, max(by_basic, 1)
-            )
-        fit = max(by_basic, by_pld)
-    return CapCheck(before, after, within_pld, within_basic, fit)
+            by_pld = _pld_fit(history.pld, candidate_pld, eps_cap, dlt_cap, max(by_basic, 1))
+        by_rdp = _rdp_fit(history.rdp, candidate_rdp, eps_cap, dlt_cap) if within_rdp else 0
+        fit = max(by_basic, by_pld, by_rdp)
+    return CapCheck(before, after, within_pld, within_basic, fit, within_rdp)

@@ -119,7 +119,7 @@ def sum_granularity(
     magnitude (about six significant digits per value). It depends only on the
     bounds, epsilon and L, never on the data.
 
-    rows_bound (a released SUM, issue 13.6c): rounding n rows moves the sum by up to
+    rows_bound (a released SUM): rounding n rows moves the sum by up to
     n r (r = rounding_gap, about gamma/2), which is not small when n is large (2e6
     rows of 12.3 moved a sum by a quarter of its noise scale). The row count is
     private, so the public bound MAX_ROWS stands in for it: gamma is further kept

@@ -85,11 +85,12 @@ class PreviewOutputSerializer(serializers.Serializer):
         required=False,
         allow_null=True,
         help_text="The project's privacy loss before and after this release at the cap's "
-        "delta (only for unsubmitted previews): before/after each with epsilon (the tighter "
-        "bound), pld_epsilon (privacy loss distributions), basic_epsilon and basic_delta "
-        "(plain sums), exact strings (null: no finite epsilon) and *_text for people; "
-        "within, within_pld, within_basic; fit: how many releases like this one, this one "
-        "included, fit under the cap. null when the ledger could not be accounted.",
+        "delta (only for unsubmitted previews): before/after each with epsilon (the tightest "
+        "bound), pld_epsilon (privacy loss distributions), rdp_epsilon (Renyi DP), "
+        "basic_epsilon and basic_delta (plain sums), exact strings (null: no finite epsilon) "
+        "and *_text for people; within, within_pld, within_rdp, within_basic; fit: how many "
+        "releases like this one, this one included, fit under the cap. null when the "
+        "ledger could not be accounted.",
     )
     tradeoff = serializers.JSONField(
         required=False,

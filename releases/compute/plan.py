@@ -36,9 +36,7 @@ from releases import kinds
 from releases.compute.readers import Axis
 from releases.compute.readers_stats import Partial
 
-PLAN_KINDS = tuple(
-    name for name, kind in kinds.REGISTRY.items() if kind.aggregate != "ranks"
-)
+PLAN_KINDS = tuple(name for name, kind in kinds.REGISTRY.items() if kind.aggregate != "ranks")
 ROW = "__row"  # the source's row number (a stable row identity for the person bound)
 
 

@@ -1,4 +1,4 @@
-"""Readers of the issue-14 kinds: row groups to true per-cell aggregates (memory only).
+"""Grouped, quantile and spread readers: row groups to true per-cell aggregates (in memory).
 
 - grouped sum / mean: per group, the clipped sum on the public grid (grid units)
   and the number of rows summed (dpportal.privacy.grouped.GroupedAggregator);

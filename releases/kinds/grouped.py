@@ -97,8 +97,16 @@ class GroupedKind(StatisticKind):
             }
 
     def records(self, *, plan: ReleasePlan, stat: StatisticPlan) -> list[MechanismRecord]:
-        """Laplace vectors as discrete Laplace with their l1 sensitivity (as histograms);
-        Gaussian vectors as generic (epsilon, delta)."""
+        """Exact records for the accountant (dpportal.privacy.mechanism_records), one per
+        noise vector.
+
+        Laplace vectors: discrete Laplace at their l1 sensitivity (as histograms).
+        Gaussian vectors calibrated as one coordinate (calibration "cks_thm7": one cell,
+        or L = 1 so one person moves one cell; integer l2): discrete_gaussian at that l2,
+        the exact CKS Thm 7 profile their sigma was calibrated to. Gaussian vectors on
+        which one person moves several cells (calibrated through zCDP): zcdp_gaussian at
+        their l2 sensitivity (rho = l2**2 / (2 sigma**2), CKS Thm 14).
+        """
         out = []
         for spec in self.noise(plan=plan, stat=stat):
             if spec.noise == "discrete_laplace":
@@ -107,8 +115,17 @@ class GroupedKind(StatisticKind):
                         sensitivity=spec.l1_sensitivity, scale=spec.scale
                     )
                 )
-            else:
-                out.append(MechanismRecord.generic(epsilon=spec.epsilon, delta=spec.delta))
+                continue
+            l2 = Fraction(spec.l2_sensitivity)
+            one_coordinate = spec.calibration == "cks_thm7" and l2.denominator == 1
+            make = (
+                MechanismRecord.discrete_gaussian
+                if one_coordinate
+                else MechanismRecord.zcdp_gaussian
+            )
+            out.append(
+                make(sensitivity=l2, sigma=spec.sigma, epsilon=spec.epsilon, delta=spec.delta)
+            )
         return out
 
     def epsilon_for_target(self, *, plan: ReleasePlan, stat: StatisticPlan) -> Fraction:

@@ -109,7 +109,10 @@ class QuantilesKind(StatisticKind):
         return ()  # permute-and-flip selects a candidate: no noise vector
 
     def records(self, *, plan: ReleasePlan, stat: StatisticPlan) -> list[MechanismRecord]:
-        return [MechanismRecord.generic(epsilon=frac(stat.epsilon), delta=0)]
+        """One permute_and_flip record per quantile, at its own share of epsilon: each is
+        an independent selection."""
+        shares = quantiles.quantiles_budget_split(frac(stat.epsilon), len(stat.quantiles))
+        return [MechanismRecord.permute_and_flip(epsilon=e) for e in shares]
 
     def planned_parts(self, *, plan: ReleasePlan, stat: StatisticPlan) -> list[NoisePart]:
         return []

@@ -190,7 +190,7 @@ def _statistic_data(
     data["note_records"] = notes.statistic_notes(entry=entry, spec=spec, unit=unit_note)
     data["notes"] = [notes.english(record) for record in data["note_records"]]
     data["text"] = _texts(data)
-    if stats_data.handles(kind):  # chart fields of the issue-14 kinds
+    if stats_data.handles(kind):  # chart fields of the grouped kinds
         data.update(stats_data.chart_fields(entry, data["intervals"]))
     return data
 

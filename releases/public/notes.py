@@ -1,4 +1,4 @@
-"""What each public statistic estimates, in plain language (issue 11, point 5).
+"""What each public statistic estimates, in plain language.
 
 A noisy value estimates a number computed from the data AFTER the release's
 rules were applied: at most L records per person kept, numeric values clamped

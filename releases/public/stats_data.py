@@ -1,11 +1,11 @@
-"""Chart fields of grouped statistics, quantiles and spread (issue 14) for the public page.
+"""Chart fields of grouped statistics, quantiles and spread for the public page.
 
 releases.public.data gives every statistic its values, intervals and texts
-(through releases.stats_results); this adds what the charts and the
+(through the statistic's kind, releases.kinds); this adds what the charts and the
 sentences of the new kinds need: the grouping columns' titles, the flags to
 tell the reader (a variance clamped to 0, a group whose noisy count was not
 positive), and for quantiles the rank-error band of each quantile: in ranks
-(quantiles.quantile_rank_errors, via stats_results), and in percentile points
+(quantiles.quantile_rank_errors, via the kind's intervals), and in percentile points
 only when the statistic holds a NOISY count of the same rows
 (quantiles.rank_error_percent; an estimate through a noisy count, never the
 true n). Public values only, never data.

@@ -1,10 +1,10 @@
-"""The review document of grouped statistics, quantiles and spread (issue 14).
+"""The review document of grouped statistics, quantiles and spread.
 
 Same typed values as releases.review.selectors builds for the other kinds
 (StatisticReview), from the frozen specification only, plus `details`: the
 rows a reviewer needs for these kinds (groups and their bound, the candidate
 grid, the epsilon split, the rank-error bound). Noise and accuracy come from
-releases.dp (dp_stats), the functions the preview and the worker use.
+the statistic's kind (releases.kinds), as the preview and the worker use it.
 
 Units. A grouped sum's noise is drawn in grid units (x gamma); a spread's count
 in rows, its centred sum in half grid units (x gamma/2) and its squares in

@@ -95,7 +95,7 @@ class StatisticReview:
     halfwidth_simultaneous: float | None
     halfwidth_text: str
     halfwidth_simultaneous_text: str
-    # issue-14 kinds: (heading, text, data-param) rows such as groups, grid, epsilon split
+    # grouped kinds: (heading, text, data-param) rows such as groups, grid, epsilon split
     details: tuple[tuple[str, str, str], ...] = ()
 
 

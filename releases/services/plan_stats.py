@@ -1,10 +1,9 @@
-"""Parsing the issue-14 kinds: grouped sum and mean, quantiles, standard deviation and variance.
+"""Parsing the grouped kinds: grouped sum and mean, quantiles, standard deviation and variance.
 
 Every domain is declared by the owner, never read from data: grouping columns
 must be declared categorical (with categories) or numeric with bin edges (as a
 histogram's); clipping bounds and the quantiles' candidate grid (a step within
 declared bounds, or the column's declared bin edges) are public parameters.
-Formats: /work/wt/briefs/stats14-format.md (kinds, fields, spec, results).
 """
 
 from __future__ import annotations

@@ -47,11 +47,14 @@ def _epsilon(value: float) -> dict[str, Any]:
 
 def _spend(spend: Spend) -> dict[str, Any]:
     tight, pld = _epsilon(spend.epsilon), _epsilon(spend.pld_epsilon)
+    rdp = _epsilon(spend.rdp_epsilon)
     return {
         "epsilon": tight["exact"],
         "epsilon_text": tight["text"],
         "pld_epsilon": pld["exact"],
         "pld_epsilon_text": pld["text"],
+        "rdp_epsilon": rdp["exact"],
+        "rdp_epsilon_text": rdp["text"],
         "basic_epsilon": formatting.exact(spend.basic.epsilon),
         "basic_epsilon_text": formatting.budget(spend.basic.epsilon),
         "basic_delta": formatting.exact(spend.basic.delta),
@@ -62,7 +65,8 @@ def _spend(spend: Spend) -> dict[str, Any]:
 def spend_json(*, check: CapCheck, epsilon_cap: Decimal, delta_cap: Decimal) -> dict[str, Any]:
     """A CapCheck for the builder: spend before/after both ways, verdicts and the fit count.
 
-    `epsilon` is the tighter of the two bounds at the cap's delta (pld.Spend.epsilon);
+    `epsilon` is the tightest of the bounds (PLD, RDP, basic) at the cap's delta
+    (pld.Spend.epsilon);
     `fit`: how many releases like this one, this one included, fit under the cap.
     """
     return {
@@ -75,6 +79,7 @@ def spend_json(*, check: CapCheck, epsilon_cap: Decimal, delta_cap: Decimal) -> 
         "after": _spend(check.after),
         "within": check.within,
         "within_pld": check.within_pld,
+        "within_rdp": check.within_rdp,
         "within_basic": check.within_basic,
         "fit": check.fit,
         "fit_text": formatting.integer(check.fit) if check.fit is not None else "",
@@ -88,8 +93,7 @@ def _accounting(*, plan: ReleasePlan, chart: bool) -> dict[str, Any]:
         # the committed records composed once for both (the expensive part of a long history)
         history = compose_history(committed_records(project=project))
         check = within_cap_composed(
-            history.pld,
-            history.basic,
+            history,
             plan_records(plan=plan),
             epsilon_cap=project.epsilon_cap,
             delta_cap=project.delta_cap,

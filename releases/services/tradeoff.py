@@ -154,8 +154,7 @@ def _fits(*, plan: ReleasePlan, history: ComposedHistory, sweep: _Sweep, total: 
     """The cap check (count_fit=False) of this release at `total`, after `history`."""
     candidate = sweep.records(plan_at_epsilon(plan=plan, epsilon=total))
     check = within_cap_composed(
-        history.pld,
-        history.basic,
+        history,
         candidate,
         epsilon_cap=plan.project.epsilon_cap,
         delta_cap=plan.project.delta_cap,
