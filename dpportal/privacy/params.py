@@ -18,6 +18,8 @@ from typing import Literal, TypeAlias
 from dpportal.privacy.errors import PrivacyParameterError, gettext_noop, record
 
 __all__ = [
+    "Delta",
+    "Epsilon",
     "Exact",
     "Mechanism",
     "to_fraction",
@@ -86,32 +88,84 @@ def to_fraction(value: object, name: str) -> Fraction:
     )
 
 
-def check_epsilon(epsilon: object, name: str = "epsilon") -> Fraction:
-    """Return epsilon as a Fraction; it must be finite and > 0."""
-    eps = to_fraction(epsilon, name)
-    if eps <= 0:
-        if name == "epsilon":  # the common case, worded so that a translation can say ε
+class Epsilon(Fraction):
+    """A privacy loss epsilon, validated once: exact, finite and > 0.
+
+    Parse an epsilon into an Epsilon where it enters the math (a statistic's kind
+    does, from the frozen specification); every `check_epsilon` after that returns
+    it as it is instead of converting and checking it again. Arithmetic on it gives
+    plain Fractions (a share of epsilon is checked where it is used).
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, value: object = 1, name: str = "epsilon") -> Epsilon:
+        if type(value) is cls:
+            return value  # type: ignore[return-value]
+        eps = to_fraction(value, name)
+        if eps <= 0:
+            if name == "epsilon":  # the common case, worded so that a translation can say ε
+                raise PrivacyParameterError(
+                    gettext_noop("epsilon must be > 0, got %(value)s"), value=repr(value)
+                )
             raise PrivacyParameterError(
-                gettext_noop("epsilon must be > 0, got %(value)s"), value=repr(epsilon)
+                gettext_noop("%(name)s must be > 0, got %(value)s"), name=name, value=repr(value)
             )
-        raise PrivacyParameterError(
-            gettext_noop("%(name)s must be > 0, got %(value)s"), name=name, value=repr(epsilon)
-        )
-    return eps
+        return super().__new__(cls, eps.numerator, eps.denominator)
+
+    def __reduce__(self):
+        return (type(self), (str(self),))
+
+    def __copy__(self) -> Epsilon:
+        return self
+
+    def __deepcopy__(self, memo: object) -> Epsilon:
+        return self
+
+
+class Delta(Fraction):
+    """A privacy parameter delta, validated once: exact and in [0, 1).
+
+    Whether a mechanism admits it (the Gaussian needs delta > 0, the Laplace delta
+    = 0) is checked by `check_delta` each time, against that mechanism.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, value: object = 0) -> Delta:
+        if type(value) is cls:
+            return value  # type: ignore[return-value]
+        d = to_fraction(value, "delta")
+        if not 0 <= d < 1:
+            raise PrivacyParameterError(
+                gettext_noop("delta must be in [0, 1), got %(delta)s"), delta=repr(value)
+            )
+        return super().__new__(cls, d.numerator, d.denominator)
+
+    def __reduce__(self):
+        return (type(self), (str(self),))
+
+    def __copy__(self) -> Delta:
+        return self
+
+    def __deepcopy__(self, memo: object) -> Delta:
+        return self
+
+
+def check_epsilon(epsilon: object, name: str = "epsilon") -> Fraction:
+    """Return epsilon as an Epsilon (a Fraction); it must be finite and > 0. An Epsilon
+    is returned as it is: it was validated when it was made."""
+    return Epsilon(epsilon, name)
 
 
 def check_delta(delta: object, *, mechanism: str | None = None) -> Fraction:
-    """Return delta as a Fraction in [0, 1).
+    """Return delta as a Delta (a Fraction) in [0, 1).
 
     The Gaussian mechanism needs delta > 0 (it is not pure DP); the Laplace
     mechanism is pure epsilon-DP and refuses a nonzero delta, so that no cost is
     charged or stated that the mechanism does not use.
     """
-    d = to_fraction(delta, "delta")
-    if not 0 <= d < 1:
-        raise PrivacyParameterError(
-            gettext_noop("delta must be in [0, 1), got %(delta)s"), delta=repr(delta)
-        )
+    d = Delta(delta)
     if mechanism == "gaussian" and d == 0:
         raise PrivacyParameterError(gettext_noop("delta must be > 0 for the Gaussian mechanism"))
     if mechanism == "laplace" and d != 0:

@@ -16,6 +16,7 @@ import numpy as np
 from dpportal.privacy import mechanisms, noise
 from dpportal.privacy.accuracy import result_halfwidth
 from dpportal.privacy.noise import NoiseSpec
+from dpportal.privacy.params import Delta, Epsilon
 from dpportal.privacy.rng import RandomSource
 from releases.kinds.base import Cell, frac, statistic_errors
 from releases.kinds.planned import PlannedKind, axis_cells
@@ -82,7 +83,7 @@ class CountKind(SymmetricIntervals, PlannedKind):
     ):
         return mechanisms.release_counts(
             np.asarray(aggregate, dtype=np.int64) if self.name == "histogram" else int(aggregate),
-            mechanism=mechanism, epsilon=frac(entry["epsilon"]), delta=frac(entry["delta"]),
+            mechanism=mechanism, epsilon=Epsilon(entry["epsilon"]), delta=Delta(entry["delta"]),
             contribution_bound=contribution_bound, rng=rng,
         )  # fmt: skip
 
@@ -154,7 +155,7 @@ class ArgmaxKind(PlannedKind):
     ) -> dict[str, Any]:
         out = _entry_head(entry)
         result = mechanisms.release_argmax(
-            np.asarray(aggregate, dtype=np.int64), epsilon=frac(entry["epsilon"]),
+            np.asarray(aggregate, dtype=np.int64), epsilon=Epsilon(entry["epsilon"]),
             contribution_bound=contribution_bound, rng=rng,
         )  # fmt: skip
         labels = axes[0].labels

@@ -24,7 +24,7 @@ from dpportal.privacy.grouped_release import (
 )
 from dpportal.privacy.mechanism_records import MechanismRecord
 from dpportal.privacy.noise import NoiseSpec
-from dpportal.privacy.params import exact_str
+from dpportal.privacy.params import Delta, Epsilon, exact_str
 from releases.kinds.base import (
     Cell,
     StatisticKind,
@@ -197,7 +197,7 @@ class GroupedSumKind(GroupedKind):
         result = release_grouped_sums(
             list(aggregate), lower=frac(entry["lower"]), upper=frac(entry["upper"]),
             granularity=frac(entry["granularity"]), mechanism=mechanism,
-            epsilon=frac(entry["epsilon"]), delta=frac(entry["delta"]),
+            epsilon=Epsilon(entry["epsilon"]), delta=Delta(entry["delta"]),
             contribution_bound=contribution_bound, rng=rng,
         )  # fmt: skip
         out["values"] = list(result.decimal_values)
@@ -240,7 +240,7 @@ class GroupedMeanKind(GroupedSumKind):
         result = release_grouped_means(
             list(aggregate[0]), list(aggregate[1]), lower=frac(entry["lower"]),
             upper=frac(entry["upper"]), granularity=frac(entry["granularity"]),
-            mechanism=mechanism, epsilon=frac(entry["epsilon"]), delta=frac(entry["delta"]),
+            mechanism=mechanism, epsilon=Epsilon(entry["epsilon"]), delta=Delta(entry["delta"]),
             contribution_bound=contribution_bound, rng=rng, sum_share=GROUPED_SUM_SHARE,
             confidence=frac(confidence),
         )  # fmt: skip

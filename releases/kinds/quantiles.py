@@ -17,7 +17,7 @@ from budgets.amounts import fmt
 from dpportal.privacy import quantiles
 from dpportal.privacy.mechanism_records import MechanismRecord
 from dpportal.privacy.noise import NoiseSpec
-from dpportal.privacy.params import exact_str
+from dpportal.privacy.params import Epsilon, exact_str
 from releases.kinds.base import Cell, NoisePart, StatisticKind, frac, statistic_errors
 
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ class QuantilesKind(StatisticKind):
         ranks, n = quantile_ranks(aggregate)
         result = quantiles.release_quantiles(
             ranks, n, candidates=grid_of(entry), quantiles=[frac(q) for q in entry["quantiles"]],
-            epsilon=frac(entry["epsilon"]), contribution_bound=contribution_bound, rng=rng,
+            epsilon=Epsilon(entry["epsilon"]), contribution_bound=contribution_bound, rng=rng,
         )  # fmt: skip
         return {
             "position": entry["position"], "kind": entry["kind"], "label": entry["label"],

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from dpportal.privacy import planning_stats
 from dpportal.privacy.noise import NoiseSpec
-from dpportal.privacy.params import exact_str
+from dpportal.privacy.params import Delta, Epsilon, exact_str
 from dpportal.privacy.spread import DEFAULT_SHARES, release_spread, spread_intervals, spread_noise
 from dpportal.privacy.spread_parts import spread_granularity
 from releases.kinds.base import Cell, frac, set_group_cells, statistic_errors
@@ -67,7 +67,7 @@ class SpreadKind(GroupedKind):
         result = release_spread(
             counts, sums, squares, lower=frac(entry["lower"]), upper=frac(entry["upper"]),
             granularity=frac(entry["granularity"]), mechanism=mechanism,
-            epsilon=frac(entry["epsilon"]), delta=frac(entry["delta"]),
+            epsilon=Epsilon(entry["epsilon"]), delta=Delta(entry["delta"]),
             contribution_bound=contribution_bound, rng=rng, confidence=frac(confidence),
         )  # fmt: skip
         out["values"] = [cell[self.value_key] for cell in result.cells(frac(confidence))]

@@ -17,7 +17,7 @@ from budgets.amounts import fmt
 from dpportal.privacy import mechanisms, noise, sensitivity
 from dpportal.privacy.accuracy import mean_interval
 from dpportal.privacy.noise import NoiseSpec
-from dpportal.privacy.params import exact_str
+from dpportal.privacy.params import Delta, Epsilon, exact_str
 from releases.kinds.base import Cell, _exact, frac, statistic_errors
 from releases.kinds.counting import SymmetricIntervals, _entry_head
 from releases.kinds.planned import PlannedKind
@@ -84,7 +84,7 @@ class SumKind(SymmetricIntervals, PlannedKind):
         result = mechanisms.release_sum(
             int(aggregate), lower=frac(entry["lower"]), upper=frac(entry["upper"]),
             granularity=entry["granularity"], mechanism=mechanism,
-            epsilon=frac(entry["epsilon"]), delta=frac(entry["delta"]),
+            epsilon=Epsilon(entry["epsilon"]), delta=Delta(entry["delta"]),
             contribution_bound=contribution_bound, rng=rng,
         )  # fmt: skip
         out["cells"] = ["Sum"]
@@ -129,7 +129,7 @@ class MeanKind(SumKind):
         result = mechanisms.release_mean(
             int(aggregate[0]), int(aggregate[1]), lower=frac(entry["lower"]),
             upper=frac(entry["upper"]), granularity=entry["granularity"], mechanism=mechanism,
-            epsilon=frac(entry["epsilon"]), delta=frac(entry["delta"]),
+            epsilon=Epsilon(entry["epsilon"]), delta=Delta(entry["delta"]),
             contribution_bound=contribution_bound, sum_share=MEAN_SUM_SHARE,
             confidence=frac(confidence), rng=rng,
         )  # fmt: skip
