@@ -28,7 +28,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from datasets.models import Column, Dataset
-from dpportal.privacy import calibration, noise
+from dpportal.privacy import accuracy, calibration, noise
 from dpportal.privacy.rng import RandomSource
 from releases import compute, dp, lifecycle, services
 from releases.compute.readers import StatisticReader
@@ -57,15 +57,15 @@ AUDIT_STATISTICS: dict[str, dict[str, Any]] = {
     "count": {"kind": "count"},
     "histogram": {"kind": "histogram", "column": "group"},
     "sum": {"kind": "sum", "column": "value"},
-    "mean": {"kind": "mean", "column": "value", "n_guess": 30},
+    "mean": {"kind": "mean", "column": "value", "n_guess": 300},
     "argmax": {"kind": "argmax", "column": "group"},
     "grouped_sum": {"kind": "grouped_sum", "column": "value", "group_by": "group"},
     "grouped_mean": {
-        "kind": "grouped_mean", "column": "value", "group_by": "group", "n_guess": 10,
+        "kind": "grouped_mean", "column": "value", "group_by": "group", "n_guess": 100,
     },
     "quantiles": {"kind": "quantiles", "column": "value", "quantiles": "0.5", "step": "10"},
-    "stddev": {"kind": "stddev", "column": "value", "n_guess": 30},
-    "variance": {"kind": "variance", "column": "value", "group_by": "group", "n_guess": 10},
+    "stddev": {"kind": "stddev", "column": "value", "n_guess": 300},
+    "variance": {"kind": "variance", "column": "value", "group_by": "group", "n_guess": 100},
 }  # fmt: skip
 
 MECHANISMS = ("laplace", "gaussian")
@@ -145,11 +145,13 @@ def truths_of(
     ]
 
 
-def memoize_calibration(monkeypatch) -> None:
-    """Memoize the Gaussian calibration (calibration.gaussian_sigma, ~20 ms a call, a pure
-    function of exact public parameters) where the noise specs call it: noisy_entry then
-    builds the very same specs, hundreds of times faster."""
+def memoize_public_math(monkeypatch) -> None:
+    """Memoize two pure functions of public parameters that noisy_entry calls on every
+    draw: the Gaussian calibration (calibration.gaussian_sigma, ~20 ms a call, where the
+    noise specs call it) and the noise half-widths (accuracy.noise_halfwidth). The very
+    same values come back, computed once per set of parameters instead of per draw."""
     monkeypatch.setattr(noise, "gaussian_sigma", functools.lru_cache(calibration.gaussian_sigma))
+    monkeypatch.setattr(accuracy, "noise_halfwidth", functools.lru_cache(accuracy.noise_halfwidth))
 
 
 def raise_caps(project) -> None:
@@ -191,12 +193,13 @@ AUDIT_LOWER, AUDIT_UPPER = 0, 100
 
 
 def write_neighbours(*, project, owner, name: str, with_person: bool) -> Dataset:
-    """D: 30 people with one row each, 10 per group, values 5, 15, ..., 95 in each group;
-    D' (with_person): D plus one person with L = 2 rows in group "a" at the upper bound,
-    the worst case for every kind here (both rows in one cell, at the largest |value|)."""
-    people = [f"p{i}" for i in range(30)]
-    groups = [GROUPS[i % 3] for i in range(30)]
-    values = [5.0 + 10 * (i // 3) for i in range(30)]
+    """D: 300 people with one row each, 100 per group, values 5, 15, ..., 95 (10 of each
+    in each group); D' (with_person): D plus one person with L = 2 rows in group "a" at
+    the upper bound, the worst case for every kind here (both rows in one cell, at the
+    largest |value|; the group counts tie, so the argmax is as sensitive as it gets)."""
+    people = [f"p{i}" for i in range(300)]
+    groups = [GROUPS[i % 3] for i in range(300)]
+    values = [5.0 + 10 * ((i // 3) % 10) for i in range(300)]
     if with_person:
         people += ["x", "x"]
         groups += ["a", "a"]

@@ -41,7 +41,7 @@ from tests.kinds_support import (
     SURVEY_STATISTICS,
     StatedNoise,
     Truth,
-    memoize_calibration,
+    memoize_public_math,
     raise_caps,
     stated_noise,
     statistic_for,
@@ -284,7 +284,7 @@ def truths(project, owner, reviewer, monkeypatch):
     kind (each with epsilon 1, held), approved and aggregated once by the real engine on a
     person-level survey file (3000 rows, 1200 people, L = 2), kept for the module's tests
     (plain data: nothing refers to the database rows, rolled back after the first test)."""
-    memoize_calibration(monkeypatch)
+    memoize_public_math(monkeypatch)
 
     def get(mechanism: str) -> dict[str, Truth]:
         if mechanism not in _TRUTHS:
