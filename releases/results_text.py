@@ -96,9 +96,10 @@ def noise_parameters(explanation: Mapping[str, Any], *, kind: str) -> list[Noise
     if kind in ("stddev", "variance"):
         # the sum and the squares are noised in centred half-grid units (w = 2u - ...):
         # one unit is gamma/2 in value units, one unit of squares (gamma/2)**2
+        # the count is in rows, whatever grid its explanation records (the sum's gamma)
         gamma = _exact(explanation["granularity"])
         return [
-            noise_parameter(explanation["count"], part="count"),
+            noise_parameter({**explanation["count"], "granularity": 1}, part="count"),
             noise_parameter({**explanation["sum"], "granularity": gamma / 2}, part="sum"),
             noise_parameter(
                 {**explanation["squares"], "granularity": gamma**2 / 4}, part="squares"

@@ -35,6 +35,8 @@ import pytest
 from scipy import stats
 
 from dpportal.privacy.rng import SeededTestRandom
+from releases import results_text
+from releases.public import noise_data
 from tests.kinds_support import (
     KINDS,
     MECHANISMS,
@@ -48,6 +50,7 @@ from tests.kinds_support import (
     truths_of,
 )
 from tests.releases_support import make_dataset
+from tests.stats_builders import spread_entry
 
 RUNS = 500
 P_REJECT = 1e-6
@@ -55,16 +58,7 @@ SEED = 2026_1126
 
 #: (kind, part) whose stated parameter is known to differ from the drawn one, with why;
 #: the test xfails (strictly: it fails once the part agrees) only after every other part passed
-KNOWN_MISMATCHES = {
-    ("stddev", "count"): (
-        "spread count part: the published parameter is the count's sigma/scale times the "
-        "sum's grid gamma (explanation['count']['granularity'] = gamma), not rows"
-    ),
-    ("variance", "count"): (
-        "spread count part: the published parameter is the count's sigma/scale times the "
-        "sum's grid gamma (explanation['count']['granularity'] = gamma), not rows"
-    ),
-}
+KNOWN_MISMATCHES: dict[tuple[str, str], str] = {}
 
 
 # --- reference laws (written here from their definitions, independent of dpportal) --------
@@ -353,3 +347,21 @@ def test_noise_law_rejects_a_wrong_stated_scale(kind, truths):
         parameter, cdf = law_cdf(wrong, unit)
         p, _ = chi_square_p(residuals, cdf, parameter)
         assert p < P_REJECT, (factor, p)
+
+
+@pytest.mark.parametrize("kind", ["stddev", "variance"])
+def test_spread_count_part_is_stated_in_rows(kind):
+    """A spread's count part is noised in rows: the public data and the members' results
+    state its scale as is, not times the sum's grid gamma that its explanation records
+    (here gamma = 1/16, so the old statement was 16x too small). Deterministic."""
+    entry = spread_entry(epsilon=Fraction(1, 2), rng=SeededTestRandom(3), kind=kind)
+    explanation = entry["explanation"]
+    count = explanation["count"]
+    assert Fraction(count["granularity"]) == Fraction(1, 16)
+    scale = Fraction(count["scale"])
+    assert noise_data.noise(explanation, kind=kind)["count"]["value"] == float(scale)
+    parts = results_text.noise_parameters(explanation, kind=kind)
+    assert [p.part for p in parts] == ["count", "sum", "squares"]
+    assert parts[0].value == scale
+    gamma = Fraction(explanation["granularity"])
+    assert parts[1].value == Fraction(explanation["sum"]["scale"]) * gamma / 2

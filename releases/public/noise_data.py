@@ -75,8 +75,8 @@ def _noise_new_kind(explanation: dict, *, kind: str) -> dict[str, Any]:
             "parameter_text": f"permute-and-flip over {m} public candidates (no added noise)",
         }
     gamma = Decimal(str(explanation["granularity"]))
-    parts = {
-        "count": _noise_part(explanation["count"]),
+    parts = {  # rows, whatever grid the count's explanation records (the sum's)
+        "count": _noise_part({**explanation["count"], "granularity": "1"}),
         "sum": _noise_part({**explanation["sum"], "granularity": str(gamma / 2)}),
         "squares": _noise_part({**explanation["squares"], "granularity": str(gamma * gamma / 4)}),
     }
