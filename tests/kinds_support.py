@@ -42,12 +42,16 @@ SURVEY_STATISTICS: dict[str, dict[str, Any]] = {
     "histogram": {"kind": "histogram", "column": "region", "column2": "age"},
     "sum": {"kind": "sum", "column": "income"},
     "mean": {"kind": "mean", "column": "age", "n_guess": 3000},
-    "argmax": {"kind": "argmax", "column": "region"},
+    # the selections at a small epsilon, so that their laws spread over several cells
+    "argmax": {"kind": "argmax", "column": "region", "epsilon": "0.2"},
     "grouped_sum": {"kind": "grouped_sum", "column": "income", "group_by": "region"},
     "grouped_mean": {
         "kind": "grouped_mean", "column": "income", "group_by": "region", "n_guess": 500,
     },
-    "quantiles": {"kind": "quantiles", "column": "age", "quantiles": "0.25, 0.5, 0.9", "step": "5"},
+    "quantiles": {
+        "kind": "quantiles", "column": "age", "quantiles": "0.25, 0.5, 0.9", "step": "5",
+        "epsilon": "0.05",
+    },
     "stddev": {"kind": "stddev", "column": "age", "n_guess": 3000},
     "variance": {"kind": "variance", "column": "age", "group_by": "region", "n_guess": 500},
 }  # fmt: skip
@@ -110,19 +114,21 @@ class Truth:
 def truths_of(
     *, project, owner, reviewer, dataset, statistics, mechanism, epsilon="1"
 ) -> list[Truth]:
-    """Draft, submit, approve and claim a release of `statistics`, each held at `epsilon`;
+    """Draft, submit, approve and claim a release of `statistics`, each held at its own
+    "epsilon" or `epsilon`;
     aggregate it once for real. Returns one Truth per statistic, in order.
 
     A Gaussian release of pure-epsilon kinds alone (argmax, quantiles) cannot be
     submitted (its delta is allocated 0, then refused as "needs a delta above 0"), so
     there a count is added at the end.
     """
-    statistics = [dict(s, epsilon=epsilon, hold=True) for s in statistics]
+    statistics = [{"epsilon": epsilon, **s, "hold": True} for s in statistics]
     if mechanism == "gaussian" and all(s["kind"] in dp.PURE_KINDS for s in statistics):
         statistics.append({"kind": "count", "epsilon": epsilon, "hold": True})
+    total = sum(Decimal(s["epsilon"]) for s in statistics)
     data = {
         "title": "Kinds", "dataset": dataset.pk, "mechanism": mechanism, "confidence": "0.95",
-        "epsilon": str(Decimal(epsilon) * len(statistics)), "statistics": statistics,
+        "epsilon": str(total), "statistics": statistics,
     }  # fmt: skip
     if mechanism == "gaussian":
         data["delta"] = DELTA
