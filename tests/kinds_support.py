@@ -1,7 +1,8 @@
 """Every statistic kind through the real compute path, for the per-kind statistical tests.
 
-One builder statistic per kind (`STATISTICS`, keyed by releases.services.KINDS: a kind
-added later has no entry and its tests fail until it gets one), releases built and
+One builder statistic per kind (`SURVEY_STATISTICS`, `AUDIT_STATISTICS`, keyed like
+releases.services.KINDS: a kind added later has no entry and its tests fail by name
+until it gets one: `statistic_for`), releases built and
 approved through the services, true aggregates computed ONCE through the real engine
 (releases.compute.release_aggregate), then noised as many times as a test needs by the
 function the compute task calls (releases.dp.noisy_entry) with a seeded test source.
@@ -20,7 +21,6 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -73,7 +73,7 @@ AUDIT_STATISTICS: dict[str, dict[str, Any]] = {
 }  # fmt: skip
 
 MECHANISMS = ("laplace", "gaussian")
-DELTA = "1e-7"  # the Gaussian releases' delta (as in the issue's report)
+DELTA = "1e-7"  # the Gaussian releases' delta
 
 
 def statistic_for(table: dict[str, dict[str, Any]], kind: str) -> dict[str, Any]:
@@ -236,7 +236,3 @@ def write_neighbours(*, project, owner, name: str, with_person: bool) -> Dataset
 
 def as_float(value: Any) -> float:
     return float(Decimal(value)) if isinstance(value, str) else float(value)
-
-
-def index_array(values: list[int]) -> np.ndarray:
-    return np.asarray(values, dtype=np.int64)

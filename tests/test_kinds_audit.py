@@ -5,10 +5,11 @@ plus one person with L = 2 rows in group "a" at the upper bound 100 (both rows i
 one cell, at the largest |value|: the worst case of every kind here, and a near-tie
 of the counts for the argmax). Each is a real dataset with a person ID column and
 L = 2, and one release per mechanism holds a statistic of every kind
-(releases.services.KINDS), each at epsilon 1 (Gaussian: delta 1e-7); the true
-aggregates of D and D' are computed once by the real engine, then
-releases.dp.noisy_entry, the function the compute task calls, is run DRAWS times
-per side with seeded test sources.
+(releases.services.KINDS), each held at epsilon 1 (Gaussian: the release's delta
+1e-7 shared between them); the true aggregates of D and D' are computed once by the
+real engine, then releases.dp.noisy_entry, the function the compute task calls, is
+run DRAWS times per side with seeded test sources (tests.kinds_support memoizes two
+pure functions of public parameters it recomputes on every draw).
 
 The audit (PRIVACY-TESTING.md M2/M3, the helpers of tests/privacy/conftest.py):
 events {y >= t} and {y < t} of one published number y of the entry (the cell the
@@ -28,9 +29,9 @@ stated sigma there would be tighter.
 Power at DRAWS = 1000 per side is coarse (the tight audits of the privacy core use
 200,000 draws of the samplers): `test_audit_catches_an_ignored_contribution_bound`
 shows it catches noise calibrated for L = 1 while a person contributes 2 rows
-(true loss 2 eps); a 10 % under-noise would pass here and is caught by
-tests/privacy/test_privacy_audit.py and by the noise-law tests of every kind
-(tests/test_kinds_noise_law.py), which tie the drawn noise to the stated law.
+(true loss 2 eps). A 10 % under-noise would pass here: it is caught on the samplers'
+specs by tests/privacy/test_privacy_audit.py, and the noise-law tests of every kind
+(tests/test_kinds_noise_law.py) tie the drawn noise to the stated law.
 """
 
 from __future__ import annotations
