@@ -46,35 +46,35 @@ as well (integer ages 0..109 clipped to [0, 100], n = 100: 94.7 / 98.2 % at
 Computing q(v, M) over a continuum. E(v, m) has the law of E(v, |m|) (Z_s is
 symmetric), so only |m| in [a, b], the range of |m| over M, snapped outward to
 multiples of W/M_STEPS and taken one step [a, b] at a time (q is the largest over
-the steps); v lies in one of V_PIECES equal pieces [v0 - wv, v0 + wv] of [0, W**2].
+the steps; at most MAX_STEPS steps, wider ones when M is wide); v lies in one of
+V_PIECES equal pieces [v0 - wv, v0 + wv] of [0, W**2].
 With m0 = (a + b)/2, wm = (b - a)/2,
 c0 = m0**2 - v0 and wa = wm (b + m0) + wv, the triangle inequality gives
     |E(v, m)| <= X = |Z_q - 2 m0 Z_s + c0 Z_n| + 2 wm |Z_s| + wa |Z_n|,
 and since E(v, m) is symmetric, Pr[E > t] <= Pr[X > t] / 2. Pr[X <= t] is bounded
 below by a finite sum: Z_n and Z_s are cut into at most COUNT_BINS and SUM_BINS
-integer bins (mass by the certified NoiseLaw.window; the tails beyond ~1e-10
-count as misses), each bin
-represented by its centre with the centre's error moved into the room left for
-Z_q (|2 m0 (z - z_c)| <= 2 m0 h for a bin of half-width h), and Z_q's window is
-exact for the discrete Laplace and certified for the discrete Gaussian
-(mean_pivot.NoiseLaw.window). The sum is computed in float64 and reduced by 1e-9
-plus twice Z_q's largest point mass (a window end misplaced by rounding), so
-every approximation errs towards coverage; q is found to 1e-6 relative (rounded
-up) and held as an exact Fraction. The lower end uses min(q of v's piece, q of
-the whole range [0, W**2]) (both valid for every v of the piece), which bounds the
-pieces to scan. q depends on public parameters and the snapped M only, so it is
-cached. When the count's noise parameter passes 4000 (an epsilon so small that
-the count's table would be too long), or the squares' noise is too fine for the
-certified margins, the lower end falls back to U_lo - max_M m**2, U_lo the lower
-end of u's interval at 1 - 2 beta_lo (the same one-sided argument as U_hi; valid
-on that event and event 1). When a part's noise is too fine for mean_pivot's
-margins (epsilon in the thousands), its interval is the box of the two parts at
-1 - beta/2 each, whose corners bound the ratio (_ratio_interval), also one-sided
-at beta/2 per end.
+integer bins (mass by the certified NoiseLaw.window; the tails beyond ~1e-10 count
+as misses), each bin represented by its centre with the centre's error moved into
+the room left for Z_q (|2 m0 (z - z_c)| <= 2 m0 h for a bin of half-width h), and
+Z_q's window is exact for the discrete Laplace and certified for the discrete
+Gaussian (mean_pivot.NoiseLaw.window). The sum is computed in float64 and reduced by
+1e-9 plus twice Z_q's largest point mass (a window end misplaced by rounding), so
+every approximation errs towards coverage; q is found to 1e-6 relative (rounded up)
+and held as an exact Fraction. The lower end uses min(q of v's piece, q of the whole
+range [0, W**2]) (both valid for every v of the piece), which bounds the pieces to
+scan (the whole range's q takes all of M as one step). q depends on public
+parameters and the snapped M only, so it is cached. When the count's noise parameter
+passes 4000 (an epsilon so small that the count's table would be too long), or the
+squares' noise is too fine for the certified margins, the lower end falls back to
+U_lo - max_M m**2, U_lo the lower end of u's interval at 1 - 2 beta_lo (the same
+one-sided argument as U_hi; valid on that event and event 1). When a part's noise is
+too fine for mean_pivot's margins (epsilon in the thousands), its interval is the
+box of the two parts at 1 - beta/2 each, whose corners bound the ratio
+(_ratio_interval), also one-sided at beta/2 per end.
 
 Width (500 runs, n = 100, epsilon 1, uniform data on [0, 100], Laplace, 95 %):
 487 on average against the estimator's RMSE 86 (the box of parts gave 813);
-tests/privacy/test_privacy_spread.py holds it under 3 RMSE for the half-width.
+tests/test_releases_spread_interval.py holds it under 3 RMSE for the half-width.
 
 Estimate: v^ = Q/N - (S/N)**2 when N >= 1, clamped to [0, W**2] (a negative
 estimate from noise is reported as 0, flagged "clamped": "low"; above W**2,
@@ -101,6 +101,7 @@ __all__ = ["SPLIT", "V_PIECES", "M_STEPS", "variance_interval", "lower_quantile"
 SPLIT = (Fraction(3, 20), Fraction(7, 10), Fraction(3, 20))
 V_PIECES = 32
 M_STEPS = 24
+MAX_STEPS = 8
 COUNT_BINS = 256
 SUM_BINS = 160
 _TAIL = 1e-10
@@ -261,12 +262,14 @@ def _lower_end(
     top = Fraction(w_bound * w_bound)
     a, b = m_range
     first = math.floor(a * M_STEPS / w_bound)
-    steps = range(first, max(math.ceil(b * M_STEPS / w_bound), first + 1))
+    last = max(math.ceil(b * M_STEPS / w_bound), first + 1)
+    size = -(-(last - first) // MAX_STEPS)  # a wide M (large noise): fewer, wider steps
+    steps = [(j, min(j + size, last)) for j in range(first, last, size)]
 
     def q_of(piece: int) -> Fraction:  # the sup over M, one |m| step at a time
-        return max(lower_quantile(laws, w_bound, piece, (j, j + 1), beta) for j in steps)
+        return max(lower_quantile(laws, w_bound, piece, step, beta) for step in steps)
 
-    q_all = q_of(-1)
+    q_all = lower_quantile(laws, w_bound, -1, (first, last), beta)  # one wide step
     width = top / V_PIECES
     start = max(Fraction(0), (d0 - q_all) / n)
     for piece in range(min(math.floor(start / width), V_PIECES - 1), V_PIECES):
