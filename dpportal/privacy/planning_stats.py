@@ -13,7 +13,7 @@ data), by building the very NoiseSpecs the mechanisms will use:
 - spread: half the width of the standard deviation's interval for a column of n
   rows whose sd is `sd_guess` (default (hi - lo)/4) with its mean at the centre
   of the range, read when every noisy part sits at its true value
-  (spread_parts.variance_interval_from_parts);
+  (spread_parts.variance_interval, the released interval's construction);
 - epsilon_for_target: the smallest epsilon (3 significant digits, rounded up)
   whose preview meets a target, by bisection in log(epsilon) over
   planning.EPSILON_RANGE (previews do not increase with epsilon).
@@ -28,6 +28,7 @@ from fractions import Fraction
 from dpportal.privacy.accuracy import spec_halfwidth
 from dpportal.privacy.errors import PrivacyParameterError, gettext_noop, record
 from dpportal.privacy.grouped import grouped_count_noise, grouped_mean_noise, grouped_sum_noise
+from dpportal.privacy.mean_pivot import NoiseLaw
 from dpportal.privacy.params import (
     check_bounds,
     check_confidence,
@@ -38,11 +39,11 @@ from dpportal.privacy.params import (
 from dpportal.privacy.planning import bisect_epsilon
 from dpportal.privacy.sensitivity import grid_bounds, sum_granularity
 from dpportal.privacy.spread import spread_noise
+from dpportal.privacy.spread_interval import variance_interval
 from dpportal.privacy.spread_parts import (
     spread_granularity,
     sqrt_ceil,
     sqrt_floor,
-    variance_interval_from_parts,
 )
 
 __all__ = ["grouped_halfwidth", "spread_sd_halfwidth", "epsilon_for_target"]
@@ -157,20 +158,18 @@ def spread_sd_halfwidth(
         group_bound=group_bound,
         shares=shares,
     )
-    part = 1 - (1 - conf) / 3
-    k = specs[0].cells if simultaneous else 1
-    hn, hs, hq = (spec_halfwidth(spec, part, k) for spec in specs)
+    if simultaneous:
+        conf = 1 - (1 - conf) / specs[0].cells
     lo_u, hi_u = grid_bounds(lo, hi, gamma)
     w_bound = hi_u - lo_u
     squares = math.floor(n * (2 * sd / gamma) ** 2)
-    cell = variance_interval_from_parts(
+    cell = variance_interval(
         noisy_count=n,
-        count_halfwidth=hn,
         noisy_sum=0,
-        sum_halfwidth=hs,
         noisy_squares=squares,
-        squares_halfwidth=hq,
+        laws=(NoiseLaw.of_spec(specs[0]), NoiseLaw.of_spec(specs[1]), NoiseLaw.of_spec(specs[2])),
         w_bound=w_bound,
+        confidence=conf,
     )
     factor = gamma**2 / 4
     return float((sqrt_ceil(cell.high * factor) - sqrt_floor(cell.low * factor)) / 2)

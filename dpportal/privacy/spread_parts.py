@@ -1,35 +1,10 @@
-"""The parts of a spread: centred grid, streaming aggregates, and the variance interval.
+"""The parts of a spread: centred grid, streaming aggregates, the estimate's record, roots.
 
 Grid and aggregates: see dpportal.privacy.spread (spread_granularity,
 centred_units, SpreadAggregator live here so that module stays small).
 
-The variance interval from noisy count, sum and sum of squares (interval arithmetic).
-
-Units: centred half grid units w in [-W, W] (dpportal.privacy.spread); the
-population variance of the w's is v = Q/N - (S/N)**2 with N = #rows, S = sum w,
-Q = sum w**2, and 0 <= v <= W**2 always (values in [-W, W]: at most half at
-each end gives W**2).
-
-Given each noisy part's half-width at its own confidence (N in N^ +- hn,
-S in S^ +- hs, Q in Q^ +- hq, jointly with probability >= 1 - beta by the union
-bound when each holds with 1 - beta/3), the true v lies in
-[min f, max f] over the box, f(N, S, Q) = Q/N - S**2/N**2, with N >= 1 and Q >= 0.
-Writing t = 1/N in [1/N_hi, 1/N_lo], f = Q t - S**2 t**2:
-
-- for fixed t, f grows with Q (t > 0) and falls with S**2;
-- max: Q = Q_hi, S = s0 (the point of [S_lo, S_hi] nearest 0); g(t) = Q_hi t - s0**2 t**2
-  is a concave parabola in t: its maximum over [t_lo, t_hi] is at the vertex
-  Q_hi / (2 s0**2) clipped to the range (t_hi when s0 = 0);
-- min: Q = Q_lo, S = s_far (the end of [S_lo, S_hi] farthest from 0); g is concave
-  in t, so its minimum is at t_lo or t_hi.
-
-Both extremes are exact over the box, so the interval is exactly the image of
-the box, then intersected with [0, W**2] (where v always lies). If N_hi < 1 there
-is no information: [0, W**2]. All arithmetic is in Fractions.
-
-Estimate: v^ = Q^/N^ - (S^/N^)**2 when N^ >= 1, clamped to [0, W**2] (a negative
-estimate from noise is reported as 0, flagged "clamped": "low"; above W**2,
-"high"); when N^ < 1, the midpoint W**2 / 2 and count_nonpositive.
+The interval itself is in dpportal.privacy.spread_interval; VarianceEstimate
+(what it returns) and the outward-rounded square roots live here.
 
 Standard deviation: sqrt is increasing, so [sqrt(low), sqrt(high)] covers the
 standard deviation exactly when [low, high] covers v; its ends are rounded
@@ -59,7 +34,6 @@ __all__ = [
     "centred_units",
     "SpreadAggregator",
     "VarianceEstimate",
-    "variance_interval_from_parts",
     "sqrt_floor",
     "sqrt_ceil",
 ]
@@ -177,53 +151,3 @@ def sqrt_ceil(x: Fraction) -> Fraction:
     if root * root < top:
         root += 1
     return Fraction(root, 10**k)
-
-
-def _clamp(x: Fraction, top: Fraction) -> Fraction:
-    return min(max(x, Fraction(0)), top)
-
-
-def variance_interval_from_parts(
-    *,
-    noisy_count: int,
-    count_halfwidth: int,
-    noisy_sum: int,
-    sum_halfwidth: int,
-    noisy_squares: int,
-    squares_halfwidth: int,
-    w_bound: int,
-) -> VarianceEstimate:
-    """Estimate and interval of v = Q/N - (S/N)**2 in w**2 units (module docstring).
-
-    w_bound is W (|w| <= W); the half-widths are those of each part at the
-    confidence it is meant to hold (1 - beta/3 each for an interval at 1 - beta).
-    """
-    top = Fraction(w_bound * w_bound)
-    if noisy_count >= 1:
-        raw = Fraction(noisy_squares, noisy_count) - Fraction(noisy_sum, noisy_count) ** 2
-        estimate = _clamp(raw, top)
-        clamped = "low" if raw < 0 else "high" if raw > top else None
-        nonpositive = False
-    else:
-        estimate, clamped, nonpositive = top / 2, None, True
-    n_lo = max(noisy_count - count_halfwidth, 1)
-    n_hi = noisy_count + count_halfwidth
-    if n_hi < 1:
-        return VarianceEstimate(estimate, Fraction(0), top, clamped, nonpositive)
-    t_lo, t_hi = Fraction(1, n_hi), Fraction(1, n_lo)
-    s_lo, s_hi = noisy_sum - sum_halfwidth, noisy_sum + sum_halfwidth
-    q_lo = max(noisy_squares - squares_halfwidth, 0)
-    q_hi = max(noisy_squares + squares_halfwidth, 0)
-    s_near = 0 if s_lo <= 0 <= s_hi else min(abs(s_lo), abs(s_hi))
-    s_far = max(abs(s_lo), abs(s_hi))
-
-    def g(q: int, s: int, t: Fraction) -> Fraction:
-        return q * t - s * s * t * t
-
-    if s_near == 0:
-        t_best = t_hi
-    else:
-        t_best = min(max(Fraction(q_hi, 2 * s_near * s_near), t_lo), t_hi)
-    high = g(q_hi, s_near, t_best)
-    low = min(g(q_lo, s_far, t_lo), g(q_lo, s_far, t_hi))
-    return VarianceEstimate(estimate, _clamp(low, top), _clamp(high, top), clamped, nonpositive)

@@ -1,11 +1,16 @@
 """Spread (variance, standard deviation): sensitivity, centring, interval, coverage, clamping.
 
 False-failure rates:
-- coverage: R = 400 seeded runs per case at 90/95/99 %, coverage >= nominal - 3 SE;
-  for an interval whose true coverage were exactly nominal that fails with
-  probability ~1.35e-3 per check; the interval is conservative (union bound over
-  three parts, interval arithmetic), observed 99.5-100 %, so far less; fixed seeds
-  make the outcome reproducible;
+- coverage: R = 200 (Gaussian 120) seeded runs per case, coverage >= nominal - 3 SE;
+  the interval is valid for every dataset (spread_interval), so each check fails
+  with probability <= ~1.35e-3; fixed seeds make the outcome reproducible
+  (near-nominal coverage and width at the acceptance case are checked through the
+  compute path in tests/test_releases_spread_interval.py);
+- certified lower quantile: a Monte Carlo tail frequency above beta + 4 SE fails
+  with probability ~3e-5 if q were exact; below beta/4 (q far too conservative)
+  at 20,000 draws only if the true tail were < ~beta/3;
+- small n: the interval not [0, W**2] in >= 95 % of 200 runs where ~100 % are
+  expected (measured), failing only if the noise allowed it in < 90 %;
 - M1 scale: z-test of mean |noise| at 6 SE (~2e-9);
 - everything else is deterministic.
 """
@@ -20,13 +25,20 @@ import numpy as np
 import pytest
 
 from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.mean_pivot import NoiseLaw
+from dpportal.privacy.planning_stats import spread_sd_halfwidth
 from dpportal.privacy.spread import (
     release_spread,
     spread_budget_split,
     spread_cells,
-    spread_halfwidths,
     spread_intervals,
     spread_noise,
+)
+from dpportal.privacy.spread_interval import (
+    M_STEPS,
+    V_PIECES,
+    lower_quantile,
+    variance_interval,
 )
 from dpportal.privacy.spread_parts import (
     SpreadAggregator,
@@ -34,7 +46,6 @@ from dpportal.privacy.spread_parts import (
     spread_granularity,
     sqrt_ceil,
     sqrt_floor,
-    variance_interval_from_parts,
 )
 
 CONFIDENCES = ("0.9", "0.95", "0.99")
@@ -167,37 +178,90 @@ def _f(n, s, q):
     return Fraction(q, n) - Fraction(s, n) ** 2
 
 
-def test_interval_is_the_exact_image_of_the_box():
-    """Over 200 random small boxes: every integer point (N >= 1, Q >= 0) maps inside
-    [low, high]; low is attained; high is attained when the box holds S = 0."""
-    rng = np.random.default_rng(8)  # parameters, not noise
-    for _ in range(200):
-        n, hn = int(rng.integers(-2, 15)), int(rng.integers(0, 4))
-        s, hs = int(rng.integers(-30, 30)), int(rng.integers(0, 5))
-        q, hq = int(rng.integers(-20, 200)), int(rng.integers(0, 12))
-        est = variance_interval_from_parts(
-            noisy_count=n,
-            count_halfwidth=hn,
-            noisy_sum=s,
-            sum_halfwidth=hs,
-            noisy_squares=q,
-            squares_halfwidth=hq,
-            w_bound=6,
-        )
-        points = [
-            min(max(_f(a, b, c), Fraction(0)), Fraction(36))
-            for a in range(max(n - hn, 1), n + hn + 1)
-            for b in range(s - hs, s + hs + 1)
-            for c in range(max(q - hq, 0), q + hq + 1)
-        ]
-        if n + hn < 1:  # no count >= 1 in the box: no information
-            assert (est.low, est.high) == (0, 36)
-        if not points:  # (or no Q >= 0: the box is infeasible, already a miss)
-            continue
-        assert est.low <= min(points) and max(points) <= est.high
-        assert est.low == min(points)
-        if s - hs <= 0 <= s + hs:
-            assert est.high == max(points)
+def _laws(specs):
+    return tuple(NoiseLaw.of_spec(spec) for spec in specs)
+
+
+def test_interval_holds_the_estimate_and_stays_in_range():
+    """Deterministic: N <= 0 gives [0, W**2] and says so; otherwise the interval lies in
+    [0, W**2] and holds the (clamped) estimate; with almost no noise it is tight."""
+    gamma = spread_granularity(0, 10, epsilon=1)
+    specs = spread_noise(lower=0, upper=10, granularity=gamma, mechanism="laplace", epsilon=1)
+    w = specs[1].l1_sensitivity
+    top = Fraction(w * w)
+    for n, s, q in [(0, 5, 9), (-3, 0, 0), (1, 0, 0), (7, -3 * w, 5 * w * w), (40, 0, -(10**9))]:
+        est = variance_interval(
+            noisy_count=n, noisy_sum=s, noisy_squares=q, laws=_laws(specs), w_bound=w,
+            confidence="0.95",
+        )  # fmt: skip
+        if n <= 0:
+            assert (est.low, est.high, est.count_nonpositive) == (0, top, True)
+        else:
+            assert 0 <= est.low <= est.estimate <= est.high <= top
+    sharp = spread_noise(lower=0, upper=10, granularity=gamma, mechanism="laplace", epsilon=10**6)
+    n, s, q = 10_000, 1000 * w, 10_000 * w * w // 3  # mean w/10, mean square w**2/3
+    est = variance_interval(
+        noisy_count=n, noisy_sum=s, noisy_squares=q, laws=_laws(sharp), w_bound=w,
+        confidence="0.99",
+    )  # fmt: skip
+    truth = Fraction(q, n) - Fraction(s, n) ** 2
+    assert est.low <= truth <= est.high and est.high - est.low < top / 1000
+
+
+@pytest.mark.parametrize("mechanism", ["laplace", "gaussian"])
+def test_lower_quantile_is_certified_and_not_loose(mechanism, seeded):
+    """q(piece, step) bounds the (1 - beta) quantile of E = Z_q - 2 m Z_s + (m**2 - v) Z_n
+    at the corners of its piece and step (Monte Carlo, 20,000 exact draws per corner),
+    and is not far above it (the tail at q is >= beta/4 at the widest corner)."""
+    gamma = spread_granularity(0, 100, epsilon=1)
+    delta = "1e-6" if mechanism == "gaussian" else 0
+    specs = spread_noise(
+        lower=0, upper=100, granularity=gamma, mechanism=mechanism, epsilon=1, delta=delta
+    )
+    w = specs[1].l1_sensitivity
+    beta, draws = Fraction(1, 40), 20_000
+    zn, zs, zq = (
+        spec.sample(draws, seeded(40 + i)).astype(np.float64) for i, spec in enumerate(specs)
+    )
+    piece, step = 10, (4, 5)
+    q = float(lower_quantile(_laws(specs), w, piece, step, beta))
+    tails = []
+    for v in (piece * w * w / V_PIECES, (piece + 1) * w * w / V_PIECES):
+        for m in (step[0] * w / M_STEPS, -step[1] * w / M_STEPS):
+            e = zq - 2 * m * zs + (m * m - v) * zn
+            tails.append(float(np.mean(e > q)))
+    se = math.sqrt(float(beta) * (1 - float(beta)) / draws)
+    assert max(tails) <= float(beta) + 4 * se, tails
+    assert max(tails) >= float(beta) / 4, tails
+
+
+@pytest.mark.parametrize(("n", "epsilon"), [(10, 10), (20, 10), (20, 1)])
+def test_small_n_is_not_automatically_the_whole_range(n, epsilon, seeded):
+    """n <= 20 rows: where the noise allows (epsilon 10), the interval is almost never all of
+    [0, W**2] and covers (>= 95 % - 3 SE of 200 runs at 95 %); at epsilon 1, n = 20 the
+    count's noise (scale 4 rows) leaves the lower end at 0, but the upper end is informative
+    in most runs. The old box of parts gave [0, W**2] at every n <= 20."""
+    gamma = spread_granularity(0, 100, epsilon=epsilon)
+    specs = spread_noise(
+        lower=0, upper=100, granularity=gamma, mechanism="laplace", epsilon=epsilon
+    )
+    agg = SpreadAggregator(lower=0, upper=100, granularity=gamma)
+    agg.add(np.random.default_rng(17).uniform(0, 100, n))  # data, not noise
+    truth = _f(agg.counts[0], agg.sums[0], agg.squares[0])
+    runs, w = 200, specs[1].l1_sensitivity
+    parts = [
+        np.array(part) + spec.sample(runs, seeded(50 + i))
+        for i, (part, spec) in enumerate(zip((agg.counts, agg.sums, agg.squares), specs))
+    ]
+    cells = spread_cells(*parts, laws=_laws(specs), w_bound=w, confidence="0.95")
+    whole = np.mean([(c.low, c.high) == (0, w * w) for c in cells])
+    covered = np.mean([c.low <= truth <= c.high for c in cells])
+    assert covered >= 0.95 - 3 * math.sqrt(0.95 * 0.05 / runs)
+    if epsilon == 10:
+        assert whole <= 0.05, whole
+        assert np.mean([float(c.high - c.low) for c in cells]) < 0.5 * w * w
+    else:
+        assert np.mean([c.high < w * w for c in cells]) >= 0.5
 
 
 def test_negative_estimates_are_clamped_and_said_so(seeded):
@@ -246,17 +310,17 @@ def _coverage_floor(nominal: float, runs: int) -> float:
     return nominal - 3 * math.sqrt(nominal * (1 - nominal) / runs)
 
 
-@pytest.mark.parametrize(("mechanism", "delta"), [("laplace", 0), ("gaussian", "1e-6")])
 @pytest.mark.parametrize(
-    ("n", "groups"), [(60, 1), (20_000, 1), (300, 3)], ids=["small_n", "large_n", "grouped"]
+    ("mechanism", "delta", "n", "groups"),
+    [("gaussian", "1e-6", 60, 1), ("laplace", 0, 300, 2)],
+    ids=["gaussian_small_n", "grouped"],
 )
 def test_spread_coverage(mechanism, delta, n, groups, seeded):
-    """R = 400 runs, L = 2, eps = 1: the variance (hence sd) interval per cell and, when
-    grouped, for all cells at once covers the true population variance of the clipped,
-    grid-rounded values at 90/95/99 % with coverage >= nominal - 3 SE. At large n the
-    interval is also not vacuous: its mean half-width is <= 3x the empirical
-    confidence-quantile of |estimate - truth| (observed ~2.1-2.3x)."""
-    runs, lower, upper = 400, 0, 100
+    """R = 200 runs (Gaussian 120), L = 2, eps = 1: the variance (hence sd) interval per
+    cell and, when grouped, for all cells at once covers the true population variance of
+    the clipped, grid-rounded values at 90/95/99 % (the Gaussian at 95 %; both for time)
+    with coverage >= nominal - 3 SE; the stored explanation gives the same intervals."""
+    runs, lower, upper = (200 if mechanism == "laplace" else 120), 0, 100
     kw = dict(
         lower=lower, upper=upper, mechanism=mechanism, epsilon=1, delta=delta, contribution_bound=2
     )
@@ -283,17 +347,19 @@ def test_spread_coverage(mechanism, delta, n, groups, seeded):
         np.array(part) + spec.sample((runs, groups), seeded(13 + i))
         for i, (part, spec) in enumerate(zip((agg.counts, agg.sums, agg.squares), specs))
     ]
-    for conf in CONFIDENCES:
+    laws = _laws(specs)
+    for conf in CONFIDENCES if mechanism == "laplace" else ("0.95",):
         nominal = float(Fraction(conf))
         for simultaneous in (False, True) if groups > 1 else (False,):
-            widths = spread_halfwidths(explanation, confidence=conf, simultaneous=simultaneous)
             cells = [
                 spread_cells(
                     noisy[0][r],
                     noisy[1][r],
                     noisy[2][r],
-                    halfwidths=widths,
+                    laws=laws,
                     w_bound=explanation["w_bound"],
+                    confidence=conf,
+                    simultaneous=simultaneous,
                 )
                 for r in range(runs)
             ]
@@ -302,7 +368,30 @@ def test_spread_coverage(mechanism, delta, n, groups, seeded):
                 assert inside.all(axis=1).mean() >= _coverage_floor(nominal, runs), conf
             else:
                 assert inside.mean() >= _coverage_floor(nominal, runs * groups), conf
-            if n >= 20_000:
-                half = np.mean([float(row[0].high - row[0].low) / 2 for row in cells])
-                errors = [abs(float(row[0].estimate - truth[0])) for row in cells]
-                assert half <= 3 * np.quantile(errors, nominal), conf
+
+
+@pytest.mark.parametrize(("n", "tolerance"), [(100, "0.2"), (1000, "0.1")])
+def test_planning_preview_matches_the_interval(n, tolerance, seeded):
+    """planning_stats.spread_sd_halfwidth (the interval read at noise-free parts) is within
+    20 % (n = 100: the sd's square root and M's spread widen the average interval) and
+    10 % (n = 1000) of the mean half-width of the released sd interval over 100 runs
+    (measured 11 % low and 1 %); deterministic given the seeds."""
+    gamma = spread_granularity(0, 100, epsilon=1)
+    specs = spread_noise(lower=0, upper=100, granularity=gamma, mechanism="laplace", epsilon=1)
+    agg = SpreadAggregator(lower=0, upper=100, granularity=gamma)
+    agg.add(np.random.default_rng(5).uniform(0, 100, n))  # data, not noise
+    sd = math.sqrt(_f(agg.counts[0], agg.sums[0], agg.squares[0])) * float(gamma) / 2
+    parts = [
+        np.array(part) + spec.sample(100, seeded(60 + i))
+        for i, (part, spec) in enumerate(zip((agg.counts, agg.sums, agg.squares), specs))
+    ]
+    cells = spread_cells(*parts, laws=_laws(specs), w_bound=specs[1].l1_sensitivity,
+                         confidence="0.95")  # fmt: skip
+    factor = gamma**2 / 4
+    mean_half = np.mean([float(sqrt_ceil(c.high * factor) - sqrt_floor(c.low * factor)) / 2
+                         for c in cells])  # fmt: skip
+    preview = spread_sd_halfwidth(
+        mechanism="laplace", epsilon=1, confidence="0.95", lower=0, upper=100, n_guess=n,
+        sd_guess=sd,
+    )  # fmt: skip
+    assert abs(preview - mean_half) <= float(tolerance) * mean_half, (preview, mean_half)
