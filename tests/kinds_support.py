@@ -123,7 +123,7 @@ def truths_of(
     there a count is added at the end.
     """
     statistics = [{"epsilon": epsilon, **s, "hold": True} for s in statistics]
-    if mechanism == "gaussian" and all(s["kind"] in dp.PURE_KINDS for s in statistics):
+    if mechanism == "gaussian" and all(kinds.get(s["kind"]).pure for s in statistics):
         statistics.append({"kind": "count", "epsilon": epsilon, "hold": True})
     total = sum(Decimal(s["epsilon"]) for s in statistics)
     data = {

@@ -4,9 +4,9 @@ A release with the variance of `x` (n = 100 rows uniform on the declared bounds
 [0, 100], the case the acceptance names; epsilon 1, Laplace) is submitted and
 approved on PostgreSQL; the true parts (N, S, Q) come once from the real readers
 over the Parquet file (compute.release_aggregate); then the worker's noising step for these kinds,
-releases.dp_stats.noisy_entry_stats, runs R = 500 times with seeded noise and
+releases.dp.noisy_entry, runs R = 500 times with seeded noise and
 each stored entry is read back as every page reads it
-(releases.stats_results.statistic_intervals) at 90, 95 and 99 %, as the variance
+(the kind's intervals, releases.kinds) at 90, 95 and 99 %, as the variance
 and, the same noisy parts, as the standard deviation (stddev entries differ only
 in the value shown). The truth is
 the population variance of the clipped, grid-rounded values, from the exact
@@ -45,7 +45,7 @@ from django.utils import timezone
 
 from datasets.models import Column, Dataset
 from dpportal.privacy.rng import SeededTestRandom
-from releases import compute, dp_stats, lifecycle, results_text, stats_results
+from releases import compute, dp, kinds, lifecycle, results_text
 from releases.compute import StatisticReader
 from releases.public import noise_data
 from tests.releases_support import submitted
@@ -97,6 +97,10 @@ def _truth(entry, aggregate) -> Fraction:
     return (Fraction(q, n) - Fraction(s, n) ** 2) * Fraction(entry["granularity"]) ** 2 / 4
 
 
+def _intervals(entry, **options):
+    return [c.as_dict() for c in kinds.get(entry["kind"]).intervals(entry, **options)]
+
+
 def test_variance_and_sd_intervals_cover_near_nominal_and_are_narrow(computed):
     dataset, release, aggregates = computed
     entry, aggregate = release.spec["statistics"][0], aggregates[0]
@@ -109,15 +113,15 @@ def test_variance_and_sd_intervals_cover_near_nominal_and_are_narrow(computed):
     halves, errors = [], []
     rng = SeededTestRandom(2500)
     for _ in range(R):
-        out = dp_stats.noisy_entry_stats(
+        out = dp.noisy_entry(
             entry=entry, aggregate=aggregate, mechanism=release.spec["mechanism"],
             confidence="0.95", contribution_bound=1,
-            axes=StatisticReader.from_spec(entry).axes, rng=rng,
+            cells=StatisticReader.from_spec(entry).axes, rng=rng,
         )  # fmt: skip
         sd_out = {**out, "kind": "stddev"}  # the same noisy parts read as the sd
         for level in LEVELS:
-            (cell,) = stats_results.statistic_intervals(out, confidence=level)
-            (sd_cell,) = stats_results.statistic_intervals(sd_out, confidence=level)
+            (cell,) = _intervals(out, confidence=level)
+            (sd_cell,) = _intervals(sd_out, confidence=level)
             inside[level] += cell["low"] <= truth <= cell["high"]
             sd_inside[level] += sd_cell["low"] <= math.sqrt(truth) <= sd_cell["high"]
             if level == "0.95":
@@ -142,9 +146,9 @@ def test_each_part_states_its_noise_parameter_in_its_own_unit(computed):
     unit stated; the surfaces that convert to value units agree."""
     _, release, aggregates = computed
     entry = release.spec["statistics"][0]
-    out = dp_stats.noisy_entry_stats(
+    out = dp.noisy_entry(
         entry=entry, aggregate=aggregates[0], mechanism="laplace", confidence="0.95",
-        contribution_bound=1, axes=[], rng=SeededTestRandom(3),
+        contribution_bound=1, cells=[], rng=SeededTestRandom(3),
     )  # fmt: skip
     explanation = out["explanation"]
     shown = {p.part: p.value for p in results_text.noise_parameters(explanation, kind="variance")}
