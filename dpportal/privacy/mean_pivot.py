@@ -44,7 +44,9 @@ gap of one row r = max(g/2, g lo_u - lo, hi - g hi_u) (|mu - mu_r| <= r since
 each row moves by at most r), clamped to [lo, hi]. Guarantee:
 Pr[mu in interval] >= 1 - beta for every dataset with n >= 1 rows, exactly, not
 asymptotically. Only pieces that can meet C are evaluated (those inside the
-widest piece's candidate set), and q is cached per public parameters.
+widest piece's candidate set, scanned inwards from both ends of each side of 0
+until one meets C: the hull's ends lie there), and q is cached per public
+parameters.
 
 Planning (the preview's half-width at an owner's guess n, never the data):
 q of the piece holding the largest |m| divided by n, plus r, capped at
@@ -257,19 +259,36 @@ def mean_pivot_interval(
     widest = pivot_quantile(sum_law, count_law, g, (a0 + a1) / 2, (a1 - a0) / 2, beta)
     reach = _solve(t, noisy_count, widest * (1 + Fraction(1, 10**6)))  # bisection slack
     low, high = estimate, estimate
+
+    def part(j: int, sign: int) -> tuple[Fraction, Fraction] | None:
+        """C within piece j on the side of 0 given by sign, or None when empty."""
+        p0, p1 = a0 + j * width, a0 + (j + 1) * width
+        s0, s1 = (p0, p1) if sign > 0 else (-p1, -p0)
+        s0, s1 = max(s0, lo_m), min(s1, hi_m)
+        if s0 > s1:  # outside [lo_m, hi_m] whatever q is
+            return None
+        q = pivot_quantile(sum_law, count_law, g, p0 + half, half, beta)
+        solved = _solve(t, noisy_count, q)
+        if solved is None:
+            return None
+        s0, s1 = max(s0, solved[0]), min(s1, solved[1])
+        return (s0, s1) if s0 <= s1 else None
+
     if reach is not None and width > 0:
         first = max(0, math.floor((max(abs_min(reach), a0) - a0) / width) - 1)
         last = min(PIECES - 1, math.floor((min(abs_max(reach), a1) - a0) / width) + 1)
-        for j in range(first, last + 1):
-            p0, p1 = a0 + j * width, a0 + (j + 1) * width
-            q = pivot_quantile(sum_law, count_law, g, p0 + half, half, beta)
-            solved = _solve(t, noisy_count, q)
-            if solved is None:
-                continue
-            for s0, s1 in ((p0, p1), (-p1, -p0)):
-                s0, s1 = max(s0, lo_m, solved[0]), min(s1, hi_m, solved[1])
-                if s0 <= s1:
-                    low, high = min(low, s0), max(high, s1)
+        # Pieces tile each side of 0 in order (on the side of sign -1, mirrored), so the
+        # hull's lowest point on a side lies in its first non-empty piece from below and
+        # its highest in the first from above: scan inwards from both ends, stop there.
+        for sign in (1, -1):
+            top_m, bottom_m = (hi_m, lo_m) if sign > 0 else (-lo_m, -hi_m)
+            start = max(first, math.ceil((bottom_m - a0) / width) - 1)
+            stop = min(last, math.floor((top_m - a0) / width))  # pieces meeting [lo_m, hi_m]
+            upward = range(start, stop + 1)[::sign]
+            bottom = next((c for j in upward if (c := part(j, sign)) is not None), None)
+            if bottom is not None:
+                top = next(c for j in reversed(upward) if (c := part(j, sign)) is not None)
+                low, high = min(low, bottom[0]), max(high, top[1])
     elif reach is not None:  # a single possible mean: lower == upper on the grid
         low, high = min(low, lo_m), max(high, hi_m)
     gap = rounding_gap(lower, upper, g)
