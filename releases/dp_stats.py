@@ -70,11 +70,15 @@ def group_count(stat: StatisticPlan) -> int:
 def grouped_granularity(
     *, kind: str, lower: object, upper: object, epsilon: object, contribution_bound: int
 ) -> Fraction:
-    """A grouped sum's grid, or a grouped mean's sum part's (at its epsilon share)."""
+    """A grouped sum's grid, or a grouped mean's sum part's (at its epsilon share).
+
+    A grouped sum's is the released-sum grid (rows_bound, as releases.dp.granularity
+    for a sum), so its interval can cover the clipped sums (grouped.grouped_sum_noise)."""
     eps = _frac(epsilon) * (GROUPED_SUM_SHARE if kind == "grouped_mean" else 1)
     return sensitivity.sum_granularity(
-        _frac(lower), _frac(upper), epsilon=eps, contribution_bound=contribution_bound
-    )
+        _frac(lower), _frac(upper), epsilon=eps, contribution_bound=contribution_bound,
+        rows_bound=sensitivity.MAX_ROWS if kind == "grouped_sum" else None,
+    )  # fmt: skip
 
 
 def spec_granularity(
