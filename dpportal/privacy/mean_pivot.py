@@ -74,6 +74,7 @@ from dpportal.privacy.sensitivity import grid_bounds, rounding_gap
 __all__ = [
     "PIECES",
     "NoiseLaw",
+    "pivot_reaches",
     "pivot_quantile",
     "mean_pivot_interval",
     "mean_pivot_halfwidth",
@@ -163,6 +164,16 @@ class NoiseLaw:
         neg = np.exp(np.minimum(k, 0) / scale) / (1 + a)
         pos = 1 - np.exp(-(np.maximum(k, 0) + 1) / scale) / (1 + a)
         return np.where(k < 0, neg, pos)
+
+
+def pivot_reaches(sum_law: NoiseLaw, count_law: NoiseLaw, beta: Fraction) -> bool:
+    """Whether pivot_quantile can certify 1 - beta: its margins (1e-9 plus twice the sum
+    noise's largest point mass, at most ~1e-6 on a mean's sum grid, whose noise scale is
+    at least ~2**20 grid units) must stay below beta. False only for a tiny beta (all of
+    100,000 cells at once at 99 %, say)."""
+    if float(count_law.parameter) > _MAX_COUNT_PARAMETER:
+        return True  # the union-bound branch holds at any beta
+    return 1 - float(beta) + _FLOAT_MARGIN + 2 * sum_law.max_mass() < 1
 
 
 @lru_cache(maxsize=4096)

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from dpportal.privacy import grouped as grouped_module
-from dpportal.privacy.accuracy import result_halfwidth, spec_halfwidth
+from dpportal.privacy.accuracy import mean_interval_from_parts, result_halfwidth, spec_halfwidth
 from dpportal.privacy.errors import PrivacyParameterError
 from dpportal.privacy.grouped import (
     GroupedAggregator,
@@ -38,7 +38,7 @@ from dpportal.privacy.grouped_release import (
     release_grouped_means,
     release_grouped_sums,
 )
-from dpportal.privacy.mean_pivot import NoiseLaw
+from dpportal.privacy.mean_pivot import NoiseLaw, pivot_reaches
 from dpportal.privacy.mechanisms import release_mean
 from dpportal.privacy.noise import sum_noise
 from dpportal.privacy.sensitivity import MAX_ROWS, rounding_gap, sum_granularity
@@ -383,6 +383,39 @@ def test_grouped_mean_coverage(mechanism, delta, n, seeded):
                 assert inside.all(axis=1).mean() >= _coverage_floor(float(nominal), runs), conf
             else:
                 assert inside.mean() >= _coverage_floor(float(nominal), runs * groups), conf
+
+
+def test_grouped_mean_cells_past_the_pivot_use_interval_arithmetic():
+    """At a confidence the pivot cannot certify (all of 100,000 cells at once at 99 %:
+    beta 1e-7 per cell) the cells still get a valid interval: each part at 1 - beta/2."""
+    lower, upper = Fraction(0), Fraction(100)
+    gamma = sum_granularity(lower, upper, epsilon=Fraction(1, 2))
+    kw = dict(lower=lower, upper=upper, granularity=gamma, mechanism="laplace", epsilon=1)
+    sum_spec, count_spec = grouped_mean_noise(groups=100_000, **kw)
+    laws = dict(sum_law=NoiseLaw.of_spec(sum_spec), count_law=NoiseLaw.of_spec(count_spec))
+    level = cell_confidence(Fraction(99, 100), 100_000)
+    assert not pivot_reaches(beta=1 - level, **laws)
+    assert pivot_reaches(beta=Fraction(1, 10**4), **laws)
+    sums, counts = [int(40 * 500 / gamma), 0], [500, 3]
+    cells = grouped_mean_cells(
+        sums, counts, granularity=gamma, lower=lower, upper=upper, confidence=level, **laws
+    )
+    part = 1 - (1 - level) / 2
+    hs = spec_halfwidth(sum_spec, part)
+    hc = spec_halfwidth(count_spec, part)
+    assert cells == [
+        mean_interval_from_parts(
+            noisy_sum_units=s,
+            sum_halfwidth_units=hs,
+            noisy_count=c,
+            count_halfwidth=hc,
+            granularity=gamma,
+            lower=lower,
+            upper=upper,
+        )  # fmt: skip
+        for s, c in zip(sums, counts, strict=True)
+    ]
+    assert cells[0][1] < 40 < cells[0][2]
 
 
 def test_grouped_mean_cell_is_the_single_mean_pivot(seeded):
