@@ -54,7 +54,9 @@ with Y_s, Y_c independent, of public laws (the vectors' noise is iid across
 cells), which is all the pivot needs: it covers the cell's clipped mean with
 probability >= 1 - beta for every cell with n_g >= 1 (no union bound over the
 parts), with the one-row rounding gap already included. All cells at once:
-each cell's pivot at 1 - beta/G (union bound over the G cells).
+each cell's pivot at 1 - beta/G (union bound over the G cells); past the
+pivot's reach (beta/G below ~1e-6) each part at 1 - beta/(2G) by interval
+arithmetic (grouped_release.grouped_mean_cells).
 Counts and sums: value +- accuracy.result_halfwidth(explanation, ...), per cell
 or simultaneous (beta/G per cell). The mechanisms are in grouped_release.
 """
