@@ -172,8 +172,9 @@ def mean_interval_from_parts(
 ) -> tuple[Fraction, Fraction, Fraction, bool]:
     """(estimate, low, high, count_nonpositive) for a mean, by interval arithmetic.
 
-    The older, wider construction (grouped means still use it with each part's
-    vector at 1 - beta/2); a single mean uses mean_pivot.mean_pivot_interval.
+    The older, wider construction: means and grouped means use
+    mean_pivot.mean_pivot_interval, and grouped means this only at a confidence
+    too high for the pivot to certify (grouped_release.grouped_mean_cells).
 
     With the true sum in [a, b] = S +- hs and the true count in [c, d] =
     [max(N - hc, 1), N + hc] (a mean needs a count >= 1), the true mean S'/n'

@@ -35,13 +35,28 @@ G > 1 and L_eff > 1; specs.vector_noise). The cells compose in parallel: a
 grouped count or sum costs (eps, delta) once (McSherry 2009, Thm 4 for L = 1;
 for L > 1 the vector sensitivity above already covers all of a person's cells).
 
+Rounding. A cell's sum is of grid values, each within r = sensitivity.rounding_gap
+of its clipped value, so the cell's grid sum is within n_g r of its clipped sum,
+and n_g <= MAX_ROWS (sensitivity: the public bound on a dataset's rows). A
+grouped sum uses the released-sum grid (sensitivity.sum_granularity with
+rows_bound=MAX_ROWS), on which MAX_ROWS r is about 2**-11 of the noise scale, and
+its spec records that bound (noise.with_rounding_bound), which every cell's
+half-width adds, per cell and simultaneous alike (the rounding is not random:
+it takes no share of beta). So the interval covers the clipped sum, as a single
+sum's does.
+
 Grouped mean. Mean_g = noisy group sum / noisy group count, per cell; one
 budget split: the sum vector gets (s eps, s delta), the count vector
 ((1 - s) eps, (1 - s) delta) (accounting.mean_budget_split), total (eps, delta).
-Intervals per cell: each part at confidence 1 - beta/2 (union bound over the
-two parts) combined by interval arithmetic and clamped to [lo, hi]
-(accuracy.mean_interval_from_parts); all cells at once: each part's vector at
-1 - beta/2 with k = G, i.e. beta/(2G) per noisy value (union bound over 2G values).
+Intervals per cell: the single mean's pivot (mean_pivot.mean_pivot_interval) on
+the cell's two noisy parts. Within a cell, S^_g = S_g + Y_s and N^_g = n_g + Y_c
+with Y_s, Y_c independent, of public laws (the vectors' noise is iid across
+cells), which is all the pivot needs: it covers the cell's clipped mean with
+probability >= 1 - beta for every cell with n_g >= 1 (no union bound over the
+parts), with the one-row rounding gap already included. All cells at once:
+each cell's pivot at 1 - beta/G (union bound over the G cells); past the
+pivot's reach (beta/G below ~1e-6) each part at 1 - beta/(2G) by interval
+arithmetic (grouped_release.grouped_mean_cells).
 Counts and sums: value +- accuracy.result_halfwidth(explanation, ...), per cell
 or simultaneous (beta/G per cell). The mechanisms are in grouped_release.
 """
@@ -55,7 +70,7 @@ import numpy as np
 
 from dpportal.privacy.accounting import mean_budget_split
 from dpportal.privacy.errors import PrivacyParameterError, gettext_noop
-from dpportal.privacy.noise import NoiseSpec
+from dpportal.privacy.noise import NoiseSpec, with_rounding_bound
 from dpportal.privacy.params import (
     check_bounds,
     check_cells,
@@ -73,8 +88,6 @@ __all__ = [
     "grouped_mean_noise",
     "GroupedAggregator",
 ]
-
-_FLOAT_EXACT = 1 << 53
 
 
 @dataclass(frozen=True)
@@ -173,7 +186,11 @@ def grouped_sum_noise(
     groups: object,
     group_bound: object = None,
 ) -> NoiseSpec:
-    """Noise of grouped clipped sums in grid units: l1 = L_eff M_u, l2 = M_u sqrt(Q)."""
+    """Noise of grouped clipped sums in grid units: l1 = L_eff M_u, l2 = M_u sqrt(Q).
+
+    On the released-sum grid or finer the spec records the rounding bound that each
+    cell's half-width adds (noise.with_rounding_bound; module docstring, Rounding).
+    """
     lo, hi = check_bounds(lower, upper)
     gamma = check_granularity(granularity)
     lo_u, hi_u = grid_bounds(lo, hi, gamma)
@@ -185,7 +202,7 @@ def grouped_sum_noise(
     sens = group_sensitivity(
         contribution_bound=contribution_bound, groups=groups, group_bound=group_bound
     )
-    return group_vector_noise(
+    spec = group_vector_noise(
         sens,
         magnitude,
         statistic="grouped_sum",
@@ -196,6 +213,7 @@ def grouped_sum_noise(
         lower=lo,
         upper=hi,
     )
+    return with_rounding_bound(spec, epsilon=epsilon, contribution_bound=sens.contribution_bound)
 
 
 def grouped_mean_noise(
@@ -237,10 +255,15 @@ class GroupedAggregator:
     add(group_index, values): group_index are int cell numbers in [0, G) (the
     caller maps declared groups, "Other" and "Missing"); values (optional) are
     floats without NaN, clipped and rounded by sensitivity.to_grid_units. Sums
-    use np.bincount on float64 weights, exact while a sub-chunk's |sum| stays
-    below 2**53 (sub-chunks are sized for that), then are added as Python ints.
+    are exact for any grid: each unit u (|u| < 2**53) is split as
+    u = h 2**26 + l with 0 <= l < 2**26 and |h| <= 2**27, and np.bincount sums h and
+    l in float64 over blocks of 2**25 rows, where every partial sum is an integer
+    of magnitude at most 2**52 (so exact), then the blocks are added as Python ints.
     Memory is O(G) besides the chunk. Contribution bounding happens before.
     """
+
+    _SPLIT = 26
+    _BLOCK = 1 << 25
 
     def __init__(
         self,
@@ -255,9 +278,8 @@ class GroupedAggregator:
         self.sum_units = [0] * self.groups
         self._grid = None
         if granularity is not None:
+            grid_bounds(lower, upper, granularity)  # refuses a grid past 2**53 units
             self._grid = dict(lower=lower, upper=upper, granularity=granularity)
-            lo_u, hi_u = grid_bounds(lower, upper, granularity)
-            self._rows_per_block = max(1, _FLOAT_EXACT // max(abs(lo_u), abs(hi_u), 1) - 1)
 
     def add(self, group_index: np.ndarray, values: np.ndarray | None = None) -> None:
         """Count (and sum, when values are given) one chunk of rows."""
@@ -273,11 +295,13 @@ class GroupedAggregator:
         units = to_grid_units(np.asarray(values).reshape(-1), **self._grid)
         if units.size != idx.size:
             raise ValueError("one value per group index is needed")
-        step = self._rows_per_block
-        for start in range(0, idx.size, step):
-            part = np.bincount(
-                idx[start : start + step],
-                weights=units[start : start + step].astype(np.float64),
-                minlength=self.groups,
-            )
-            self.sum_units = [a + int(b) for a, b in zip(self.sum_units, part, strict=True)]
+        high = (units >> self._SPLIT).astype(np.float64)
+        low = (units & ((1 << self._SPLIT) - 1)).astype(np.float64)
+        for start in range(0, idx.size, self._BLOCK):
+            part = slice(start, start + self._BLOCK)
+            highs = np.bincount(idx[part], weights=high[part], minlength=self.groups)
+            lows = np.bincount(idx[part], weights=low[part], minlength=self.groups)
+            self.sum_units = [
+                a + (int(h) << self._SPLIT) + int(lo)
+                for a, h, lo in zip(self.sum_units, highs, lows, strict=True)
+            ]

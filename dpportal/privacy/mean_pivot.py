@@ -44,7 +44,9 @@ gap of one row r = max(g/2, g lo_u - lo, hi - g hi_u) (|mu - mu_r| <= r since
 each row moves by at most r), clamped to [lo, hi]. Guarantee:
 Pr[mu in interval] >= 1 - beta for every dataset with n >= 1 rows, exactly, not
 asymptotically. Only pieces that can meet C are evaluated (those inside the
-widest piece's candidate set), and q is cached per public parameters.
+widest piece's candidate set, scanned inwards from both ends of each side of 0
+until one meets C: the hull's ends lie there), and the data-free part (the
+grid's means, the pieces, their q) is cached per public parameters.
 
 Planning (the preview's half-width at an owner's guess n, never the data):
 q of the piece holding the largest |m| divided by n, plus r, capped at
@@ -56,7 +58,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any
@@ -72,6 +74,7 @@ from dpportal.privacy.sensitivity import grid_bounds, rounding_gap
 __all__ = [
     "PIECES",
     "NoiseLaw",
+    "pivot_reaches",
     "pivot_quantile",
     "mean_pivot_interval",
     "mean_pivot_halfwidth",
@@ -163,6 +166,16 @@ class NoiseLaw:
         return np.where(k < 0, neg, pos)
 
 
+def pivot_reaches(sum_law: NoiseLaw, count_law: NoiseLaw, beta: Fraction) -> bool:
+    """Whether pivot_quantile can certify 1 - beta: its margins (1e-9 plus twice the sum
+    noise's largest point mass, at most ~1e-6 on a mean's sum grid, whose noise scale is
+    at least ~2**20 grid units) must stay below beta. False only for a tiny beta (all of
+    100,000 cells at once at 99 %, say)."""
+    if float(count_law.parameter) > _MAX_COUNT_PARAMETER:
+        return True  # the union-bound branch holds at any beta
+    return 1 - float(beta) + _FLOAT_MARGIN + 2 * sum_law.max_mass() < 1
+
+
 @lru_cache(maxsize=4096)
 def pivot_quantile(
     sum_law: NoiseLaw,
@@ -245,35 +258,93 @@ def mean_pivot_interval(
     """
     beta = 1 - check_confidence(confidence)
     g = granularity
-    lo_u, hi_u = grid_bounds(lower, upper, g)
-    lo_m, hi_m = lo_u * g, hi_u * g
+    layout = _layout(sum_law, count_law, g, lower, upper, beta)
+    lo_m, hi_m, a0, a1, width = layout.lo_m, layout.hi_m, layout.a0, layout.a1, layout.width
     t = noisy_sum_units * g
     if noisy_count > 0:
         estimate, nonpositive = min(max(t / noisy_count, lower), upper), False
     else:
         estimate, nonpositive = (lower + upper) / 2, True
-    a0, a1, width = _pieces(lo_m, hi_m)
-    half = width / 2
-    widest = pivot_quantile(sum_law, count_law, g, (a0 + a1) / 2, (a1 - a0) / 2, beta)
-    reach = _solve(t, noisy_count, widest * (1 + Fraction(1, 10**6)))  # bisection slack
+    reach = _solve(t, noisy_count, layout.widest * (1 + Fraction(1, 10**6)))  # bisection slack
     low, high = estimate, estimate
+
+    def part(j: int, sign: int) -> tuple[Fraction, Fraction] | None:
+        """C within piece j on the side of 0 given by sign, or None when empty."""
+        p0, p1, q = layout.piece(j)
+        s0, s1 = (p0, p1) if sign > 0 else (-p1, -p0)
+        s0, s1 = max(s0, lo_m), min(s1, hi_m)
+        if s0 > s1:  # outside [lo_m, hi_m] whatever q is
+            return None
+        solved = _solve(t, noisy_count, q)
+        if solved is None:
+            return None
+        s0, s1 = max(s0, solved[0]), min(s1, solved[1])
+        return (s0, s1) if s0 <= s1 else None
+
     if reach is not None and width > 0:
         first = max(0, math.floor((max(abs_min(reach), a0) - a0) / width) - 1)
         last = min(PIECES - 1, math.floor((min(abs_max(reach), a1) - a0) / width) + 1)
-        for j in range(first, last + 1):
-            p0, p1 = a0 + j * width, a0 + (j + 1) * width
-            q = pivot_quantile(sum_law, count_law, g, p0 + half, half, beta)
-            solved = _solve(t, noisy_count, q)
-            if solved is None:
-                continue
-            for s0, s1 in ((p0, p1), (-p1, -p0)):
-                s0, s1 = max(s0, lo_m, solved[0]), min(s1, hi_m, solved[1])
-                if s0 <= s1:
-                    low, high = min(low, s0), max(high, s1)
+        # Pieces tile each side of 0 in order (on the side of sign -1, mirrored), so the
+        # hull's lowest point on a side lies in its first non-empty piece from below and
+        # its highest in the first from above: scan inwards from both ends, stop there.
+        for sign in (1, -1):
+            top_m, bottom_m = (hi_m, lo_m) if sign > 0 else (-lo_m, -hi_m)
+            start = max(first, math.ceil((bottom_m - a0) / width) - 1)
+            stop = min(last, math.floor((top_m - a0) / width))  # pieces meeting [lo_m, hi_m]
+            upward = range(start, stop + 1)[::sign]
+            bottom = next((c for j in upward if (c := part(j, sign)) is not None), None)
+            if bottom is not None:
+                top = next(c for j in reversed(upward) if (c := part(j, sign)) is not None)
+                low, high = min(low, bottom[0]), max(high, top[1])
     elif reach is not None:  # a single possible mean: lower == upper on the grid
         low, high = min(low, lo_m), max(high, hi_m)
-    gap = rounding_gap(lower, upper, g)
-    return estimate, max(low - gap, lower), min(high + gap, upper), nonpositive
+    return estimate, max(low - layout.gap, lower), min(high + layout.gap, upper), nonpositive
+
+
+@dataclass
+class _Layout:
+    """The data-free part of a mean's interval: the grid's means, the pieces of |m|, the
+    rounding gap, and each piece's (p0, p1, q), filled as pieces are first needed."""
+
+    laws: tuple[NoiseLaw, NoiseLaw]
+    granularity: Fraction
+    beta: Fraction
+    lo_m: Fraction
+    hi_m: Fraction
+    a0: Fraction
+    a1: Fraction
+    width: Fraction
+    widest: Fraction
+    gap: Fraction
+    pieces: dict[int, tuple[Fraction, Fraction, Fraction]] = field(default_factory=dict)
+
+    def piece(self, j: int) -> tuple[Fraction, Fraction, Fraction]:
+        """(p0, p1, q) of piece j: |m| in [p0, p1], q its pivot quantile."""
+        if j not in self.pieces:
+            p0, p1, half = self.a0 + j * self.width, self.a0 + (j + 1) * self.width, self.width / 2
+            q = pivot_quantile(*self.laws, self.granularity, p0 + half, half, self.beta)
+            self.pieces[j] = (p0, p1, q)
+        return self.pieces[j]
+
+
+@lru_cache(maxsize=1024)
+def _layout(
+    sum_law: NoiseLaw,
+    count_law: NoiseLaw,
+    granularity: Fraction,
+    lower: Fraction,
+    upper: Fraction,
+    beta: Fraction,
+) -> _Layout:
+    g = granularity
+    lo_u, hi_u = grid_bounds(lower, upper, g)
+    lo_m, hi_m = lo_u * g, hi_u * g
+    a0, a1, width = _pieces(lo_m, hi_m)
+    widest = pivot_quantile(sum_law, count_law, g, (a0 + a1) / 2, (a1 - a0) / 2, beta)
+    return _Layout(
+        laws=(sum_law, count_law), granularity=g, beta=beta, lo_m=lo_m, hi_m=hi_m, a0=a0,
+        a1=a1, width=width, widest=widest, gap=rounding_gap(lower, upper, g),
+    )  # fmt: skip
 
 
 def abs_min(interval: tuple[Fraction, Fraction]) -> Fraction:

@@ -46,7 +46,15 @@ from dpportal.privacy.sensitivity import (
     sum_sensitivity_units,
 )
 
-__all__ = ["NoiseSpec", "build_spec", "count_noise", "sum_noise", "argmax_noise", "mean_noise"]
+__all__ = [
+    "NoiseSpec",
+    "build_spec",
+    "count_noise",
+    "sum_noise",
+    "with_rounding_bound",
+    "argmax_noise",
+    "mean_noise",
+]
 
 
 @dataclass(frozen=True)
@@ -212,18 +220,14 @@ def sum_noise(
     """Noise for a sum clipped to [lower, upper] on the grid gamma, in grid units.
 
     Delta1 = Delta2 = L max(|ceil(lo/gamma)|, |floor(hi/gamma)|) grid units.
-    When gamma is at least as fine as the released-sum grid
-    (sensitivity.sum_granularity with rows_bound=MAX_ROWS), the spec
-    records rounding_bound = MAX_ROWS * rounding_gap, the most rounding can move
-    any dataset's sum, and the sum's half-width includes it (accuracy.result_halfwidth,
-    planning), so the interval covers the clipped sum. A coarser grid (releases
-    frozen before this rule) records none: its interval covers the grid sum.
+    On the released-sum grid (sensitivity.sum_granularity with rows_bound=MAX_ROWS)
+    or finer, the spec records the rounding bound that the sum's half-width adds
+    (`with_rounding_bound`), so the interval covers the clipped sum.
     """
     lo, hi = check_bounds(lower, upper)
     gamma = check_granularity(granularity)
     bound = check_contribution_bound(contribution_bound)
     sens = sum_sensitivity_units(lo, hi, gamma, bound)
-    fine = sum_granularity(lo, hi, epsilon=epsilon, contribution_bound=bound, rows_bound=MAX_ROWS)
     spec = build_spec(
         statistic="sum",
         mechanism=mechanism,
@@ -236,6 +240,25 @@ def sum_noise(
         granularity=gamma,
         lower=lo,
         upper=hi,
+    )
+    return with_rounding_bound(spec, epsilon=epsilon, contribution_bound=bound)
+
+
+def with_rounding_bound(spec: NoiseSpec, *, epsilon: object, contribution_bound: int) -> NoiseSpec:
+    """`spec` (a sum or a vector of sums on its grid) with its rounding bound, when its grid is
+    the released-sum grid or finer.
+
+    The released-sum grid is sensitivity.sum_granularity(lo, hi, epsilon, L,
+    rows_bound=MAX_ROWS); on it or finer, rounding_bound = MAX_ROWS * rounding_gap is
+    the most rounding can move the sum of any dataset's rows (any one cell's too, as a
+    cell holds at most all the rows) and stays about 2**-11 of the noise scale, so the
+    half-width adds it (accuracy.result_halfwidth) and the interval covers the clipped
+    sum. A coarser grid (a mean's sum part, or a release frozen before this rule)
+    records none: its interval covers the grid sum.
+    """
+    lo, hi, gamma = spec.lower, spec.upper, spec.granularity
+    fine = sum_granularity(
+        lo, hi, epsilon=epsilon, contribution_bound=contribution_bound, rows_bound=MAX_ROWS
     )
     if gamma > fine:
         return spec

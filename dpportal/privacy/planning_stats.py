@@ -4,11 +4,13 @@ From public parameters and owner-supplied planning guesses only (never the
 data), by building the very NoiseSpecs the mechanisms will use:
 
 - grouped count / sum: the half-width of each cell's noise (value units), per
-  cell or for all G cells at once (beta/G each); sums on the grid
-  gamma = sensitivity.sum_granularity(lo, hi, epsilon, L) (the rule the worker uses);
-- grouped mean: as planning's mean, with a guess n of the SMALLEST group's
-  rows: (hs + M hc) / (n - hc), hs and hc the parts' half-widths at 1 - beta/2
-  (simultaneous: k = G), capped at hi - lo; the grid uses the sum part's epsilon;
+  cell or for all G cells at once (beta/G each); sums on the released-sum grid
+  gamma = sensitivity.sum_granularity(lo, hi, epsilon, L, rows_bound=MAX_ROWS)
+  (the rule the worker uses) plus the rounding bound their spec records;
+- grouped mean: as planning's mean (mean_pivot.mean_pivot_halfwidth, the pivot
+  each cell's interval inverts), with a guess n of the SMALLEST group's rows, at
+  1 - beta per cell or 1 - beta/G for all cells at once; the grid uses the sum
+  part's epsilon;
 - quantiles: quantiles.rank_error_bound (ranks; no guess needed);
 - spread: half the width of the standard deviation's interval for a column of n
   rows whose sd is `sd_guess` (default (hi - lo)/4) with its mean at the centre
@@ -28,7 +30,8 @@ from fractions import Fraction
 from dpportal.privacy.accuracy import spec_halfwidth
 from dpportal.privacy.errors import PrivacyParameterError, gettext_noop, record
 from dpportal.privacy.grouped import grouped_count_noise, grouped_mean_noise, grouped_sum_noise
-from dpportal.privacy.mean_pivot import NoiseLaw
+from dpportal.privacy.grouped_release import cell_confidence
+from dpportal.privacy.mean_pivot import NoiseLaw, mean_pivot_halfwidth
 from dpportal.privacy.params import (
     check_bounds,
     check_confidence,
@@ -37,7 +40,7 @@ from dpportal.privacy.params import (
     to_fraction,
 )
 from dpportal.privacy.planning import bisect_epsilon
-from dpportal.privacy.sensitivity import grid_bounds, sum_granularity
+from dpportal.privacy.sensitivity import MAX_ROWS, grid_bounds, sum_granularity
 from dpportal.privacy.spread import spread_noise
 from dpportal.privacy.spread_interval import variance_interval
 from dpportal.privacy.spread_parts import (
@@ -99,9 +102,12 @@ def grouped_halfwidth(
         )
     lo, hi = check_bounds(lower, upper)
     if kind == "grouped_sum":
-        gamma = sum_granularity(lo, hi, epsilon=eps, contribution_bound=contribution_bound)
+        gamma = sum_granularity(
+            lo, hi, epsilon=eps, contribution_bound=contribution_bound, rows_bound=MAX_ROWS
+        )
         spec = grouped_sum_noise(lower=lo, upper=hi, granularity=gamma, epsilon=eps, **common)
-        return float(spec_halfwidth(spec, conf, spec.cells if simultaneous else 1) * gamma)
+        units = spec_halfwidth(spec, conf, spec.cells if simultaneous else 1)
+        return float(units * gamma + (spec.rounding_bound or 0))
     if kind != "grouped_mean":
         raise PrivacyParameterError(
             gettext_noop("unknown grouped statistic %(kind)s"), kind=repr(kind)
@@ -112,12 +118,17 @@ def grouped_halfwidth(
     sum_spec, count_spec = grouped_mean_noise(
         lower=lo, upper=hi, granularity=gamma, epsilon=eps, sum_share=share, **common
     )
-    k = sum_spec.cells if simultaneous else 1
-    part = (1 + conf) / 2
-    hs, hc = spec_halfwidth(sum_spec, part, k) * gamma, spec_halfwidth(count_spec, part, k)
-    if n - hc < 1:
-        return float(hi - lo)
-    return float(min((hs + max(abs(lo), abs(hi)) * hc) / (n - hc), hi - lo))
+    return float(
+        mean_pivot_halfwidth(
+            n=n,
+            sum_law=NoiseLaw.of_spec(sum_spec),
+            count_law=NoiseLaw.of_spec(count_spec),
+            granularity=gamma,
+            lower=lo,
+            upper=hi,
+            confidence=cell_confidence(conf, sum_spec.cells if simultaneous else 1),
+        )
+    )
 
 
 def spread_sd_halfwidth(

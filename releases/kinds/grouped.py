@@ -164,10 +164,16 @@ class GroupedSumKind(GroupedKind):
     sum_share = Fraction(1)
 
     def granularity(self, *, lower, upper, epsilon, contribution_bound: int) -> Fraction:
-        """A grouped sum's grid, or a grouped mean's sum part's (at its epsilon share)."""
+        """A grouped sum's grid, or a grouped mean's sum part's (at its epsilon share).
+
+        A grouped sum's is the released-sum grid (rows_bound, as a sum's), so its
+        interval can cover the clipped sums (grouped.grouped_sum_noise); a grouped
+        mean's pivot interval accounts for rounding itself.
+        """
         return sensitivity.sum_granularity(
             frac(lower), frac(upper), epsilon=frac(epsilon) * self.sum_share,
             contribution_bound=contribution_bound,
+            rows_bound=sensitivity.MAX_ROWS if self.name == "grouped_sum" else None,
         )  # fmt: skip
 
     def halfwidth(self, plan, stat, epsilon, simultaneous=False) -> float:

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from dpportal.privacy import grouped as grouped_module
-from dpportal.privacy.accuracy import result_halfwidth
+from dpportal.privacy.accuracy import mean_interval_from_parts, result_halfwidth, spec_halfwidth
 from dpportal.privacy.errors import PrivacyParameterError
 from dpportal.privacy.grouped import (
     GroupedAggregator,
@@ -31,14 +31,17 @@ from dpportal.privacy.grouped import (
     grouped_sum_noise,
 )
 from dpportal.privacy.grouped_release import (
+    cell_confidence,
     grouped_mean_cells,
-    grouped_mean_halfwidths,
     grouped_mean_intervals,
     release_grouped_counts,
     release_grouped_means,
     release_grouped_sums,
 )
-from dpportal.privacy.sensitivity import sum_granularity
+from dpportal.privacy.mean_pivot import NoiseLaw, pivot_reaches
+from dpportal.privacy.mechanisms import release_mean
+from dpportal.privacy.noise import sum_noise
+from dpportal.privacy.sensitivity import MAX_ROWS, rounding_gap, sum_granularity
 from dpportal.privacy.tails import dgauss_two_sided_tail, dlap_tail
 
 EPS = Fraction(1)
@@ -141,6 +144,38 @@ def test_aggregator_matches_numpy_and_streams():
     assert agg.sum_units == [int(units[idx == g].sum()) for g in range(7)]
     with pytest.raises(ValueError):
         agg.add(np.array([7]), np.array([1.0]))
+
+
+def test_aggregator_sums_exactly_on_the_finest_grid():
+    """On a grid where one row is ~2**51 units, sums of many rows (either sign) stay exact."""
+    gamma = sum_granularity(-100, 100, epsilon=10, rows_bound=MAX_ROWS)
+    assert 100 / gamma >= 2**51
+    rows = (100.0, -12.3, 99.99, -1e-9, -100.0)
+    idx = np.array([0, 1, 0, 2, 2] * 40_000)
+    agg = GroupedAggregator(3, lower=-100, upper=100, granularity=gamma)
+    for part in np.array_split(np.arange(idx.size), 3):
+        agg.add(idx[part], np.array(rows * 40_000)[part])
+    exact = [round(Fraction(v) / gamma) for v in rows]
+    assert agg.sum_units == [
+        40_000 * (exact[0] + exact[2]),
+        40_000 * exact[1],
+        40_000 * (exact[3] + exact[4]),
+    ]
+
+
+def test_grouped_sums_on_the_released_sum_grid_carry_the_rounding_bound():
+    """The released-sum grid records MAX_ROWS * rounding_gap (the single sum's rule), a
+    small share of the noise; a coarser grid records none."""
+    fine = sum_granularity(-5, 10, epsilon=EPS, contribution_bound=2, rows_bound=MAX_ROWS)
+    kw = dict(lower=-5, upper=10, mechanism="laplace", epsilon=EPS, contribution_bound=2)
+    spec = grouped_sum_noise(granularity=fine, groups=3, **kw)
+    single = sum_noise(granularity=fine, **kw)
+    assert spec.rounding_bound == single.rounding_bound == MAX_ROWS * rounding_gap(-5, 10, fine)
+    assert spec.rounding_bound <= spec.scale * fine / 2**10
+    h = result_halfwidth(spec.describe(), confidence="0.95")
+    assert h == float(spec_halfwidth(spec, "0.95") * fine + spec.rounding_bound)
+    coarse = sum_granularity(-5, 10, epsilon=EPS, contribution_bound=2)
+    assert grouped_sum_noise(granularity=coarse, groups=3, **kw).rounding_bound is None
 
 
 # ------------------------------------------------------------------ privacy audit (M2)
@@ -289,13 +324,13 @@ def test_grouped_mean_coverage(mechanism, delta, n, seeded):
     """R = 400 runs of a 4-group mean (L = 2), per cell and simultaneous, at 90/95/99 %:
     coverage >= nominal - 3 SE (per cell over 1,600 cell-runs). Each run is a release's
     noisy parts (the specs of a real release, checked below) read through the same
-    functions grouped_mean_intervals uses (half-widths from the explanation)."""
+    function grouped_mean_intervals uses (each cell's pivot, from the explanation's laws)."""
     runs, groups, lower, upper = 400, 4, Fraction(0), Fraction(100)
     gamma = sum_granularity(lower, upper, epsilon=Fraction(1, 2), contribution_bound=2)
     counts = [n, n // 2, n * 2, max(n // 4, 1)]
     means = [Fraction(30), Fraction(55), Fraction(80), Fraction(97)]
     sums = [int(m * c / gamma) for m, c in zip(means, counts, strict=True)]
-    truth = [float(s * gamma / c) for s, c in zip(sums, counts, strict=True)]
+    truth = [s * gamma / c for s, c in zip(sums, counts, strict=True)]
     kw = dict(
         lower=lower,
         upper=upper,
@@ -309,17 +344,20 @@ def test_grouped_mean_coverage(mechanism, delta, n, seeded):
     explanation = release.to_dict()
     sum_spec, count_spec = grouped_mean_noise(groups=groups, **kw)
     assert (release.sums.spec, release.counts.spec) == (sum_spec, count_spec)
-    assert [list(c[1:]) for c in grouped_mean_intervals(explanation, confidence="0.9")] == (
-        explanation["intervals"]
-    )
+    for simultaneous, key in ((False, "intervals"), (True, "simultaneous_intervals")):
+        assert [
+            list(c[1:])
+            for c in grouped_mean_intervals(
+                explanation, confidence="0.9", simultaneous=simultaneous
+            )
+        ] == explanation[key]
+    laws = dict(sum_law=NoiseLaw.of_spec(sum_spec), count_law=NoiseLaw.of_spec(count_spec))
     noisy_sums = np.array(sums) + sum_spec.sample((runs, groups), seeded(111))
     noisy_counts = np.array(counts) + count_spec.sample((runs, groups), seeded(112))
     for conf in CONFIDENCES:
-        nominal = float(Fraction(conf))
+        nominal = Fraction(conf)
         for simultaneous in (False, True):
-            hs, hc = grouped_mean_halfwidths(
-                explanation, confidence=conf, simultaneous=simultaneous
-            )
+            level = cell_confidence(nominal, groups if simultaneous else 1)
             inside = np.array(
                 [
                     [
@@ -329,12 +367,12 @@ def test_grouped_mean_coverage(mechanism, delta, n, seeded):
                             grouped_mean_cells(
                                 s,
                                 c,
-                                sum_halfwidth_units=hs,
-                                count_halfwidth=hc,
                                 granularity=gamma,
                                 lower=lower,
                                 upper=upper,
-                            ),
+                                confidence=level,
+                                **laws,
+                            ),  # fmt: skip
                             strict=True,
                         )
                     ]
@@ -342,6 +380,56 @@ def test_grouped_mean_coverage(mechanism, delta, n, seeded):
                 ]
             )
             if simultaneous:
-                assert inside.all(axis=1).mean() >= _coverage_floor(nominal, runs), conf
+                assert inside.all(axis=1).mean() >= _coverage_floor(float(nominal), runs), conf
             else:
-                assert inside.mean() >= _coverage_floor(nominal, runs * groups), conf
+                assert inside.mean() >= _coverage_floor(float(nominal), runs * groups), conf
+
+
+def test_grouped_mean_cells_past_the_pivot_use_interval_arithmetic():
+    """At a confidence the pivot cannot certify (all of 100,000 cells at once at 99 %:
+    beta 1e-7 per cell) the cells still get a valid interval: each part at 1 - beta/2."""
+    lower, upper = Fraction(0), Fraction(100)
+    gamma = sum_granularity(lower, upper, epsilon=Fraction(1, 2))
+    kw = dict(lower=lower, upper=upper, granularity=gamma, mechanism="laplace", epsilon=1)
+    sum_spec, count_spec = grouped_mean_noise(groups=100_000, **kw)
+    laws = dict(sum_law=NoiseLaw.of_spec(sum_spec), count_law=NoiseLaw.of_spec(count_spec))
+    level = cell_confidence(Fraction(99, 100), 100_000)
+    assert not pivot_reaches(beta=1 - level, **laws)
+    assert pivot_reaches(beta=Fraction(1, 10**4), **laws)
+    sums, counts = [int(40 * 500 / gamma), 0], [500, 3]
+    cells = grouped_mean_cells(
+        sums, counts, granularity=gamma, lower=lower, upper=upper, confidence=level, **laws
+    )
+    part = 1 - (1 - level) / 2
+    hs = spec_halfwidth(sum_spec, part)
+    hc = spec_halfwidth(count_spec, part)
+    assert cells == [
+        mean_interval_from_parts(
+            noisy_sum_units=s,
+            sum_halfwidth_units=hs,
+            noisy_count=c,
+            count_halfwidth=hc,
+            granularity=gamma,
+            lower=lower,
+            upper=upper,
+        )  # fmt: skip
+        for s, c in zip(sums, counts, strict=True)
+    ]
+    assert cells[0][1] < 40 < cells[0][2]
+
+
+def test_grouped_mean_cell_is_the_single_mean_pivot(seeded):
+    """A cell's interval is exactly the single mean's (mechanisms.release_mean) on the same
+    noisy parts: with L = 1 the laws, the grid and the pivot are the same."""
+    lower, upper = Fraction(0), Fraction(100)
+    gamma = sum_granularity(lower, upper, epsilon=Fraction(1, 2))
+    kw = dict(lower=lower, upper=upper, granularity=gamma, mechanism="laplace", epsilon=1)
+    single = release_mean(int(40 * 50 / gamma), 50, confidence="0.95", rng=seeded(5), **kw)
+    sum_spec, count_spec = grouped_mean_noise(groups=3, **kw)
+    assert (single.sum.spec.scale, single.count.spec.scale) == (sum_spec.scale, count_spec.scale)
+    (cell,) = grouped_mean_cells(
+        single.sum.values, single.count.values, sum_law=NoiseLaw.of_spec(sum_spec),
+        count_law=NoiseLaw.of_spec(count_spec), granularity=gamma, lower=lower, upper=upper,
+        confidence=Fraction(95, 100),
+    )  # fmt: skip
+    assert (cell[1], cell[2]) == single.interval
