@@ -148,6 +148,14 @@ def _default_label(plan: StatisticPlan) -> str:
     }[plan.kind]
 
 
+def _selections_only(raw_statistics: object) -> bool:
+    """Every statistic asked for is of a pure epsilon-DP kind (no delta to spend)."""
+    if not isinstance(raw_statistics, list) or not raw_statistics:
+        return False
+    names = [str(r.get("kind") or "") if isinstance(r, dict) else "" for r in raw_statistics]
+    return all(name in kinds.REGISTRY and kinds.get(name).pure for name in names)
+
+
 def release_plan_parse(*, project: Project, data: dict) -> ReleasePlan:
     """The builder's input (form or JSON) as a validated, allocated ReleasePlan.
 
@@ -179,13 +187,17 @@ def release_plan_parse(*, project: Project, data: dict) -> ReleasePlan:
     if confidence not in {Decimal(c) for c in CONFIDENCES}:
         raise ValidationFailed(gettext("The confidence level must be 90 %, 95 % or 99 %."))
     epsilon = parse_epsilon(data.get("epsilon"), field=pgettext("field", "total epsilon"))
-    if mechanism == "gaussian":
+    raw_statistics = data.get("statistics") or []
+    if mechanism == "gaussian" and _selections_only(raw_statistics) and not data.get("delta"):
+        delta = Decimal(0)
+    elif mechanism == "gaussian":
         delta = parse_delta(data.get("delta"), field=pgettext("field", "delta"))
-        if delta <= 0:
+        # a release of selections only (most common category, quantiles) is pure
+        # epsilon-DP whatever its mechanism: it spends no delta and needs none
+        if delta <= 0 and not _selections_only(raw_statistics):
             raise ValidationFailed(gettext("The Gaussian mechanism needs a delta above 0."))
     else:
         delta = Decimal(0)
-    raw_statistics = data.get("statistics") or []
     if not isinstance(raw_statistics, list) or not raw_statistics:
         raise ValidationFailed(gettext("Add at least one statistic."))
     if len(raw_statistics) > MAX_STATISTICS:
