@@ -117,14 +117,8 @@ def truths_of(
     """Draft, submit, approve and claim a release of `statistics`, each held at its own
     "epsilon" or `epsilon`;
     aggregate it once for real. Returns one Truth per statistic, in order.
-
-    A Gaussian release of pure-epsilon kinds alone (argmax, quantiles) cannot be
-    submitted (its delta is allocated 0, then refused as "needs a delta above 0"), so
-    there a count is added at the end.
     """
     statistics = [{"epsilon": epsilon, **s, "hold": True} for s in statistics]
-    if mechanism == "gaussian" and all(kinds.get(s["kind"]).pure for s in statistics):
-        statistics.append({"kind": "count", "epsilon": epsilon, "hold": True})
     total = sum(Decimal(s["epsilon"]) for s in statistics)
     data = {
         "title": "Kinds", "dataset": dataset.pk, "mechanism": mechanism, "confidence": "0.95",

@@ -4,8 +4,8 @@ One release holding a statistic of every registered kind is computed and
 published (Laplace, then Gaussian). Its kind (releases.kinds) is the one source of
 each statistic's mechanism, noise parts (parameter and unit) and intervals; the
 review document, the owner's results (page and API), the public data with its
-data.json, data.csv and public API, and the public page must all state the same
-ones. A kind added to the registry without a case in STATISTICS fails here.
+data.json, data.csv and public API, the registry and the public page must all state
+the same ones. A kind added to the registry without a case in STATISTICS fails here.
 """
 
 from __future__ import annotations
@@ -166,6 +166,31 @@ def test_every_surface_states_the_same_mechanism_noise_and_halfwidths(client, pu
         rows = [r for r in csv_rows if r["kind"] == kind]
         assert {r["mechanism"] for r in rows} <= {mechanism}, kind
         assert {r["noise_parameter"] for r in rows} <= {noise.get("parameter_text")}, kind
+
+    # the registry lists every mechanism of the release with the parameters stated above
+    registry = client.get(reverse("registry:project_json", kwargs={"slug": slug})).json()
+    (listed,) = [r for r in registry["releases"] if r["id"] == release.pk]
+    parameters = {
+        Fraction(str(m.get("scale") or m.get("sigma")))
+        for m in listed["mechanisms"]
+        if m.get("scale") or m.get("sigma")
+    }
+    selections = [m for m in listed["mechanisms"] if m["kind"] == "permute_and_flip"]
+    noisy_max = {
+        Fraction(m["epsilon"]) for m in listed["mechanisms"] if m["kind"] == "report_noisy_max"
+    }
+    for entry, (mechanism, parts, _) in zip(entries, facts, strict=True):
+        if entry["kind"] == "argmax":  # recorded by its epsilon (L / b)
+            assert Fraction(entry["epsilon"]) in noisy_max
+            continue
+        for part in parts:  # stated in its unit: the registry's is in noise units
+            assert part.value / part.factor in parameters, (entry["kind"], part.part)
+        if mechanism == "permute_and_flip":
+            share = Fraction(entry["epsilon"]) / len(entry["quantiles"])
+            assert sum(m["count"] for m in selections) == len(entry["quantiles"])
+            assert {Fraction(m["epsilon"]) for m in selections} == {share}
+    registry_page = client.get(reverse("registry:project", kwargs={"slug": slug}))
+    assert registry_page.status_code == 200
 
     # the public page names each statistic's own mechanism: a selection is not "Gaussian"
     page = client.get(reverse("public:release", args=[slug, release.pk])).content.decode()

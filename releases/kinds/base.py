@@ -110,7 +110,7 @@ class Cell:
         }
 
 
-def _exact(value: Any) -> Fraction:
+def exact_fraction(value: Any) -> Fraction:
     # stored as exact strings ("10/3", "0.0009765625"); *_float only as a fallback
     return Fraction(str(value)) if not isinstance(value, float) else Fraction(repr(value))
 
@@ -127,7 +127,7 @@ def noise_part(explanation: dict[str, Any], *, part: str, unit: str, factor: Fra
         part=part,
         distribution=str(explanation.get("noise") or "discrete_laplace"),
         symbol=symbol,
-        value=_exact(raw) * factor,
+        value=exact_fraction(raw) * factor,
         unit=unit,
         factor=factor,
     )
@@ -256,7 +256,7 @@ class StatisticKind:
 
     def result_granularity(self, explanation: dict[str, Any]) -> Fraction:
         """The grid a stored result's sum part was drawn on (1 where there is none)."""
-        return _exact(explanation.get("granularity", "1"))
+        return exact_fraction(explanation.get("granularity", "1"))
 
     def noise_parts(self, explanation: dict[str, Any]) -> list[NoisePart]:
         """Each noise draw of a stored result with its parameter in its own unit."""
@@ -296,6 +296,20 @@ class StatisticKind:
         if entry.get("shape"):
             return "grouped_bars"
         return "bars"
+
+
+class SumAndCountParts:
+    """The noise parts of a mean (grouped or not): its sum on the grid, its count in rows."""
+
+    def part_units(self, *, granularity: Fraction) -> list[tuple[str, str, Fraction]]:
+        return [("sum", "value", granularity), ("count", "rows", Fraction(1))]
+
+    def result_granularity(self, explanation: dict[str, Any]) -> Fraction:
+        return exact_fraction(explanation["sum"].get("granularity", "1"))
+
+    def explanation_parts(self, explanation: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        yield explanation["sum"]
+        yield explanation["count"]
 
 
 def set_group_cells(out: dict[str, Any], axes: list) -> None:

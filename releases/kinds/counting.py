@@ -28,7 +28,7 @@ HEATMAP_MAX_CELLS = 150
 HEATMAP_MAX_LABELS = 25
 
 
-def _entry_head(entry: dict[str, Any]) -> dict[str, Any]:
+def entry_head(entry: dict[str, Any]) -> dict[str, Any]:
     """The public fields every result entry starts with (no value yet)."""
     return {
         "position": entry["position"],
@@ -71,7 +71,7 @@ class CountKind(SymmetricIntervals, PlannedKind):
     def noisy_entry(
         self, *, entry, aggregate, mechanism, confidence, contribution_bound, axes, rng=None
     ) -> dict[str, Any]:
-        out = _entry_head(entry)
+        out = entry_head(entry)
         result = self._release(entry, aggregate, mechanism, contribution_bound, rng)
         out["cells"] = [entry.get("category") or "All rows"]
         out["values"] = list(result.values)
@@ -103,7 +103,7 @@ class HistogramKind(CountKind):
     def noisy_entry(
         self, *, entry, aggregate, mechanism, confidence, contribution_bound, axes, rng=None
     ) -> dict[str, Any]:
-        out = _entry_head(entry)
+        out = entry_head(entry)
         result = self._release(entry, aggregate, mechanism, contribution_bound, rng)
         if len(axes) == 2:
             rows, cols = axes[0].labels, axes[1].labels
@@ -153,7 +153,7 @@ class ArgmaxKind(PlannedKind):
     def noisy_entry(
         self, *, entry, aggregate, mechanism, confidence, contribution_bound, axes, rng=None
     ) -> dict[str, Any]:
-        out = _entry_head(entry)
+        out = entry_head(entry)
         result = mechanisms.release_argmax(
             np.asarray(aggregate, dtype=np.int64), epsilon=Epsilon(entry["epsilon"]),
             contribution_bound=contribution_bound, rng=rng,

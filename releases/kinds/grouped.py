@@ -28,7 +28,7 @@ from dpportal.privacy.params import Delta, Epsilon, exact_str
 from releases.kinds.base import (
     Cell,
     StatisticKind,
-    _exact,
+    SumAndCountParts,
     frac,
     set_group_cells,
     statistic_errors,
@@ -55,7 +55,7 @@ def groups_spec(stat: Any) -> list[dict[str, Any]]:
     return [column_domain(c) for c in (stat.group_column, stat.group_column2) if c is not None]
 
 
-def _entry_head(entry: dict[str, Any]) -> dict[str, Any]:
+def entry_head(entry: dict[str, Any]) -> dict[str, Any]:
     return {
         "position": entry["position"], "kind": entry["kind"], "label": entry["label"],
         "columns": [c["name"] for c in entry["columns"]],
@@ -198,7 +198,7 @@ class GroupedSumKind(GroupedKind):
     def noisy_entry(
         self, *, entry, aggregate, mechanism, confidence, contribution_bound, axes, rng=None
     ) -> dict[str, Any]:
-        out = _entry_head(entry)
+        out = entry_head(entry)
         set_group_cells(out, axes)
         result = release_grouped_sums(
             list(aggregate), lower=frac(entry["lower"]), upper=frac(entry["upper"]),
@@ -224,7 +224,7 @@ class GroupedSumKind(GroupedKind):
         return f"sum of {columns[0] if columns else ''}"
 
 
-class GroupedMeanKind(GroupedSumKind):
+class GroupedMeanKind(SumAndCountParts, GroupedSumKind):
     name = "grouped_mean"
     aggregate = "sum_count"
     sum_share = GROUPED_SUM_SHARE
@@ -241,7 +241,7 @@ class GroupedMeanKind(GroupedSumKind):
     def noisy_entry(
         self, *, entry, aggregate, mechanism, confidence, contribution_bound, axes, rng=None
     ) -> dict[str, Any]:
-        out = _entry_head(entry)
+        out = entry_head(entry)
         set_group_cells(out, axes)
         result = release_grouped_means(
             list(aggregate[0]), list(aggregate[1]), lower=frac(entry["lower"]),
@@ -253,16 +253,6 @@ class GroupedMeanKind(GroupedSumKind):
         out["values"] = [float(e) for e in result.estimates]
         out["explanation"] = result.to_dict()
         return out
-
-    def part_units(self, *, granularity: Fraction) -> list[tuple[str, str, Fraction]]:
-        return [("sum", "value", granularity), ("count", "rows", Fraction(1))]
-
-    def result_granularity(self, explanation: dict[str, Any]) -> Fraction:
-        return _exact(explanation["sum"].get("granularity", "1"))
-
-    def explanation_parts(self, explanation: dict[str, Any]):
-        yield explanation["sum"]
-        yield explanation["count"]
 
     def intervals(
         self, entry: dict[str, Any], *, confidence: object, simultaneous: bool = False

@@ -17,7 +17,7 @@ from dpportal.privacy.params import Delta, Epsilon, exact_str
 from dpportal.privacy.spread import DEFAULT_SHARES, release_spread, spread_intervals, spread_noise
 from dpportal.privacy.spread_parts import spread_granularity
 from releases.kinds.base import Cell, frac, set_group_cells, statistic_errors
-from releases.kinds.grouped import GroupedKind, _entry_head, group_count
+from releases.kinds.grouped import GroupedKind, entry_head, group_count
 
 if TYPE_CHECKING:
     from releases.plans import ReleasePlan, StatisticPlan
@@ -61,7 +61,7 @@ class SpreadKind(GroupedKind):
     def noisy_entry(
         self, *, entry, aggregate, mechanism, confidence, contribution_bound, axes, rng=None
     ) -> dict[str, Any]:
-        out = _entry_head(entry)
+        out = entry_head(entry)
         set_group_cells(out, axes)
         counts, sums, squares = (list(v) for v in aggregate)
         result = release_spread(

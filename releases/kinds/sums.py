@@ -18,8 +18,8 @@ from dpportal.privacy import mechanisms, noise, sensitivity
 from dpportal.privacy.accuracy import mean_interval
 from dpportal.privacy.noise import NoiseSpec
 from dpportal.privacy.params import Delta, Epsilon, exact_str
-from releases.kinds.base import Cell, _exact, frac, statistic_errors
-from releases.kinds.counting import SymmetricIntervals, _entry_head
+from releases.kinds.base import Cell, SumAndCountParts, frac, statistic_errors
+from releases.kinds.counting import SymmetricIntervals, entry_head
 from releases.kinds.planned import PlannedKind
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ class SumKind(SymmetricIntervals, PlannedKind):
     def noisy_entry(
         self, *, entry, aggregate, mechanism, confidence, contribution_bound, axes, rng=None
     ) -> dict[str, Any]:
-        out = _entry_head(entry)
+        out = entry_head(entry)
         result = mechanisms.release_sum(
             int(aggregate), lower=frac(entry["lower"]), upper=frac(entry["upper"]),
             granularity=entry["granularity"], mechanism=mechanism,
@@ -102,7 +102,7 @@ class SumKind(SymmetricIntervals, PlannedKind):
         return "figure"
 
 
-class MeanKind(SumKind):
+class MeanKind(SumAndCountParts, SumKind):
     name = "mean"
     aggregate = "sum_count"
     sum_share = MEAN_SUM_SHARE
@@ -125,7 +125,7 @@ class MeanKind(SumKind):
     def noisy_entry(
         self, *, entry, aggregate, mechanism, confidence, contribution_bound, axes, rng=None
     ) -> dict[str, Any]:
-        out = _entry_head(entry)
+        out = entry_head(entry)
         result = mechanisms.release_mean(
             int(aggregate[0]), int(aggregate[1]), lower=frac(entry["lower"]),
             upper=frac(entry["upper"]), granularity=entry["granularity"], mechanism=mechanism,
@@ -137,16 +137,6 @@ class MeanKind(SumKind):
         out["values"] = [float(result.estimate)]
         out["explanation"] = result.to_dict()
         return out
-
-    def part_units(self, *, granularity: Fraction) -> list[tuple[str, str, Fraction]]:
-        return [("sum", "value", granularity), ("count", "rows", Fraction(1))]
-
-    def result_granularity(self, explanation: dict[str, Any]) -> Fraction:
-        return _exact(explanation["sum"].get("granularity", "1"))
-
-    def explanation_parts(self, explanation: dict[str, Any]):
-        yield explanation["sum"]
-        yield explanation["count"]
 
     def intervals(
         self, entry: dict[str, Any], *, confidence: object, simultaneous: bool = False
