@@ -16,6 +16,7 @@ test reads a noisy value).
 from __future__ import annotations
 
 import json
+import re
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
@@ -105,7 +106,9 @@ def test_twenty_gaussian_grouped_sums_fit_a_10_1e5_cap(capped, owner, reviewer, 
     with pytest.raises(BudgetExceeded) as refused:
         budget_request_approve(budget_request_id=over.pk, reviewer=reviewer)
     assert "Counted tightly (privacy loss distributions or Renyi DP" in refused.value.message
-    assert "has used epsilon 4.655 of its cap of 10" in refused.value.message
+    # the twenty already approved, read tightly (about 4.66; the sigma's rounding moves the
+    # last digit with the grid)
+    assert re.search(r"has used epsilon 4\.6[5-7]\d of its cap of 10", refused.value.message)
     over.refresh_from_db()
     assert over.status == BudgetRequest.Status.PENDING
 

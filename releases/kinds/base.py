@@ -14,6 +14,8 @@ memory, draws the noise once and returns only noisy, public values.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
@@ -30,8 +32,6 @@ from dpportal.privacy.noise import NoiseSpec
 from dpportal.privacy.rng import RandomSource
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from releases.plans import ReleasePlan, StatisticPlan
 
 
@@ -40,26 +40,21 @@ def frac(value: object) -> Fraction:
     return value if isinstance(value, Fraction) else Fraction(Decimal(str(value)))
 
 
-class statistic_errors:  # noqa: N801 - used as a context manager, reads as a phrase
+@contextmanager
+def statistic_errors(stat: StatisticPlan, frame: str | None = None) -> Iterator[None]:
     """Turn the math's PrivacyParameterError into the builder's ValidationFailed.
 
     `with statistic_errors(stat):` prefixes the problem with "Statistic N", in the
-    reader's language (the error's message records are translated here).
+    reader's language (the error's message records are translated here); `frame`
+    words the sentence (default "%(where)s: %(problem)s").
     """
-
-    def __init__(self, stat: StatisticPlan, frame: str | None = None) -> None:
-        self.stat, self.frame = stat, frame
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, exc_type, exc, tb) -> bool:
-        if exc_type is None or not issubclass(exc_type, PrivacyParameterError):
-            return False
-        where = gettext("Statistic %(number)s") % {"number": self.stat.position + 1}
-        frame = self.frame or gettext("%(where)s: %(problem)s")
+    try:
+        yield
+    except PrivacyParameterError as exc:
+        where = gettext("Statistic %(number)s") % {"number": stat.position + 1}
         raise ValidationFailed(
-            frame % {"where": where, "problem": messages.translated(exc.records)}
+            (frame or gettext("%(where)s: %(problem)s"))
+            % {"where": where, "problem": messages.translated(exc.records)}
         ) from exc
 
 
