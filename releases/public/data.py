@@ -47,11 +47,13 @@ MECHANISM_LABELS = {
 }
 
 
-def _intervals(entry: dict) -> dict[str, dict[str, dict[str, list]]]:
+def _intervals(entry: dict) -> tuple[dict[str, dict[str, dict[str, list]]], bool]:
     """For each confidence level and interval kind: per-cell half-widths, lower and upper
-    (and a quantile's rank errors), as the statistic's kind states them."""
+    (and a quantile's rank errors), as the statistic's kind states them; and whether a
+    cell's noisy count was not positive (at the default level, read from the same cells)."""
     kind = kinds.get(entry["kind"])
     out: dict[str, dict[str, dict[str, list]]] = {}
+    nonpositive = False
     for level in CONFIDENCE_LEVELS:
         out[level] = {}
         for interval_kind in INTERVAL_KINDS:
@@ -65,7 +67,9 @@ def _intervals(entry: dict) -> dict[str, dict[str, dict[str, list]]]:
             }
             if any(c.rank_error is not None for c in cells):
                 out[level][interval_kind]["rank_errors"] = [c.rank_error for c in cells]
-    return out
+            if level == DEFAULT_CONFIDENCE and interval_kind == "per_cell":
+                nonpositive = any(c.flag == "count_nonpositive" for c in cells)
+    return out, nonpositive
 
 
 def _precision(value: float, lower: float, upper: float, halfwidth: float | None) -> float:
@@ -144,7 +148,7 @@ def _statistic_data(
     explanation = entry.get("explanation") or {}
     columns = list(entry.get("columns") or [])
     values = statistic_kind.values(entry)
-    cells_default = statistic_kind.intervals(entry, confidence=DEFAULT_CONFIDENCE)
+    intervals, count_nonpositive = _intervals(entry)
     cells = [str(c) for c in entry.get("cells") or []]
     if kind in ("sum", "mean") or (kind == "count" and not cells):
         cells = [entry.get("label") or kind]
@@ -177,9 +181,9 @@ def _statistic_data(
             statistic_kind.result_mechanism(entry, mechanism), mechanism
         ),
         "noise": noise_data.noise(explanation, kind=kind),
-        "intervals": _intervals(entry),
+        "intervals": intervals,
         "argmax": entry.get("argmax"),
-        "count_nonpositive": any(c.flag == "count_nonpositive" for c in cells_default),
+        "count_nonpositive": count_nonpositive,
         "group_columns": list(entry.get("group_columns") or []),
         "quantiles": list(entry.get("quantiles") or []),
         "exact_values": list(entry.get("values") or []),
