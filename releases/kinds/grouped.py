@@ -15,7 +15,6 @@ from django.utils.translation import gettext
 
 from budgets.amounts import fmt
 from dpportal.privacy import planning_stats, sensitivity
-from dpportal.privacy.accuracy import result_halfwidth
 from dpportal.privacy.grouped import grouped_mean_noise, grouped_sum_noise
 from dpportal.privacy.grouped_release import (
     grouped_mean_intervals,
@@ -33,6 +32,7 @@ from releases.kinds.base import (
     set_group_cells,
     statistic_errors,
 )
+from releases.kinds.counting import SymmetricIntervals
 from releases.kinds.domains import column_domain
 from releases.kinds.planned import axis_cells
 
@@ -157,7 +157,7 @@ class GroupedKind(StatisticKind):
         }
 
 
-class GroupedSumKind(GroupedKind):
+class GroupedSumKind(SymmetricIntervals, GroupedKind):
     name = "grouped_sum"
     groups_required = True
     aggregate = "sum"
@@ -212,13 +212,6 @@ class GroupedSumKind(GroupedKind):
 
     def part_units(self, *, granularity: Fraction) -> list[tuple[str, str, Fraction]]:
         return [("", "value", granularity)]
-
-    def intervals(
-        self, entry: dict[str, Any], *, confidence: object, simultaneous: bool = False
-    ) -> list[Cell]:
-        explanation = entry["explanation"]
-        h = float(result_halfwidth(explanation, confidence=confidence, simultaneous=simultaneous))
-        return [Cell(v, v - h, v + h, h) for v in self.values(entry)]
 
     def value_title(self, columns: list[str]) -> str:
         return f"sum of {columns[0] if columns else ''}"
