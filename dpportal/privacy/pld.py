@@ -72,7 +72,7 @@ Decisions:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from importlib import metadata
@@ -279,6 +279,12 @@ def _pld_fit(
             delta_cap,
         )
 
+    return _largest_fitting(fits, start)
+
+
+def _largest_fitting(fits: Callable[[int], bool], start: int) -> int:
+    """The largest m <= MAX_FIT with fits(m), for fits monotone in m and fits(start) true:
+    doubling from `start` to the first m that does not fit, then bisection."""
     good, bad = start, max(2 * start, 1)
     while bad <= MAX_FIT and fits(bad):
         good, bad = bad, 2 * bad
@@ -300,15 +306,7 @@ def _rdp_fit(
 
     if not fits(1):
         return 0
-    good, bad = 1, 2
-    while bad <= MAX_FIT and fits(bad):
-        good, bad = bad, 2 * bad
-    if bad > MAX_FIT:
-        return MAX_FIT
-    while bad - good > 1:
-        mid = (good + bad) // 2
-        good, bad = (mid, bad) if fits(mid) else (good, mid)
-    return good
+    return _largest_fitting(fits, 1)
 
 
 def releases_that_fit(
