@@ -4,8 +4,9 @@ A location is `s3://bucket/prefix/` (or one object's key), read with the configu
 DPPORTAL_S3_* endpoint and credentials, or an absolute local path under one of
 DPPORTAL_EXTERNAL_ROOTS. Two steps, so that a request never touches the data:
 
-- `parse_location` (in the request) checks only the syntax, the allow-list and that the
-  location neither contains nor lies inside dpportal's own storage. It lists nothing
+- `parse_location` (in the request) checks only the syntax, the allow-lists
+  (DPPORTAL_EXTERNAL_ROOTS; DPPORTAL_EXTERNAL_S3_ROOTS when set) and that the location
+  neither contains nor lies inside dpportal's own storage. It lists nothing
   and reads nothing; a local path is resolved (symlinks, "..") without being required
   to exist.
 - `list_files` (in the worker) lists the location, stopping as soon as more than
@@ -177,13 +178,50 @@ def s3_overlaps_own_storage(bucket: str, parts: list[str]) -> bool:
     return parts[:shorter] == own[1][:shorter]
 
 
+def s3_roots() -> list[tuple[str, list[str]]]:
+    """DPPORTAL_EXTERNAL_S3_ROOTS as (bucket in lower case, key segments); empty when
+    unset (any bucket the credentials reach, dpportal's own storage aside). An entry
+    that is not s3://bucket/prefix/ raises ValueError (datasets.checks reports it)."""
+    roots = []
+    for text in getattr(settings, "DPPORTAL_EXTERNAL_S3_ROOTS", []) or []:
+        scheme, separator, rest = str(text).strip().partition("://")
+        bucket, _, key = rest.partition("/")
+        if scheme.lower() != "s3" or not separator or not bucket:
+            raise ValueError(f"not an s3://bucket/prefix/ location: {text!r}")
+        try:
+            parts = _key_parts(key)
+        except IngestRejected:
+            raise ValueError(f"not an s3://bucket/prefix/ location: {text!r}") from None
+        roots.append((bucket.lower(), parts))
+    return roots
+
+
+def s3_roots_overlapping_own_storage() -> list[tuple[str, list[str]]]:
+    return [(b, parts) for b, parts in s3_roots() if s3_overlaps_own_storage(b, parts)]
+
+
+def s3_location_allowed(bucket: str, key: str) -> bool:
+    """Neither containing nor inside dpportal's own storage (the key's segments read
+    as written and percent-decoded), and inside a DPPORTAL_EXTERNAL_S3_ROOTS entry
+    when there are any."""
+    parts = _key_parts(key)
+    raw = key.removesuffix("/").split("/") if key else []
+    if s3_overlaps_own_storage(bucket, parts) or s3_overlaps_own_storage(bucket, raw):
+        return False
+    try:
+        roots = s3_roots()
+    except ValueError:
+        return False  # a misconfigured allow-list allows nothing (datasets.E003 says why)
+    return not roots or any(
+        bucket.lower() == root_bucket and parts[: len(root)] == root for root_bucket, root in roots
+    )
+
+
 def _parse_s3(rest: str) -> Location:
     bucket, _, key = rest.partition("/")
     if not bucket or "%" in bucket:
         raise IngestRejected(gettext_noop("An S3 location reads s3://bucket/prefix/."))
-    parts = _key_parts(key)
-    raw = [p for p in key.removesuffix("/").split("/")] if key else []
-    if s3_overlaps_own_storage(bucket, parts) or s3_overlaps_own_storage(bucket, raw):
+    if not s3_location_allowed(bucket, key):
         raise _unavailable()
     return Location(storage.EXTERNAL_S3, f"{bucket}/{key}")
 
@@ -209,7 +247,9 @@ def _s3_files(location: str, limit: int) -> list[dict[str, Any]]:
             inside = key.endswith("/") or not key or name.startswith(key + "/")
             if not (exact or (inside and name.lower().endswith(".parquet"))):
                 continue
-            if s3_overlaps_own_storage(bucket, [unquote(p) for p in name.split("/")]):
+            if s3_overlaps_own_storage(bucket, name.split("/")) or s3_overlaps_own_storage(
+                bucket, [unquote(p) for p in name.split("/")]
+            ):
                 raise _unavailable()
             etag = str(item.get("ETag", "")).strip('"')
             files.append({"path": f"{bucket}/{name}", "size": int(item["Size"]), "etag": etag})
@@ -257,8 +297,7 @@ def list_files(location: Location) -> list[dict[str, Any]]:
     try:
         if location.kind == storage.EXTERNAL_S3:
             bucket, _, key = location.path.partition("/")
-            parts = _key_parts(key)
-            if s3_overlaps_own_storage(bucket, parts):
+            if not s3_location_allowed(bucket, key):
                 raise _unavailable()
             files = _s3_files(location.path, limit)
         else:

@@ -203,7 +203,7 @@ def external_filesystem(kind: str) -> pafs.FileSystem:
 
 
 #: bytes at a local file's end hashed into its fingerprint (they hold the Parquet footer)
-FINGERPRINT_TAIL_BYTES = 64 * 1024
+FINGERPRINT_TAIL_BYTES = 8 * 1024
 
 
 def local_fingerprint(path: Path, stat: os.stat_result) -> str:

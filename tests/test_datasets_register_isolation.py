@@ -23,7 +23,7 @@ from django.core.management.base import SystemCheckError
 from django.urls import reverse
 
 from datasets import locations, storage
-from datasets.checks import ROOT_OVERLAPS_MEDIA
+from datasets.checks import ROOT_OVERLAPS_MEDIA, S3_ROOT_INVALID, S3_ROOT_OVERLAPS_STORAGE
 from datasets.ingest.common import IngestRejected
 from datasets.models import Dataset
 from datasets.services import (
@@ -43,6 +43,10 @@ ONE_MESSAGE = locations.UNAVAILABLE
 def grant(user):
     user.user_permissions.add(Permission.objects.get(codename="register_external"))
     return type(user).objects.get(pk=user.pk)  # has_perm caches the permissions
+
+
+def check_ids() -> list[str]:
+    return [e.id for e in run_checks() if e.id.startswith("datasets.")]
 
 
 def parquet_bytes(data: pa.Table) -> bytes:
@@ -176,6 +180,24 @@ def test_s3_listing_stops_after_the_limit(project, owner, s3_storage, settings, 
     assert dataset.status == Dataset.Status.FAILED
     assert "more than 3 files and folders" in dataset.failure_reason
     assert sum(listed) <= 4  # limit + 1 keys asked for, not the 30 there
+
+
+@pytest.mark.django_db
+def test_the_s3_allow_list_when_set(project, owner, shared_bucket, settings):
+    endpoint, bucket = shared_bucket
+    owner = grant(owner)
+    settings.DPPORTAL_EXTERNAL_S3_ROOTS = [f"s3://{bucket.upper()}/tenant/lake/"]
+    assert not [e for e in run_checks() if e.id.startswith("datasets.")]
+    for location in [f"s3://{bucket}/tenant/", f"s3://other-{bucket}/tenant/lake/"]:
+        assert refusal(project, owner, location) == ONE_MESSAGE, location
+    dataset = worker_outcome(project, owner, f"s3://{bucket}/tenant/lake/part-0.parquet")
+    assert dataset.status == Dataset.Status.READY, dataset.failure_reason
+    settings.DPPORTAL_EXTERNAL_S3_ROOTS = [f"s3://{bucket}/tenant/"]  # holds our prefix
+    assert check_ids() == [S3_ROOT_OVERLAPS_STORAGE]
+    assert refusal(project, owner, f"s3://{bucket}/tenant/dp/") == ONE_MESSAGE
+    settings.DPPORTAL_EXTERNAL_S3_ROOTS = ["https://example.org/x"]  # fails closed
+    assert check_ids() == [S3_ROOT_INVALID]
+    assert refusal(project, owner, f"s3://{bucket}/tenant/lake/") == ONE_MESSAGE
 
 
 # --- local -----------------------------------------------------------------------------
