@@ -86,12 +86,14 @@ def roots_containing_own_storage() -> list[Path]:
     return [root for root in allowed_roots() if paths_overlap(root, own)]
 
 
-def local_path_allowed(path: Path) -> bool:
+def local_path_allowed(path: Path, *, roots: list[Path] | None = None) -> bool:
     """A resolved path inside an allowed root, and neither containing nor inside
-    dpportal's own folder (checked both ways, whatever the roots say)."""
-    if paths_overlap(path, own_local_storage()):
+    dpportal's own folder (checked both ways, whatever the roots say). `roots`: the
+    allowed roots and dpportal's folder, resolved once for a whole listing."""
+    *allowed, own = roots if roots is not None else [*allowed_roots(), own_local_storage()]
+    if paths_overlap(path, own):
         return False
-    return any(path.is_relative_to(root) for root in allowed_roots())
+    return any(path.is_relative_to(root) for root in allowed)
 
 
 def _parse_local(text: str) -> Location:
@@ -109,13 +111,13 @@ def _parse_local(text: str) -> Location:
     return Location(storage.EXTERNAL_LOCAL, str(resolved))
 
 
-def _local_entries(path: Path, limit: int) -> list[Path]:
-    """The files at `path` (itself, or every file below it, symlinks to files included;
-    symlinked folders are not entered), refused once more than `limit` entries
-    (files and folders) were seen."""
+def _local_entries(path: Path, limit: int) -> list[tuple[Path, bool]]:
+    """The files at the resolved `path` (itself, or every file below it, symlinks to
+    files included; symlinked folders are not entered), each with whether it is a
+    symlink; refused once more than `limit` entries (files and folders) were seen."""
     if not path.is_dir():
-        return [path]
-    found: list[Path] = []
+        return [(path, False)]
+    found: list[tuple[Path, bool]] = []
     seen = 0
     pending = [path]
     while pending:
@@ -128,15 +130,21 @@ def _local_entries(path: Path, limit: int) -> list[Path]:
                 if entry.is_dir(follow_symlinks=False):
                     pending.append(Path(entry.path))
                 elif entry.name.lower().endswith(".parquet"):
-                    found.append(Path(entry.path))
+                    found.append((Path(entry.path), entry.is_symlink()))
     return found
 
 
 def _local_files(path: Path, limit: int) -> list[dict[str, Any]]:
+    roots = [*allowed_roots(), own_local_storage()]
+    path = path.resolve()
+    if not local_path_allowed(path, roots=roots):
+        raise _unavailable()
     files = []
-    for candidate in _local_entries(path, limit):
-        resolved = candidate.resolve()
-        if not local_path_allowed(resolved):
+    for candidate, is_link in _local_entries(path, limit):
+        # below a resolved folder whose symlinked folders are not entered, only a
+        # symlink itself can lead elsewhere
+        resolved = candidate.resolve() if is_link else candidate
+        if not local_path_allowed(resolved, roots=roots):
             raise _unavailable()  # a symlink leading out, or into dpportal's folder
         stat = resolved.stat()
         if not S_ISREG(stat.st_mode):
@@ -301,10 +309,7 @@ def list_files(location: Location) -> list[dict[str, Any]]:
                 raise _unavailable()
             files = _s3_files(location.path, limit)
         else:
-            path = Path(location.path)
-            if not local_path_allowed(path.resolve()):
-                raise _unavailable()
-            files = _local_files(path, limit)
+            files = _local_files(Path(location.path), limit)
     except (BotoCoreError, ClientError, OSError, RuntimeError, ValueError):
         raise _unavailable() from None
     if not files:
