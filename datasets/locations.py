@@ -86,14 +86,23 @@ def roots_containing_own_storage() -> list[Path]:
     return [root for root in allowed_roots() if paths_overlap(root, own)]
 
 
-def local_path_allowed(path: Path, *, roots: list[Path] | None = None) -> bool:
-    """A resolved path inside an allowed root, and neither containing nor inside
-    dpportal's own folder (checked both ways, whatever the roots say). `roots`: the
-    allowed roots and dpportal's folder, resolved once for a whole listing."""
-    *allowed, own = roots if roots is not None else [*allowed_roots(), own_local_storage()]
-    if paths_overlap(path, own):
-        return False
-    return any(path.is_relative_to(root) for root in allowed)
+@dataclass(frozen=True)
+class LocalRoots:
+    """The allowed roots and dpportal's own folder, resolved once (for a whole listing)."""
+
+    allowed: tuple[Path, ...]
+    own: Path
+
+    @classmethod
+    def from_settings(cls) -> LocalRoots:
+        return cls(tuple(allowed_roots()), own_local_storage())
+
+    def allow(self, path: Path) -> bool:
+        """A resolved path inside an allowed root, and neither containing nor inside
+        dpportal's own folder (checked both ways, whatever the roots say)."""
+        if paths_overlap(path, self.own):
+            return False
+        return any(path.is_relative_to(root) for root in self.allowed)
 
 
 def _parse_local(text: str) -> Location:
@@ -106,7 +115,7 @@ def _parse_local(text: str) -> Location:
         resolved = given.resolve(strict=False)  # symlinks and "..", existing or not
     except (OSError, RuntimeError, ValueError):
         raise _unavailable() from None
-    if not local_path_allowed(resolved):
+    if not LocalRoots.from_settings().allow(resolved):
         raise _unavailable()
     return Location(storage.EXTERNAL_LOCAL, str(resolved))
 
@@ -135,16 +144,16 @@ def _local_entries(path: Path, limit: int) -> list[tuple[Path, bool]]:
 
 
 def _local_files(path: Path, limit: int) -> list[dict[str, Any]]:
-    roots = [*allowed_roots(), own_local_storage()]
+    roots = LocalRoots.from_settings()
     path = path.resolve()
-    if not local_path_allowed(path, roots=roots):
+    if not roots.allow(path):
         raise _unavailable()
     files = []
     for candidate, is_link in _local_entries(path, limit):
         # below a resolved folder whose symlinked folders are not entered, only a
         # symlink itself can lead elsewhere
         resolved = candidate.resolve() if is_link else candidate
-        if not local_path_allowed(resolved, roots=roots):
+        if not roots.allow(resolved):
             raise _unavailable()  # a symlink leading out, or into dpportal's folder
         stat = resolved.stat()
         if not S_ISREG(stat.st_mode):
