@@ -21,6 +21,8 @@ from django.core.checks import run_checks
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 from django.urls import reverse
+from django.utils.html import escape
+from rest_framework.test import APIClient
 
 from datasets import locations, storage
 from datasets.checks import ROOT_OVERLAPS_MEDIA, S3_ROOT_INVALID, S3_ROOT_OVERLAPS_STORAGE
@@ -32,6 +34,7 @@ from datasets.services import (
     dataset_ingest,
     dataset_register_external,
 )
+from dpportal.catalogues import compile_all
 from dpportal.errors import ValidationFailed
 from releases import compute, lifecycle
 from tests.releases_support import submitted
@@ -414,3 +417,29 @@ def test_an_untouched_registered_file_computes(project, owner, reviewer, disk):
     write_fixed(fixed_size([30] * 200), folder / "part-0.parquet")
     release = approved_on(project, grant(owner), reviewer, folder)
     assert compute.release_compute(release_id=release.pk) == "computed"
+
+
+@pytest.mark.django_db
+def test_the_page_and_the_api_answer_a_forbidden_path_with_the_one_message(
+    project, owner, disk, client
+):
+    root, outside, media = disk
+    compile_all()  # the Chinese catalogue, as installed
+    owner = grant(owner)
+    client.force_login(owner)
+    api = APIClient()
+    api.force_authenticate(owner)
+    for location in [str(outside / "secret.parquet"), str(outside / "nothing.parquet")]:
+        body = {"name": "lake", "location": location}
+        page = client.post(reverse("datasets:register", args=[project.slug]), body)
+        assert page.status_code == 400
+        assert escape(ONE_MESSAGE) in page.content.decode()
+        answer = api.post(f"/api/v1/projects/{project.slug}/datasets/register/", body, "json")
+        assert answer.status_code == 400
+        assert answer.json()["error"]["message"] == ONE_MESSAGE
+        zh = api.post(
+            f"/api/v1/projects/{project.slug}/datasets/register/", body, "json",
+            HTTP_ACCEPT_LANGUAGE="zh-CN",
+        )  # fmt: skip
+        assert zh.json()["error"]["message"].startswith("无法登记该位置")
+    assert not Dataset.objects.exists()
