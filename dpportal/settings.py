@@ -425,3 +425,12 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
 }
+
+# --- Registering data in place (datasets/locations.py, datasets/checks.py) -------------
+# The most files and folders (S3: keys) the worker lists at one registered location;
+# listing stops at the next one and the dataset fails with a message naming the limit.
+DPPORTAL_EXTERNAL_MAX_FILES = env_int("DPPORTAL_EXTERNAL_MAX_FILES", 10_000)
+# s3://bucket/prefix/ locations that may be registered (comma-separated); empty (the
+# default) allows any bucket the DPPORTAL_S3_* credentials reach. dpportal's own
+# storage (DPPORTAL_S3_BUCKET under DPPORTAL_S3_PREFIX) is refused either way.
+DPPORTAL_EXTERNAL_S3_ROOTS = env_list("DPPORTAL_EXTERNAL_S3_ROOTS", [])
