@@ -10,6 +10,7 @@ tests/test_hostile_xlsx.py and bench/hostile.py ingest them in a real worker.
 
 from __future__ import annotations
 
+import hashlib
 import struct
 import zipfile
 from collections.abc import Iterable, Iterator
@@ -141,10 +142,20 @@ def huge_cell(path: Path, size: int = 20 * 1024 * 1024) -> None:
     write_workbook(path, rows, "A1:B2")
 
 
-def huge_shared_string(path: Path, size: int = 20 * 1024 * 1024) -> None:
-    """One shared string of `size` characters, used by one cell."""
+def huge_shared_string(path: Path, size: int = 2 * 1024 * 1024) -> None:
+    """One shared string of `size` characters (hex digits, so that the part does not
+    compress past the ratio limit), used by one cell."""
+    text = "".join(hashlib.sha256(str(i).encode()).hexdigest() for i in range(size // 64 + 1))
     rows = [header_row(["a"]), '<row r="2"><c r="A2" t="s"><v>0</v></c></row>']
-    write_workbook(path, rows, "A1:A2", _strings_parts(["z" * size], 1))
+    write_workbook(path, rows, "A1:A2", _strings_parts([text[:size]], 1))
+
+
+def many_shared_strings(path: Path, strings: int = 1_100_000) -> None:
+    """More distinct shared strings than the limit allows (each distinct, so the part
+    compresses as real text does): a sheet of two cells that would hold them all."""
+    rows = [header_row(["a"]), '<row r="2"><c r="A2" t="s"><v>0</v></c></row>']
+    texts = (f"s{i}" for i in range(strings))
+    write_workbook(path, rows, "A1:A2", _strings_parts(texts, strings))
 
 
 def lying_central_directory(path: Path, strings: int = 2_000_000) -> None:
@@ -202,6 +213,7 @@ HOSTILE = {
     "xlsx_wide_rows_undeclared": wide_rows_undeclared,
     "xlsx_huge_cell": huge_cell,
     "xlsx_huge_shared_string": huge_shared_string,
+    "xlsx_many_shared_strings": many_shared_strings,
     "xlsx_lying_central_directory": lying_central_directory,
     "xlsx_int_then_decimal": int_then_decimal,
     "xlsx_external_entity": external_entity,
