@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -227,6 +228,14 @@ class ExcelReader:
                         "value that does not exist)."
                     ),
                     row=f"{seen + 1:,}",
+                )
+            except (zipfile.BadZipFile, zlib.error, EOFError, OSError):
+                raise IngestRejected(
+                    gettext_noop(
+                        "The workbook's sheet is damaged: it could not be decompressed past "
+                        "row %(row)s."
+                    ),
+                    row=f"{seen:,}",
                 )
             if row is None:
                 return
