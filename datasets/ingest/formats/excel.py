@@ -297,10 +297,10 @@ class ExcelReader:
 
             for row in rows:
                 seen += 1
-                texts = self._texts(row, width)
-                if texts is None:
+                read = self._texts(row, width)
+                if read is None:
                     continue  # a blank line, as a CSV reader skips it
-                size = sum(len(t) for t in texts if t)
+                texts, size = read
                 block.append(texts)
                 block_cells += width
                 block_text += size
@@ -321,9 +321,10 @@ class ExcelReader:
             if block:
                 flush()
 
-    def _texts(self, row: tuple, width: int) -> list[str | None] | None:
-        """The row's cells as text (None: empty), or None for a blank row; refused when it
-        has values past the named columns or more text than the per-row limit."""
+    def _texts(self, row: tuple, width: int) -> tuple[list[str | None], int] | None:
+        """The row's cells as text (None: empty) and their length, or None for a blank row;
+        refused when it has values past the named columns or more text than the per-row
+        limit."""
         if len(row) > width:
             if any(v is not None for v in row[width:]):
                 raise IngestRejected(
@@ -333,16 +334,20 @@ class ExcelReader:
                     )
                 )
             row = row[:width]
-        texts = [v if type(v) is str else _text(v) for v in row]
+        texts = [
+            None if v is None else v if type(v) is str else str(v) if type(v) is int else _text(v)
+            for v in row
+        ]
         if len(texts) < width:
             texts.extend([None] * (width - len(texts)))
-        if all(t is None for t in texts):
+        empty = texts.count(None)
+        if empty == width:
             return None
-        size = sum(len(t) for t in texts if t)
+        size = sum(map(len, filter(None, texts))) if empty else sum(map(len, texts))
         limit = self.limits.max_row_bytes
         if 4 * size > limit and sum(len(t.encode()) for t in texts if t) > limit:
             raise row_message(self.limits)
-        return texts
+        return texts, size
 
     def batches(self, types: dict[str, str]) -> Iterator[tuple[pa.RecordBatch, float]]:
         """The spooled rows as string batches (the writer converts them to `types`)."""

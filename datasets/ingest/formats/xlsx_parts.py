@@ -26,9 +26,7 @@ to gigabytes of Python strings). Here:
 
 from __future__ import annotations
 
-import bisect
 import copy
-import itertools
 import re
 import sys
 import zipfile
@@ -219,21 +217,25 @@ class CountedPart:
 
     def _count_cells(self, joined: bytes, overlap: int) -> None:
         # `joined` starts with the previous read's tail (`overlap` bytes), so that a tag
-        # split across two reads is found; tags ending inside that tail were counted then
-        cells = [m.end() for m in _CELL.finditer(joined) if m.end() > overlap]
-        rows = [m.end() for m in _ROW.finditer(joined) if m.end() > overlap]
-        self.cells += len(cells)
-        self.row_bytes += (rows[0] if rows else len(joined)) - overlap
+        # split across two reads is found; tags wholly inside that tail were counted then.
+        # A row that starts and ends within one read is at most one read long (1 MiB).
+        cells = len(_CELL.findall(joined)) - len(_CELL.findall(joined[:overlap]))
+        self.cells += cells
+        last = None
+        for last in _ROW.finditer(joined, overlap):  # noqa: B007 - the last row start
+            pass
+        if last is None:
+            self.row_cells += cells
+            self.row_bytes += len(joined) - overlap
+        else:
+            self.row_bytes += last.start() - overlap
+            if self.row_bytes > self.max_row:
+                raise row_message(self.archive.limits)
+            self.row_cells = len(_CELL.findall(joined, last.end()))
+            self.row_bytes = len(joined) - last.start()
         if self.row_bytes > self.max_row:
             raise row_message(self.archive.limits)
-        if rows:
-            self.row_bytes = len(joined) - rows[-1]
-        widest = self.row_cells + bisect.bisect_left(cells, rows[0] if rows else len(joined) + 1)
-        self.row_cells = widest
-        for start, end in itertools.pairwise([*rows, len(joined) + 1]):
-            self.row_cells = bisect.bisect_left(cells, end) - bisect.bisect_left(cells, start)
-            widest = max(widest, self.row_cells)
-        if widest > EXCEL_MAX_COLUMNS:
+        if self.row_cells > EXCEL_MAX_COLUMNS:
             raise IngestRejected(
                 gettext_noop(
                     "A row of the sheet has more than %(limit)s cells, Excel's own limit of "
