@@ -70,6 +70,8 @@ def _text(value: object) -> str | None:
 def _sheet_name(names: list[str], chosen: str) -> str:
     """The sheet `chosen` names: blank is the first, a name, or a number from 1
     (a sheet whose name is that number wins); refused with the sheets' names."""
+    if not names:
+        raise IngestRejected(gettext_noop("The workbook has no sheet."))
     if not chosen:
         return names[0]
     if chosen in names:
@@ -281,7 +283,9 @@ class ExcelReader:
     def _spool(self, rows: Iterator[tuple], names: list[str], tally: TextTally, declared: int):
         """Write every data row's text to the spool, tallying each column as it goes."""
         schema = pa.schema([(n, pa.string()) for n in names])
-        self.spool = tempfile.TemporaryFile()  # unnamed: nothing is left after a crash
+        # unnamed (nothing is left after a crash), beside the upload rather than in a /tmp
+        # that may be memory
+        self.spool = tempfile.TemporaryFile(dir=self.path.parent)
         width = len(names)
         total_text = 0
         block: list[list[str | None]] = []
