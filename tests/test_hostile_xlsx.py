@@ -190,3 +190,20 @@ def test_a_styles_part_past_the_part_limit_is_refused(project, owner, tmp_path, 
     with zipfile.ZipFile(path, "a") as archive:  # an unreferenced part, still checked
         archive.writestr("xl/styles.xml", "<styleSheet>" + " " * 2_000 + "</styleSheet>")
     assert_refused(ingest(project, owner, path), "'xl/styles.xml' is larger than 1000 bytes")
+
+
+@pytest.mark.django_db
+def test_shared_strings_are_bounded_by_their_size_in_memory(project, owner, tmp_path, monkeypatch):
+    # 100,000 short strings: about 2 MB of XML, over 5 MB as strings in memory
+    smaller(monkeypatch, xlsx_max_shared_strings_bytes=3 << 20)
+    path = tmp_path / "strings.xlsx"
+    files.many_shared_strings(path, strings=100_000)
+    assert_refused(ingest(project, owner, path), "shared strings take more than 3.0 MiB")
+
+
+@pytest.mark.django_db
+def test_shared_strings_past_the_count_limit_are_refused(project, owner, tmp_path, monkeypatch):
+    smaller(monkeypatch, xlsx_max_shared_strings=50_000)
+    path = tmp_path / "strings.xlsx"
+    files.many_shared_strings(path, strings=50_001)
+    assert_refused(ingest(project, owner, path), "more than 50,000 distinct text values")
