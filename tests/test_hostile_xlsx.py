@@ -207,3 +207,17 @@ def test_shared_strings_past_the_count_limit_are_refused(project, owner, tmp_pat
     path = tmp_path / "strings.xlsx"
     files.many_shared_strings(path, strings=50_001)
     assert_refused(ingest(project, owner, path), "more than 50,000 distinct text values")
+
+
+@pytest.mark.django_db
+def test_a_part_in_utf16_is_refused(project, owner, tmp_path):
+    # the byte checks (DTD, value length, cells) read UTF-8, as Excel writes every part
+    source, path = tmp_path / "xxe.xlsx", tmp_path / "utf16.xlsx"
+    files.external_entity(source)
+    with zipfile.ZipFile(source) as old, zipfile.ZipFile(path, "w") as new:
+        for name in old.namelist():
+            content = old.read(name)
+            if name == files.SHEET:
+                content = content.decode().replace("UTF-8", "UTF-16").encode("utf-16")
+            new.writestr(name, content)
+    assert_refused(ingest(project, owner, path), "is not encoded in UTF-8")

@@ -15,7 +15,8 @@ to gigabytes of Python strings). Here:
 - no stretch of XML between two '<' may be longer than a value may be (six times the
   per-value limit, room for escapes), so no single value is built in memory past that
   bound; and a document type declaration (which a workbook never needs, and which is
-  how external entities and entity expansion start) is refused;
+  how external entities and entity expansion start) is refused, as is a part not in
+  UTF-8 (where these byte checks would not see the markup);
 - in a sheet, the cells are counted from the raw XML as it streams (openpyxl builds a
   whole row before handing it over): past EXCEL_MAX_COLUMNS in one row, or past
   `xlsx_max_cells` in the sheet, the read stops;
@@ -43,6 +44,7 @@ EXCEL_MAX_COLUMNS = 16_384
 #: a value's XML may be this many times its text (escapes such as '&quot;')
 ESCAPE_ROOM = 6
 READ_PIECE = 1 << 20
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 _CELL = re.compile(rb"<(?:\w+:)?c[\s/>]")
 _ROW = re.compile(rb"<(?:\w+:)?row[\s/>]")
 _STRING_TAG = f"{{{SHEET_MAIN_NS}}}si"
@@ -184,6 +186,14 @@ class CountedPart:
                 ),
                 part=self.name[:100],
                 size=human_size(self.info.file_size),
+            )
+        if self.read_bytes == len(data) and (b"\x00" in data[:64] or data[:2] in UTF16_BOMS):
+            # the checks below read the bytes as UTF-8 (as Excel writes every part)
+            raise IngestRejected(
+                gettext_noop(
+                    "The workbook's part '%(part)s' is not encoded in UTF-8, as workbooks are."
+                ),
+                part=self.name[:100],
             )
         joined = self.tail + data
         if b"<!DOCTYPE" in joined:
