@@ -434,3 +434,18 @@ DPPORTAL_EXTERNAL_MAX_FILES = env_int("DPPORTAL_EXTERNAL_MAX_FILES", 10_000)
 # default) allows any bucket the DPPORTAL_S3_* credentials reach. dpportal's own
 # storage (DPPORTAL_S3_BUCKET under DPPORTAL_S3_PREFIX) is refused either way.
 DPPORTAL_EXTERNAL_S3_ROOTS = env_list("DPPORTAL_EXTERNAL_S3_ROOTS", [])
+
+# --- Excel (.xlsx) ingest budget -------------------------------------------
+# Cells (rows times columns) read from one sheet: bounds the worker's time (openpyxl reads
+# 60,000 to 150,000 cells a second through the whole ingest on a busy two-core machine:
+# 2 million take 15 to 35 s).
+DPPORTAL_XLSX_MAX_CELLS = env_int("DPPORTAL_XLSX_MAX_CELLS", 2_000_000)
+# Any part of the container other than its sheets and shared strings (styles, workbook,
+# relationships), decompressed: these are parsed whole.
+DPPORTAL_XLSX_MAX_PART_BYTES = env_int("DPPORTAL_XLSX_MAX_PART_BYTES", 16 * 1024**2)
+# Distinct text values (shared strings), held in memory while the sheet is read.
+DPPORTAL_XLSX_MAX_SHARED_STRINGS = env_int("DPPORTAL_XLSX_MAX_SHARED_STRINGS", 1_000_000)
+# The shared strings part decompressed, and the strings' size in memory.
+DPPORTAL_XLSX_MAX_SHARED_STRINGS_BYTES = env_int(
+    "DPPORTAL_XLSX_MAX_SHARED_STRINGS_BYTES", 64 * 1024**2
+)

@@ -43,6 +43,14 @@ class IngestLimits:
     max_row_bytes: int = 1 << 20
     #: data rows of a spreadsheet (Excel's own limit is 1,048,575 below a header)
     max_sheet_rows: int = 1_000_000
+    #: cells (rows times columns) read from a spreadsheet: bounds the worker's time
+    xlsx_max_cells: int = 2_000_000
+    #: any part of an .xlsx other than its sheets and shared strings, decompressed
+    xlsx_max_part_bytes: int = 16 << 20
+    #: distinct text values of an .xlsx (held in memory while its sheet is read)
+    xlsx_max_shared_strings: int = 1_000_000
+    #: the shared strings part decompressed, and its strings' size in memory
+    xlsx_max_shared_strings_bytes: int = 64 << 20
 
     def decompressed_limit(self, compressed_size: int) -> int:
         return min(self.max_decompressed_bytes, self.max_decompression_ratio * compressed_size)

@@ -82,6 +82,10 @@ def ingest_limits() -> IngestLimits:
         max_decompression_ratio=settings.DPPORTAL_MAX_DECOMPRESSION_RATIO,
         max_row_bytes=settings.DPPORTAL_MAX_ROW_BYTES,
         max_sheet_rows=settings.DPPORTAL_MAX_SHEET_ROWS,
+        xlsx_max_cells=settings.DPPORTAL_XLSX_MAX_CELLS,
+        xlsx_max_part_bytes=settings.DPPORTAL_XLSX_MAX_PART_BYTES,
+        xlsx_max_shared_strings=settings.DPPORTAL_XLSX_MAX_SHARED_STRINGS,
+        xlsx_max_shared_strings_bytes=settings.DPPORTAL_XLSX_MAX_SHARED_STRINGS_BYTES,
     )
 
 
