@@ -10,23 +10,19 @@ THROTTLED = "throttled"
 
 
 class LoginThrottleMixin:
-    """Before a login form tries the password: limits per address, failures per username."""
+    """Before a login form tries the password: the limits of accounts.throttling.
+
+    A wrong password is recorded by axes (the `user_login_failed` signal).
+    """
+
+    refusal = None
 
     def clean(self):
         username = self.cleaned_data.get("username") or ""
-        throttle = LoginThrottle(request=self.request, username=username)
-        wait = throttle.wait()
-        if wait is not None:
-            raise ValidationError(
-                "Too many login attempts. Try again in %(wait)d second(s).",
-                code=THROTTLED,
-                params={"wait": wait},
-            )
-        try:
-            return super().clean()
-        except ValidationError:
-            throttle.failed()
-            raise
+        self.refusal = LoginThrottle(request=self.request, username=username).refusal()
+        if self.refusal is not None:
+            raise ValidationError(self.refusal.message, code=THROTTLED)
+        return super().clean()
 
     @property
     def throttled(self) -> bool:
