@@ -10,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.services import token_issue, token_revoke
-from accounts.throttling import LoginThrottle
+from accounts.throttling import LoginRefusal, LoginThrottle, refusal_body
 from dpportal.api import ApiView, PublicApiView, error_responses, validated_input
 from dpportal.tokens import token_expires_at
 
@@ -49,17 +49,7 @@ class TokenObtainApi(PublicApiView):
         throttle = LoginThrottle(request=request._request, username=data["username"])
         refusal = throttle.refusal()
         if refusal is not None:
-            return Response(
-                {
-                    "error": {
-                        "code": "throttled",
-                        "message": refusal.message,
-                        "details": {"retry_after": refusal.seconds},
-                    }
-                },
-                status=429,
-                headers={"Retry-After": str(refusal.seconds)},
-            )
+            return self.refused(refusal)
         # a wrong password is recorded by axes (the user_login_failed signal)
         user = authenticate(
             request=request._request,
@@ -67,6 +57,10 @@ class TokenObtainApi(PublicApiView):
             password=data["password"],
         )
         if user is None or not user.is_active:
+            # the failure that locks the pair says so at once
+            refusal = throttle.after_failure()
+            if refusal is not None:
+                return self.refused(refusal)
             raise drf_exceptions.AuthenticationFailed(
                 "Unable to log in with this username and password."
             )
@@ -78,6 +72,12 @@ class TokenObtainApi(PublicApiView):
             "expires_at": token_expires_at(token),
         }
         return Response(self.OutputSerializer(output).data)
+
+    @staticmethod
+    def refused(refusal: LoginRefusal) -> Response:
+        return Response(
+            refusal_body(refusal), status=429, headers={"Retry-After": str(refusal.seconds)}
+        )
 
 
 class TokenRevokeApi(ApiView):

@@ -19,10 +19,26 @@ class LoginThrottleMixin:
 
     def clean(self):
         username = self.cleaned_data.get("username") or ""
-        self.refusal = LoginThrottle(request=self.request, username=username).refusal()
+        throttle = LoginThrottle(request=self.request, username=username)
+        self.refusal = throttle.refusal()
         if self.refusal is not None:
-            raise ValidationError(self.refusal.message, code=THROTTLED)
-        return super().clean()
+            raise self._refused()
+        try:
+            return super().clean()
+        except ValidationError:
+            # the failure that locks the pair says so at once
+            self.refusal = throttle.after_failure()
+            if self.refusal is not None:
+                raise self._refused()
+            raise
+
+    def _refused(self) -> ValidationError:
+        # Marked for AxesMiddleware, which hands the response to
+        # accounts.throttling.lockout_response: the admin's login page answers 429
+        # with Retry-After too (ours sets them itself).
+        self.request.axes_locked_out = True
+        self.request.login_refusal = self.refusal
+        return ValidationError(self.refusal.message, code=THROTTLED)
 
     @property
     def throttled(self) -> bool:

@@ -36,7 +36,7 @@ from axes.handlers.proxy import AxesProxyHandler
 from axes.models import AccessAttempt
 from django.conf import settings
 from django.db.models import Max, Q, Sum
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 from django.utils.translation import gettext, ngettext
 from rest_framework.settings import api_settings
@@ -217,6 +217,17 @@ class LoginThrottle:
             return None
         return max(refusals, key=lambda refusal: refusal.seconds)
 
+    def after_failure(self) -> LoginRefusal | None:
+        """After a wrong password: the lock's refusal when this failure locked the pair.
+
+        Axes marks the request (`axes_locked_out`) when the failure it just recorded
+        reached DPPORTAL_LOGIN_FAILURE_LIMIT, or when its backend refused a pair
+        that got locked meanwhile.
+        """
+        if not getattr(self.request, "axes_locked_out", False):
+            return None
+        return self.refusal()
+
     def succeeded(self) -> None:
         """Clear this pair's failures after a right password where no session starts.
 
@@ -245,3 +256,44 @@ def _slowed_message(*, whose: str, failures: int, slow_after: int, wait: int) ->
         "max": settings.DPPORTAL_LOGIN_SLOW_MAX_SECONDS,
         "wait": wait,
     }
+
+
+def refusal_body(refusal: LoginRefusal) -> dict:
+    """The API's error shape for a refused login (dpportal.api.errors)."""
+    return {
+        "error": {
+            "code": "throttled",
+            "message": refusal.message,
+            "details": {"retry_after": refusal.seconds},
+        }
+    }
+
+
+def lockout_response(
+    request: HttpRequest, response: HttpResponse | None, credentials: dict | None
+) -> HttpResponse:
+    """AXES_LOCKOUT_CALLABLE: the answer to a request axes marked as locked out.
+
+    The login page and the token endpoint have answered 429 with the lock's message
+    already: that answer stays. Any other path (the admin's login page shows the
+    message in its form) gets status 429 and Retry-After; a path with no page of
+    its own gets the message as JSON under /api/, else as plain text.
+    """
+    if response is not None and response.status_code == 429:
+        return response
+    refusal = getattr(request, "login_refusal", None)
+    if refusal is None:
+        username = str((credentials or {}).get("username") or "")
+        refusal = LoginThrottle(request=request, username=username).refusal()
+    if refusal is None:  # unlocked meanwhile (its failures expired or were reset)
+        return response if response is not None else HttpResponse(status=429)
+    headers = {"Retry-After": str(refusal.seconds)}
+    if request.path.startswith("/api/"):
+        return JsonResponse(refusal_body(refusal), status=429, headers=headers)
+    if response is not None and response.get("Content-Type", "").startswith("text/html"):
+        response.status_code = 429
+        response["Retry-After"] = headers["Retry-After"]
+        return response
+    return HttpResponse(
+        refusal.message, status=429, headers=headers, content_type="text/plain; charset=utf-8"
+    )

@@ -457,8 +457,15 @@ AXES_RESET_ON_SUCCESS = True
 # failures only: successful logins are not logged (nothing needs that record)
 AXES_DISABLE_ACCESS_LOG = True
 AXES_VERBOSE = False
-# accounts.throttling asks axes before every password check, on each of the three
-# login paths (login page, admin login, API token), and answers with its own 429; the
-# axes backend and middleware would only repeat that check and refuse Django's test
-# client.login(), which authenticates without a request.
-SILENCED_SYSTEM_CHECKS = ["axes.W002", "axes.W003"]
+# A locked pair is refused by the first backend too, for any path that authenticates
+# with a request; the login paths ask before trying the password and answer 429.
+AUTHENTICATION_BACKENDS = [
+    "accounts.backends.LoginLimitBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Marks the answer to the failure that locks a pair (AXES_LOCKOUT_CALLABLE: a 429
+# with the lock's message and Retry-After); a refused attempt is never recorded, so
+# it cannot extend the lock.
+MIDDLEWARE += ["axes.middleware.AxesMiddleware"]
+AXES_LOCKOUT_CALLABLE = "accounts.throttling.lockout_response"
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False

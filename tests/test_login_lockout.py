@@ -15,6 +15,7 @@ from datetime import timedelta
 
 import pytest
 from axes.models import AccessAttempt
+from django.contrib.auth import authenticate
 from django.db.models import F
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
@@ -22,7 +23,7 @@ from rest_framework.test import APIClient
 
 from accounts.throttling import slow_down_seconds
 from dpportal import cache as fallback_cache
-from tests.factories import PASSWORD
+from tests.factories import PASSWORD, UserFactory
 from tests.test_cache_fallback import PrivateRedis, free_port
 
 TOKEN_URL = "/api/v1/auth/token/"
@@ -92,10 +93,14 @@ def login(request):
 
 
 def fail_ten_times(login: Login, username: str, address: str) -> None:
-    for _ in range(10):
+    for _ in range(9):
         response, _, logged_in = login(username, "wrong", address)
         assert response.status_code == login.failed_status, response.content
         assert not logged_in
+    # the tenth failure locks the pair and says so
+    response, message, logged_in = login(username, "wrong", address)
+    assert response.status_code == 429 and not logged_in
+    assert "the limit is 10" in message
 
 
 def backdate(seconds: float) -> None:
@@ -243,3 +248,31 @@ def test_trusted_proxy_address_is_recorded_and_garbage_falls_back(db, redis_down
         "198.51.100.7",
         "127.0.0.1",
     }
+
+
+def test_the_admin_login_obeys_the_lock(db, redis_down, client):
+    UserFactory(username="staff-sam", is_staff=True, is_superuser=True)
+    for _ in range(9):
+        response = client.post(
+            "/admin/login/", {"username": "staff-sam", "password": "wrong"}, REMOTE_ADDR=ATTACKER
+        )
+        assert response.status_code == 200
+    for password in ("wrong", PASSWORD):
+        response = client.post(
+            "/admin/login/", {"username": "staff-sam", "password": password}, REMOTE_ADDR=ATTACKER
+        )
+        assert response.status_code == 429
+        assert int(response["Retry-After"]) > 3500
+        assert "the limit is 10" in response.content.decode()
+        assert "_auth_user_id" not in client.session
+
+
+def test_the_backend_refuses_a_locked_pair_on_any_path(db, redis_down, owner, rf):
+    fail_ten_times(Login("api"), owner.username, ATTACKER)
+    request = rf.post("/elsewhere/", REMOTE_ADDR=ATTACKER)
+    assert authenticate(request=request, username=owner.username, password=PASSWORD) is None
+    assert request.axes_locked_out
+    other = rf.post("/elsewhere/", REMOTE_ADDR=OWNER_HOME)
+    assert authenticate(request=other, username=owner.username, password=PASSWORD) == owner
+    # without a request (no address to check) the lock is not consulted
+    assert authenticate(username=owner.username, password=PASSWORD) == owner
