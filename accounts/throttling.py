@@ -134,6 +134,30 @@ class LoginThrottle:
         self.address_rate = LoginAddressThrottle(ident=self.address or "")
 
     def refusal(self) -> LoginRefusal | None:
+        # AXES_ENABLED = False (a test's setting) turns the database limits off
+        enabled = getattr(settings, "AXES_ENABLED", True)
+        refusals = self._database_refusals() if enabled else []
+        if not refusals and not self.address_rate.allow_request(self.request, None):
+            rate_wait = self.address_rate.wait()
+            wait = max(1, math.ceil(rate_wait)) if rate_wait else 1
+            refusals.append(
+                LoginRefusal(
+                    seconds=wait,
+                    message=ngettext(
+                        "Too many login attempts from your address (at most %(rate)s). "
+                        "Try again in %(wait)d second.",
+                        "Too many login attempts from your address (at most %(rate)s). "
+                        "Try again in %(wait)d seconds.",
+                        wait,
+                    )
+                    % {"rate": self.address_rate.rate, "wait": wait},
+                )
+            )
+        if not refusals:
+            return None
+        return max(refusals, key=lambda refusal: refusal.seconds)
+
+    def _database_refusals(self) -> list[LoginRefusal]:
         now = timezone.now()
         window = timedelta(minutes=settings.DPPORTAL_LOGIN_LOCKOUT_MINUTES)
         since = now - window
@@ -197,25 +221,7 @@ class LoginThrottle:
                     )
                 )
 
-        if not refusals and not self.address_rate.allow_request(self.request, None):
-            rate_wait = self.address_rate.wait()
-            wait = max(1, math.ceil(rate_wait)) if rate_wait else 1
-            refusals.append(
-                LoginRefusal(
-                    seconds=wait,
-                    message=ngettext(
-                        "Too many login attempts from your address (at most %(rate)s). "
-                        "Try again in %(wait)d second.",
-                        "Too many login attempts from your address (at most %(rate)s). "
-                        "Try again in %(wait)d seconds.",
-                        wait,
-                    )
-                    % {"rate": self.address_rate.rate, "wait": wait},
-                )
-            )
-        if not refusals:
-            return None
-        return max(refusals, key=lambda refusal: refusal.seconds)
+        return refusals
 
     def after_failure(self) -> LoginRefusal | None:
         """After a wrong password: the lock's refusal when this failure locked the pair.
