@@ -332,9 +332,9 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_RATES": {
         "anon": os.environ.get("API_ANON_THROTTLE", "120/minute"),
         # logging in (the page and the token endpoint): every attempt from one address,
-        # and failed attempts for one username (then even the right password waits)
+        # a quick check in the cache while Redis is up; the limits that hold without
+        # it are in the database (the "login" block below, accounts/throttling.py)
         "login_address": os.environ.get("DPPORTAL_LOGIN_ADDRESS_RATE", "30/minute"),
-        "login_username": os.environ.get("DPPORTAL_LOGIN_FAILURE_RATE", "10/hour"),
     },
     # Throttles identify clients by address: X-Forwarded-For only through trusted proxies.
     "NUM_PROXIES": DPPORTAL_TRUSTED_PROXIES,
@@ -449,3 +449,60 @@ DPPORTAL_XLSX_MAX_SHARED_STRINGS = env_int("DPPORTAL_XLSX_MAX_SHARED_STRINGS", 1
 DPPORTAL_XLSX_MAX_SHARED_STRINGS_BYTES = env_int(
     "DPPORTAL_XLSX_MAX_SHARED_STRINGS_BYTES", 64 * 1024**2
 )
+
+# --- login: failed logins in the database (django-axes; accounts/throttling.py) ------
+# Every failed login (the login page, the admin's, the API token endpoint) is a row in
+# the database, written by axes' user_login_failed receiver: the limits hold while
+# Redis is down and survive its restart. Before any password is tried:
+# * DPPORTAL_LOGIN_FAILURE_LIMIT failures for one username from one client address
+#   lock that pair (even the right password is refused) for
+#   DPPORTAL_LOGIN_LOCKOUT_MINUTES after its last failure;
+# * from DPPORTAL_LOGIN_SLOW_AFTER failures for one username from any addresses in
+#   that window, each next attempt for it waits DPPORTAL_LOGIN_SLOW_FIRST_SECONDS
+#   after the last failure, doubling per further failure up to
+#   DPPORTAL_LOGIN_SLOW_MAX_SECONDS: slowed, so a stranger cannot lock anyone out;
+# * the same slowing for one address's failures over all usernames, from
+#   DPPORTAL_LOGIN_ADDRESS_SLOW_AFTER on.
+INSTALLED_APPS += ["axes"]
+DPPORTAL_LOGIN_FAILURE_LIMIT = env_int("DPPORTAL_LOGIN_FAILURE_LIMIT", 10)
+DPPORTAL_LOGIN_LOCKOUT_MINUTES = env_int("DPPORTAL_LOGIN_LOCKOUT_MINUTES", 60)
+DPPORTAL_LOGIN_SLOW_AFTER = env_int("DPPORTAL_LOGIN_SLOW_AFTER", 10)
+DPPORTAL_LOGIN_ADDRESS_SLOW_AFTER = env_int("DPPORTAL_LOGIN_ADDRESS_SLOW_AFTER", 30)
+DPPORTAL_LOGIN_SLOW_FIRST_SECONDS = env_int("DPPORTAL_LOGIN_SLOW_FIRST_SECONDS", 5)
+DPPORTAL_LOGIN_SLOW_MAX_SECONDS = env_int("DPPORTAL_LOGIN_SLOW_MAX_SECONDS", 120)
+for _name in (
+    "DPPORTAL_LOGIN_FAILURE_LIMIT",
+    "DPPORTAL_LOGIN_LOCKOUT_MINUTES",
+    "DPPORTAL_LOGIN_SLOW_AFTER",
+    "DPPORTAL_LOGIN_ADDRESS_SLOW_AFTER",
+    "DPPORTAL_LOGIN_SLOW_FIRST_SECONDS",
+):
+    if globals()[_name] < 1:
+        raise ImproperlyConfigured(f"{_name} must be at least 1.")
+if DPPORTAL_LOGIN_SLOW_MAX_SECONDS < DPPORTAL_LOGIN_SLOW_FIRST_SECONDS:
+    raise ImproperlyConfigured(
+        "DPPORTAL_LOGIN_SLOW_MAX_SECONDS must be at least DPPORTAL_LOGIN_SLOW_FIRST_SECONDS."
+    )
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_FAILURE_LIMIT = DPPORTAL_LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = timedelta(minutes=DPPORTAL_LOGIN_LOCKOUT_MINUTES)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# the throttles' address: X-Forwarded-For only through DPPORTAL_TRUSTED_PROXIES
+AXES_CLIENT_IP_CALLABLE = "accounts.throttling.client_address"
+# a successful login clears its own pair's failures (not other addresses')
+AXES_RESET_ON_SUCCESS = True
+# failures only: successful logins are not logged (nothing needs that record)
+AXES_DISABLE_ACCESS_LOG = True
+AXES_VERBOSE = False
+# A locked pair is refused by the first backend too, for any path that authenticates
+# with a request; the login paths ask before trying the password and answer 429.
+AUTHENTICATION_BACKENDS = [
+    "accounts.backends.LoginLimitBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Marks the answer to the failure that locks a pair (AXES_LOCKOUT_CALLABLE: a 429
+# with the lock's message and Retry-After); a refused attempt is never recorded, so
+# it cannot extend the lock.
+MIDDLEWARE += ["axes.middleware.AxesMiddleware"]
+AXES_LOCKOUT_CALLABLE = "accounts.throttling.lockout_response"
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False

@@ -40,6 +40,7 @@ LAYERS = {
     # accounts
     "accounts.api": "interface",
     "accounts.apps": "interface",
+    "accounts.backends": "interface",
     "accounts.forms": "interface",
     "accounts.migrations": "models",
     "accounts.services": "service",
