@@ -425,3 +425,16 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
 }
+
+# --- ops: task time limits --------------------------------------------------------
+# Every Celery task has a soft time limit (seconds): past it the task stops, records
+# which limit it reached on the dataset or release (dpportal.tasklimits), and is not
+# retried. The hard limit, DPPORTAL_TASK_HARD_LIMIT_GRACE_SECONDS later, kills the pool
+# process of a task stuck in native code that never returns to Python to be stopped.
+# Soft limits need the prefork pool (the default), not --pool=solo or threads.
+DPPORTAL_INGEST_SOFT_TIME_LIMIT = env_int("DPPORTAL_INGEST_SOFT_TIME_LIMIT", 20 * 60)
+DPPORTAL_COMPUTE_SOFT_TIME_LIMIT = env_int("DPPORTAL_COMPUTE_SOFT_TIME_LIMIT", 30 * 60)
+DPPORTAL_PERSON_ROWS_SOFT_TIME_LIMIT = env_int("DPPORTAL_PERSON_ROWS_SOFT_TIME_LIMIT", 30 * 60)
+# the periodic re-dispatch and clean-up tasks (they resume where they stopped next run)
+DPPORTAL_MAINTENANCE_SOFT_TIME_LIMIT = env_int("DPPORTAL_MAINTENANCE_SOFT_TIME_LIMIT", 5 * 60)
+DPPORTAL_TASK_HARD_LIMIT_GRACE_SECONDS = env_int("DPPORTAL_TASK_HARD_LIMIT_GRACE_SECONDS", 60)

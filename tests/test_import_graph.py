@@ -101,6 +101,7 @@ LAYERS = {
     "dpportal.privacy": "privacy",
     "dpportal.settings": "interface",
     "dpportal.staticfiles": "interface",
+    "dpportal.tasklimits": "base",
     "dpportal.templatetags": "interface",
     "dpportal.tokens": "base",
     "dpportal.urls": "interface",

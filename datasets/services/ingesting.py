@@ -58,6 +58,7 @@ from datasets.ingest.formats import ingest_file
 from datasets.models import Column, Dataset
 from datasets.services.common import dataset_folder
 from dpportal import messages
+from dpportal.tasklimits import SoftTimeLimitExceeded, duration, soft_limit
 
 logger = logging.getLogger(__name__)
 
@@ -195,7 +196,28 @@ def dataset_ingest(*, dataset_id: int) -> Dataset | None:
         if dataset is None:
             logger.info("dataset %s: nothing to ingest", dataset_id)
             return Dataset.objects.filter(pk=dataset_id).first()
-        return _run(dataset=dataset)
+        try:
+            return _run(dataset=dataset)
+        except SoftTimeLimitExceeded:
+            # the task's soft limit: record which limit was reached (the partial Parquet
+            # and the raw upload go with the failure); retrying would stop there again
+            logger.warning("dataset %s: ingest stopped at its time limit", dataset_id)
+            return _fail(
+                dataset_id=dataset_id, attempt=dataset.ingest_attempts, reason=time_limit_reason()
+            )
+
+
+def time_limit_reason() -> messages.Message:
+    """Why an ingest stopped at DPPORTAL_INGEST_SOFT_TIME_LIMIT, naming the limit."""
+    return [
+        messages.record(
+            gettext_noop(
+                "The conversion stopped after %(duration)s, the limit for reading one file; "
+                "nothing was stored. Try a smaller file or fewer columns."
+            ),
+            duration=duration(soft_limit("DPPORTAL_INGEST_SOFT_TIME_LIMIT")),
+        )
+    ]
 
 
 def _run(*, dataset: Dataset) -> Dataset | None:
@@ -225,6 +247,8 @@ def _run(*, dataset: Dataset) -> Dataset | None:
     except IngestRejected as exc:
         logger.info("dataset %s rejected", dataset_id)
         return _fail(dataset_id=dataset_id, attempt=attempt, reason=exc.records)
+    except SoftTimeLimitExceeded:
+        raise  # recorded by dataset_ingest as the time limit, not as a damaged file
     except Exception as exc:
         # Log the place, not the message: parser messages may quote cell values.
         logger.error(
