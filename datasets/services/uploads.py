@@ -116,8 +116,12 @@ def dataset_create(
             dataset.save(update_fields=["source_file", "read_options", "status"])
             if dispatch and dataset.status == Dataset.Status.UPLOADED:
                 dataset_id = dataset.pk
-                # After commit: the worker must find the row.
-                transaction.on_commit(lambda: dataset_dispatch_ingest(dataset_id=dataset_id))
+                # After commit: the worker must find the row. Robust: the dataset is
+                # committed by then, and a failed send must not undo its file or fail
+                # the response (the periodic re-dispatch sends it later).
+                transaction.on_commit(
+                    lambda: dataset_dispatch_ingest(dataset_id=dataset_id), robust=True
+                )
     except Exception:
         if folder is not None:  # the row rolled back: its file must go too
             shutil.rmtree(folder, ignore_errors=True)
@@ -143,7 +147,8 @@ def dataset_delete(*, dataset: Dataset, actor: AbstractBaseUser) -> None:
         locked.delete()
         # Files go only once the row is surely gone.
         dataset_id = dataset.pk
-        transaction.on_commit(lambda: _remove_files(folder, dataset_id))
+        # robust: the row is gone; a file left behind must not turn that into an error
+        transaction.on_commit(lambda: _remove_files(folder, dataset_id), robust=True)
     logger.info("dataset %s deleted", dataset.pk)
 
 
