@@ -74,6 +74,7 @@ LAYERS = {
     "datasets.migrations": "models",
     "datasets.models": "models",
     "datasets.person_rows": "base",
+    "datasets.private_files": "base",
     "datasets.reading_views": "interface",
     "datasets.reading_words": "interface",
     "datasets.register_views": "interface",

@@ -20,6 +20,7 @@ from datasets import storage
 from datasets.ingest import CsvDialect, human_size
 from datasets.ingest.formats import file_format, source_name
 from datasets.models import Dataset
+from datasets.private_files import open_private
 from datasets.services.common import dataset_folder, require_owner
 from datasets.services.ingest_dispatch import dataset_dispatch_ingest
 from datasets.services.reading import detect_read_options, parse_read_options
@@ -100,8 +101,7 @@ def dataset_create(
             )
             folder = dataset_folder(dataset=dataset)
             target = folder / stored_name
-            folder.mkdir(parents=True, exist_ok=True)
-            with open(target, "wb") as out:
+            with open_private(target) as out:
                 for chunk in uploaded_file.chunks():
                     out.write(chunk)
             dataset.source_file = str(target.relative_to(settings.MEDIA_ROOT))
