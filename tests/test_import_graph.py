@@ -92,7 +92,6 @@ LAYERS = {
     "dpportal.catalogues": "interface",
     "dpportal.celery": "base",
     "dpportal.converters": "interface",
-    "dpportal.csp": "interface",
     "dpportal.errors": "base",
     "dpportal.formats": "base",
     "dpportal.formatting": "base",
