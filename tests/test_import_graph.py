@@ -88,6 +88,7 @@ LAYERS = {
     # dpportal: the project's core
     "dpportal.api": "interface",
     "dpportal.api_urls": "interface",
+    "dpportal.bidi": "base",
     "dpportal.cache": "base",
     "dpportal.catalogues": "interface",
     "dpportal.celery": "base",
