@@ -178,3 +178,17 @@ def test_a_real_worker_stops_an_ingest_at_a_one_second_limit(
     )
     assert dataset.ingest_attempts == 1
     assert not (Path(settings.MEDIA_ROOT) / "datasets" / str(dataset.pk)).exists()
+
+
+def test_the_reasons_read_in_chinese():
+    from django.utils import translation
+
+    from datasets.services.ingesting import time_limit_reason
+    from dpportal.catalogues import compile_all
+    from releases.tasks import time_limit_reason as compute_reason
+
+    compile_all()
+    with override_settings(DPPORTAL_INGEST_SOFT_TIME_LIMIT=1200), translation.override("zh-hans"):
+        assert messages.translated(time_limit_reason()).startswith("转换在 20 分钟 后停止")
+    with override_settings(DPPORTAL_COMPUTE_SOFT_TIME_LIMIT=7200), translation.override("zh-hans"):
+        assert "2 小时" in messages.translated(compute_reason())
