@@ -32,6 +32,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from django.conf import settings
 
 from datasets.ingest.sink import StreamSink
+from datasets.private_files import open_private, private_file, private_folder
 
 LOCAL = "local"
 S3 = "s3"
@@ -94,7 +95,7 @@ def open_output_stream(name: str):
     appears when the stream is closed). Local parent folders are created."""
     filesystem, path = filesystem_and_path(name)
     if not is_remote():
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        open_private(Path(path)).close()  # created private; pyarrow truncates, keeps the mode
     return filesystem.open_output_stream(path)
 
 
@@ -110,13 +111,15 @@ def store_local_file(local: Path, name: str) -> None:
     if not is_remote() and Path(path) == Path(local):
         return
     if not is_remote():
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        private_folder(Path(path).parent)
     pafs.copy_files(
         str(local),
         path,
         source_filesystem=pafs.LocalFileSystem(),
         destination_filesystem=filesystem,
     )
+    if not is_remote():
+        private_file(path)
 
 
 def exists(name: str) -> bool:

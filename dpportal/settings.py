@@ -388,19 +388,19 @@ SESSION_COOKIE_HTTPONLY = True
 # Content-Security-Policy on every response (django-csp). Scripts only from our own
 # static files: no inline <script> anywhere (pages pass data with json_script to a
 # static file), no eval, no plugins, no <base> rewriting, no framing (clickjacking),
-# forms post only to us. Style sheets and <style> elements only from our static files
-# too; style ATTRIBUTES are allowed: the budget bars' widths are data-driven, and
-# Plotly, Swagger UI and DRF's pages set them. An attribute holds no selector and
-# can load nothing from outside 'self', so it can neither run script nor exfiltrate.
-# The pages with Plotly charts add 'unsafe-inline' to style-src-elem for Plotly's own
-# <style> elements (dpportal/csp.py). Images may be data: URIs (icons in CSS).
+# forms post only to us. Style sheets only from our static files, and no inline style
+# at all: no <style> element and no style attribute in markup (scripts may still set
+# styles through the CSSOM). The budget bars are SVG rects whose widths are
+# attributes; plotly.js finds its global rules already linked as a static sheet
+# (static/vendor/plotly/plotly-global.css, #plotly.js-style-global.no-inline-styles)
+# and creates no <style> element. Images may be data: URIs (icons in CSS).
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": ["'self'"],
         "script-src": ["'self'"],
         "style-src": ["'self'"],
         "style-src-elem": ["'self'"],
-        "style-src-attr": ["'unsafe-inline'"],
+        "style-src-attr": ["'none'"],
         "img-src": ["'self'", "data:"],
         "font-src": ["'self'"],
         "connect-src": ["'self'"],
@@ -506,3 +506,16 @@ AUTHENTICATION_BACKENDS = [
 MIDDLEWARE += ["axes.middleware.AxesMiddleware"]
 AXES_LOCKOUT_CALLABLE = "accounts.throttling.lockout_response"
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+
+# --- ops: task time limits --------------------------------------------------------
+# Every Celery task has a soft time limit (seconds): past it the task stops, records
+# which limit it reached on the dataset or release (dpportal.tasklimits), and is not
+# retried. The hard limit, DPPORTAL_TASK_HARD_LIMIT_GRACE_SECONDS later, kills the pool
+# process of a task stuck in native code that never returns to Python to be stopped.
+# Soft limits need the prefork pool (the default), not --pool=solo or threads.
+DPPORTAL_INGEST_SOFT_TIME_LIMIT = env_int("DPPORTAL_INGEST_SOFT_TIME_LIMIT", 20 * 60)
+DPPORTAL_COMPUTE_SOFT_TIME_LIMIT = env_int("DPPORTAL_COMPUTE_SOFT_TIME_LIMIT", 30 * 60)
+DPPORTAL_PERSON_ROWS_SOFT_TIME_LIMIT = env_int("DPPORTAL_PERSON_ROWS_SOFT_TIME_LIMIT", 30 * 60)
+# the periodic re-dispatch and clean-up tasks (they resume where they stopped next run)
+DPPORTAL_MAINTENANCE_SOFT_TIME_LIMIT = env_int("DPPORTAL_MAINTENANCE_SOFT_TIME_LIMIT", 5 * 60)
+DPPORTAL_TASK_HARD_LIMIT_GRACE_SECONDS = env_int("DPPORTAL_TASK_HARD_LIMIT_GRACE_SECONDS", 60)

@@ -18,7 +18,6 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from budgets.models import Membership
 from budgets.selectors import budget_summary, project_get_for_member, project_roles
 from datasets.models import Column, Dataset
-from dpportal.csp import plotly_styles
 from dpportal.errors import ApplicationError
 from releases import lifecycle, selectors, services
 from releases.builder_text import builder_text
@@ -100,7 +99,6 @@ def _render_builder(request, *, project, release=None, data=None, error="", stat
 
 
 @login_required
-@plotly_styles
 def release_builder_view(request: HttpRequest, project_slug: str) -> HttpResponse:
     project = project_get_for_member(slug=project_slug, user=request.user, roles=OWNER)
     if request.method == "POST":
@@ -119,7 +117,6 @@ def release_builder_view(request: HttpRequest, project_slug: str) -> HttpRespons
 
 
 @login_required
-@plotly_styles
 def release_edit_view(request: HttpRequest, release_id: int) -> HttpResponse:
     release = selectors.release_get_for_member(
         release_id=release_id, user=request.user, roles=OWNER
@@ -245,7 +242,6 @@ PUBLISH_CONFIRMATION = "publish"
 @login_required
 @require_http_methods(["GET", "POST"])
 @never_cache
-@plotly_styles
 def release_publish_view(request: HttpRequest, release_id: int) -> HttpResponse:
     """GET: the exact public page of a computed release, bannered as a preview, with the
     confirmation form. POST with the confirmation: publish. Owners only."""
