@@ -64,6 +64,14 @@ Decisions:
 - A mechanism whose loss range needs more than MAX_GRID_POINTS grid points
   (eps above ~100) is accounted as generic (eps, delta): valid, and such a
   mechanism gains nothing from tight accounting anyway.
+- How many more releases fit (`CapCheck.fit`) is a bounded search whose cost
+  never depends on the cap's size: basic sums in closed form, the RDP count
+  by doubling and bisection up to MAX_FIT (about 40 cheap curve evaluations),
+  the PLD count up to MAX_PLD_FIT self-compositions of the candidate and only
+  while the composed grid stays under MAX_FIT_GRID points (predicted before
+  it is built). Past a bound the count is the largest m checked to fit and
+  `fit_at_least` is set: "at least m", never more than was verified. The count
+  is information only; the verdict `within` never depends on it.
 - Comparisons with a cap leave a margin far below display precision and far
   above float error: the PLD is read at delta_cap (1 - 1e-6) and its epsilon
   must be <= epsilon_cap - 1e-9.
@@ -78,6 +86,7 @@ from fractions import Fraction
 from importlib import metadata
 
 import numpy as np
+from dp_accounting.pld import common as pld_common
 from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 
 from dpportal.privacy.accounting import Cost, compose_sequential
@@ -108,11 +117,19 @@ __all__ = [
     "within_cap",
     "within_cap_composed",
     "releases_that_fit",
+    "MAX_FIT",
+    "MAX_PLD_FIT",
+    "MAX_FIT_GRID",
 ]
 
 DELTA_MARGIN = 1e-6
 EPSILON_MARGIN = 1e-9
+#: the fit counts stop at MAX_FIT (1,048,576) releases: more is shown as "at least"
 MAX_FIT = 1 << 20
+#: the PLD fit count composes the candidate with itself at most MAX_PLD_FIT (4,096) times
+MAX_PLD_FIT = 1 << 12
+#: ... and builds no self-composition wider than MAX_FIT_GRID (1,048,576) grid points
+MAX_FIT_GRID = 1 << 20
 ACCOUNTANT = {
     "name": "privacy loss distributions, pessimistic connect-the-dots (dp_accounting)",
     "library": "dp-accounting",
@@ -206,7 +223,8 @@ class CapCheck:
     epsilon after is within epsilon_cap at delta_cap; within_rdp: the RDP
     epsilon is; within_basic: both basic sums after are within the caps; within:
     any. fit: how many releases like the candidate (the candidate included) fit
-    under the cap, by any bound.
+    under the cap, by any bound; fit_at_least: fit is a lower bound (a search
+    reached its bound with more possibly fitting; module docstring, Decisions).
     """
 
     before: Spend
@@ -215,6 +233,7 @@ class CapCheck:
     within_basic: bool
     fit: int | None
     within_rdp: bool = False
+    fit_at_least: bool = False
 
     @property
     def within_tight(self) -> bool:
@@ -241,14 +260,20 @@ def _basic_within(cost: Cost, epsilon_cap: Fraction, delta_cap: Fraction) -> boo
     return cost.epsilon <= epsilon_cap and cost.delta <= delta_cap
 
 
-def _basic_fit(history: Cost, one: Cost, epsilon_cap: Fraction, delta_cap: Fraction) -> int:
-    """The largest m with history + m * one within both caps, exactly (0 if none)."""
+def _basic_fit(
+    history: Cost, one: Cost, epsilon_cap: Fraction, delta_cap: Fraction
+) -> tuple[int, bool]:
+    """(m, complete): the largest m <= MAX_FIT with history + m * one within both caps,
+    exactly (0 if none); complete is False when more than MAX_FIT fit."""
     if not _basic_within(history, epsilon_cap, delta_cap):
-        return 0
-    fits = (epsilon_cap - history.epsilon) // one.epsilon
+        return 0, True
+    if one.epsilon == 0 and one.delta == 0:
+        return MAX_FIT, False
+    fits = (epsilon_cap - history.epsilon) // one.epsilon if one.epsilon > 0 else None
     if one.delta > 0:
-        fits = min(fits, (delta_cap - history.delta) // one.delta)
-    return int(min(fits, MAX_FIT))
+        by_delta = (delta_cap - history.delta) // one.delta
+        fits = by_delta if fits is None else min(fits, by_delta)
+    return int(min(fits, MAX_FIT)), fits <= MAX_FIT
 
 
 def _compose_pair(
@@ -259,21 +284,34 @@ def _compose_pair(
     return a.compose(b, tail_mass_truncation=TAIL_TRUNCATION)
 
 
+def _self_compose_size(candidate: PrivacyLossDistribution, m: int) -> int:
+    """Grid points of the candidate composed m times, as dp_accounting will build it."""
+    probs = candidate._pmf_remove.to_dense_pmf()._probs  # noqa: SLF001 - dp_accounting pinned
+    low, high = pld_common.compute_self_convolve_bounds(probs, m, TAIL_TRUNCATION)
+    return int(high - low + 1)
+
+
 def _pld_fit(
     history: PrivacyLossDistribution | None,
     candidate: PrivacyLossDistribution,
     epsilon_cap: Fraction,
     delta_cap: Fraction,
     start: int,
-) -> int:
-    """The largest m with history + m candidates within the cap by PLD (monotone in m).
+) -> tuple[int, bool]:
+    """(m, complete): the largest m with history + m candidates within the cap by PLD
+    (monotone in m), searched up to MAX_PLD_FIT compositions and MAX_FIT_GRID grid
+    points; complete is False when the search stopped at a bound still fitting.
 
     Doubling from `start` (known to fit, or 0) to the first m that does not fit,
-    then bisection: about 2 log2(m) PLD evaluations.
+    then bisection: about 2 log2(m) PLD evaluations, at most 2 log2(MAX_PLD_FIT).
     """
 
-    def fits(m: int) -> bool:
-        return m == 0 or _pld_within(
+    def fits(m: int) -> bool | None:
+        if m == 0:
+            return True
+        if m > MAX_PLD_FIT or _self_compose_size(candidate, m) > MAX_FIT_GRID:
+            return None
+        return _pld_within(
             _compose_pair(history, candidate.self_compose(m, TAIL_TRUNCATION)),
             epsilon_cap,
             delta_cap,
@@ -282,31 +320,81 @@ def _pld_fit(
     return _largest_fitting(fits, start)
 
 
-def _largest_fitting(fits: Callable[[int], bool], start: int) -> int:
-    """The largest m <= MAX_FIT with fits(m), for fits monotone in m and fits(start) true:
-    doubling from `start` to the first m that does not fit, then bisection."""
+def _largest_fitting(fits: Callable[[int], bool | None], start: int) -> tuple[int, bool]:
+    """(m, complete): the largest m <= MAX_FIT with fits(m), for fits monotone in m and
+    fits(start) true: doubling from `start` to the first m that does not fit, then
+    bisection. fits(m) None means "too costly to tell" (a bound): the search stops
+    there with the largest m seen to fit and complete False."""
+    if start >= MAX_FIT:
+        return MAX_FIT, False
     good, bad = start, max(2 * start, 1)
-    while bad <= MAX_FIT and fits(bad):
+    while True:
+        verdict = fits(min(bad, MAX_FIT))
+        if verdict is None:
+            return good, False
+        if not verdict:
+            bad = min(bad, MAX_FIT)
+            break
+        if bad >= MAX_FIT:
+            return MAX_FIT, False
         good, bad = bad, 2 * bad
-    if bad > MAX_FIT:
-        return MAX_FIT
     while bad - good > 1:
         mid = (good + bad) // 2
-        good, bad = (mid, bad) if fits(mid) else (good, mid)
-    return good
+        verdict = fits(mid)
+        if verdict is None:
+            return good, False
+        good, bad = (mid, bad) if verdict else (good, mid)
+    return good, True
 
 
 def _rdp_fit(
     history: np.ndarray, one: np.ndarray, epsilon_cap: Fraction, delta_cap: Fraction
-) -> int:
-    """The largest m with history + m * one within the cap by RDP (monotone in m)."""
+) -> tuple[int, bool]:
+    """(m, complete): the largest m <= MAX_FIT with history + m * one within the cap by
+    RDP (monotone in m)."""
 
     def fits(m: int) -> bool:
         return rdp_within(history + m * one, epsilon_cap, delta_cap)
 
     if not fits(1):
-        return 0
+        return 0, True
     return _largest_fitting(fits, 1)
+
+
+@dataclass(frozen=True)
+class Fit:
+    """How many releases like a candidate fit (the candidate included), by any bound.
+
+    count: the largest number checked to fit; at_least: a search stopped at one of
+    its bounds (MAX_FIT, MAX_PLD_FIT, MAX_FIT_GRID) with more possibly fitting, so
+    the count is a lower bound ("at least count"), never an overstatement.
+    """
+
+    count: int
+    at_least: bool
+
+
+def _fit(
+    history: ComposedHistory,
+    candidate: Sequence[MechanismRecord],
+    candidate_pld: PrivacyLossDistribution | None,
+    candidate_rdp: np.ndarray,
+    epsilon_cap: Fraction,
+    delta_cap: Fraction,
+    *,
+    within_pld: bool,
+    within_rdp: bool,
+) -> Fit:
+    by_basic = _basic_fit(history.basic, basic_cost(candidate), epsilon_cap, delta_cap)
+    by_pld: tuple[int, bool] = (0, True)
+    if within_pld and candidate_pld is not None:
+        start = max(by_basic[0], 1)
+        by_pld = _pld_fit(history.pld, candidate_pld, epsilon_cap, delta_cap, start)
+    by_rdp = (
+        _rdp_fit(history.rdp, candidate_rdp, epsilon_cap, delta_cap) if within_rdp else (0, True)
+    )
+    parts = (by_basic, by_pld, by_rdp)
+    return Fit(max(m for m, _ in parts), not all(complete for _, complete in parts))
 
 
 def releases_that_fit(
@@ -316,16 +404,14 @@ def releases_that_fit(
     epsilon_cap: object,
     delta_cap: object,
 ) -> int:
-    """How many releases like `candidate` fit under the cap after `records` (either bound)."""
-    eps_cap, dlt_cap = check_epsilon(epsilon_cap, "epsilon_cap"), _check_delta_cap(delta_cap)
+    """How many releases like `candidate` fit under the cap after `records` (any bound).
+
+    A lower bound when a search reached its bound (`CapCheck.fit_at_least`).
+    """
     if not candidate:
         raise PrivacyParameterError(gettext_noop("the candidate release has no statistics"))
-    by_basic = _basic_fit(basic_cost(records), basic_cost(candidate), eps_cap, dlt_cap)
-    by_pld = _pld_fit(
-        compose_records(records), compose_records(candidate), eps_cap, dlt_cap, by_basic
-    )
-    by_rdp = _rdp_fit(compose_rdp(records), compose_rdp(candidate), eps_cap, dlt_cap)
-    return max(by_basic, by_pld, by_rdp)
+    check = within_cap(records, candidate, epsilon_cap=epsilon_cap, delta_cap=delta_cap)
+    return check.fit if check.fit is not None else 0
 
 
 def within_cap(
@@ -388,10 +474,22 @@ def within_cap_composed(
     within_basic = _basic_within(after.basic, eps_cap, dlt_cap)
     fit = None
     if count_fit and candidate:
-        by_basic = _basic_fit(before.basic, basic_cost(candidate), eps_cap, dlt_cap)
-        by_pld = 0
-        if within_pld:
-            by_pld = _pld_fit(history.pld, candidate_pld, eps_cap, dlt_cap, max(by_basic, 1))
-        by_rdp = _rdp_fit(history.rdp, candidate_rdp, eps_cap, dlt_cap) if within_rdp else 0
-        fit = max(by_basic, by_pld, by_rdp)
-    return CapCheck(before, after, within_pld, within_basic, fit, within_rdp)
+        fit = _fit(
+            history,
+            candidate,
+            candidate_pld,
+            candidate_rdp,
+            eps_cap,
+            dlt_cap,
+            within_pld=within_pld,
+            within_rdp=within_rdp,
+        )
+    return CapCheck(
+        before,
+        after,
+        within_pld,
+        within_basic,
+        fit.count if fit else None,
+        within_rdp,
+        fit_at_least=fit.at_least if fit else False,
+    )
