@@ -13,30 +13,44 @@ the project stays within (epsilon_cap, delta_cap) when EITHER valid bound shows
 it (dpportal.privacy.pld, module docstring point 4). The basic sums are exact
 and cheap, so they are tried first; the PLD bound is computed only when they
 do not suffice (a correct short cut: the verdict is their OR).
+
+Pages that show the tight spend and the fit count (the builder's preview, a
+request's review) read it through `cap_check_cached`: the check is kept in
+Django's cache under a digest of the committed records, the candidate's records
+and the caps (public parameters only; never data), so a page viewed again does
+no accounting, and a new ledger row or cap is a different key. The approval
+itself never reads the cache: it decides under the project lock on what it reads.
 """
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
+from django.core.cache import cache
 from django.utils.translation import gettext
 
 from budgets import amounts
 from budgets.models import LedgerEntry, Project
 from budgets.selectors.summary import BudgetSummary
 from dpportal import formatting
+from dpportal.privacy.headroom import compose_history
 from dpportal.privacy.mechanism_records import MechanismRecord, merge_records
-from dpportal.privacy.pld import CapCheck, within_cap
+from dpportal.privacy.pld import CapCheck, within_cap, within_cap_composed
 
 __all__ = [
+    "CAP_CHECK_CACHE_SECONDS",
     "CostFit",
+    "cap_check_cached",
     "committed_records",
     "cost_fits",
     "entry_records",
     "epsilon_text",
+    "fit_text",
     "float_exact",
     "project_cap_check",
 ]
@@ -77,6 +91,68 @@ def project_cap_check(
         delta_cap=project.delta_cap,
         count_fit=count_fit,
     )
+
+
+logger = logging.getLogger(__name__)
+
+#: how long a page's cap check is kept: its key names everything it depends on, so
+#: this only bounds the cache's memory, never how stale an answer can be
+CAP_CHECK_CACHE_SECONDS = 24 * 3600
+_CACHE_VERSION = "cap-check-1"
+
+
+def _records_digest(records: Iterable[MechanismRecord]) -> str:
+    """An order-free digest of records' exact public parameters (equal ones merged)."""
+    parts = sorted(repr((r.key, r.count)) for r in merge_records(records))
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def cap_check_cached(
+    *,
+    history: Sequence[MechanismRecord],
+    candidate: Sequence[MechanismRecord],
+    epsilon_cap: object,
+    delta_cap: object,
+) -> CapCheck:
+    """`within_cap` with the fit count, kept in Django's cache for pages (module docstring).
+
+    The key is a digest of the committed records, the candidate and the caps; a
+    cache that fails is a miss (the check is computed, never refused).
+    """
+    key = ":".join(
+        (
+            _CACHE_VERSION,
+            _records_digest(history),
+            _records_digest(candidate),
+            str(epsilon_cap),
+            str(delta_cap),
+        )
+    )
+    key = "dpportal:" + hashlib.sha256(key.encode()).hexdigest()
+    try:
+        hit = cache.get(key)
+    except Exception:  # a cache that fails is a miss; the page still answers
+        logger.warning("cap check cache read failed", exc_info=True)
+        hit = None
+    if isinstance(hit, CapCheck):
+        return hit
+    check = within_cap_composed(
+        compose_history(history), candidate, epsilon_cap=epsilon_cap, delta_cap=delta_cap
+    )
+    try:
+        cache.set(key, check, CAP_CHECK_CACHE_SECONDS)
+    except Exception:
+        logger.warning("cap check cache write failed", exc_info=True)
+    return check
+
+
+def fit_text(*, fit: int | None, at_least: bool) -> str:
+    """How many releases fit, for a person: "4,096", or "at least 4,096" for a lower bound."""
+    if fit is None:
+        return ""
+    if at_least:
+        return gettext("at least %(count)s") % {"count": formatting.integer(fit)}
+    return formatting.integer(fit)
 
 
 def float_exact(value: float) -> str | None:
