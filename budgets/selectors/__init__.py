@@ -12,9 +12,11 @@ from budgets.selectors.accounting import (
     CostFit,
     cap_check_cached,
     committed_records,
+    committed_records_at,
     cost_fits,
     entry_records,
     fit_text,
+    ledger_state,
     project_cap_check,
 )
 from budgets.selectors.audit import (
@@ -75,9 +77,11 @@ __all__ = [
     "CostFit",
     "cap_check_cached",
     "committed_records",
+    "committed_records_at",
     "cost_fits",
     "entry_records",
     "fit_text",
+    "ledger_state",
     "project_cap_check",
     "budget_request_list_pending_for_reviewer",
     "budget_standing",

@@ -28,7 +28,13 @@ from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
 from budgets.models import BudgetRequest, LedgerEntry
-from budgets.selectors.accounting import cap_check_cached, entry_records, fit_text
+from budgets.selectors.accounting import (
+    cap_check_cached,
+    entry_records,
+    fit_text,
+    ledger_state,
+    rows_records,
+)
 from budgets.selectors.budget import MomentLabels, _caps_at
 from dpportal.privacy.errors import PrivacyParameterError
 from dpportal.privacy.mechanism_records import MechanismRecord
@@ -99,11 +105,7 @@ def _committed_records(*, project_id: int, moment: Q) -> list[MechanismRecord]:
         .exclude(request_id__in=released)
         .values_list("epsilon", "delta", "mechanisms")
     )
-    return [
-        record
-        for epsilon, delta, mechanisms in rows
-        for record in entry_records(epsilon=epsilon, delta=delta, mechanisms=mechanisms)
-    ]
+    return rows_records(rows)
 
 
 def _moment(budget_request: BudgetRequest) -> tuple[str, datetime | None, Q, bool]:
@@ -142,7 +144,9 @@ def spend_standing(*, budget_request: BudgetRequest) -> SpendStanding | None:
             mechanisms=budget_request.mechanisms,
         )
         check = cap_check_cached(
-            history=_committed_records(project_id=project.pk, moment=rows),
+            project_id=project.pk,
+            state=ledger_state(project_id=project.pk, moment=rows),
+            history=lambda: _committed_records(project_id=project.pk, moment=rows),
             candidate=candidate,
             epsilon_cap=epsilon_cap,
             delta_cap=delta_cap,

@@ -16,9 +16,10 @@ from budgets.selectors import (
     CostFit,
     budget_summary,
     cap_check_cached,
-    committed_records,
+    committed_records_at,
     cost_fits,
     fit_text,
+    ledger_state,
 )
 from dpportal import formatting
 from dpportal.errors import BudgetExceeded
@@ -102,9 +103,11 @@ def _accounting(*, plan: ReleasePlan, chart: bool) -> dict[str, Any]:
     try:
         # the check (with its fit count) is kept per project state for page views
         # again; the chart's composed history is compose_history's own cache
-        records = committed_records(project=project)
+        state = ledger_state(project_id=project.pk)
         check = cap_check_cached(
-            history=records,
+            project_id=project.pk,
+            state=state,
+            history=lambda: committed_records_at(project_id=project.pk, state=state),
             candidate=plan_records(plan=plan),
             epsilon_cap=project.epsilon_cap,
             delta_cap=project.delta_cap,
@@ -114,7 +117,14 @@ def _accounting(*, plan: ReleasePlan, chart: bool) -> dict[str, Any]:
                 check=check, epsilon_cap=project.epsilon_cap, delta_cap=project.delta_cap
             ),
             **(
-                {"tradeoff": plan_tradeoff(plan=plan, history=compose_history(records))}
+                {
+                    "tradeoff": plan_tradeoff(
+                        plan=plan,
+                        history=compose_history(
+                            committed_records_at(project_id=project.pk, state=state)
+                        ),
+                    )
+                }
                 if chart
                 else {}
             ),
