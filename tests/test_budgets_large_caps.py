@@ -23,7 +23,7 @@ from dpportal.privacy.mechanism_records import MechanismRecord, records_from_exp
 from dpportal.privacy.params import exact_str
 from releases.models import Release
 from tests.factories import PASSWORD
-from tests.releases_support import builder_data, make_dataset, submitted
+from tests.releases_support import builder_data, draft, make_dataset, submitted
 
 pytestmark = pytest.mark.django_db
 
@@ -176,3 +176,21 @@ def test_a_failure_after_the_approval_commits_is_not_a_500(
     assert answer.json()["status"] == "approved"
     api_release.refresh_from_db()
     assert api_release.status == Release.Status.QUEUED
+
+
+def test_a_release_move_answers_its_status_when_the_detail_fails(project, owner, monkeypatch):
+    """Submit commits; reading the detail afterwards fails: the answer still says submitted."""
+    dataset = make_dataset(project=project, owner=owner, rows=200)
+    release = draft(project=project, owner=owner, dataset=dataset, statistics=STATS, epsilon="0.5")
+
+    def fail(moved):
+        raise RuntimeError("injected after the commit")
+
+    monkeypatch.setattr("releases.api.lifecycle.release_detail", fail)
+    api = APIClient()
+    api.force_authenticate(user=owner)
+    answer = api.post(f"/api/v1/releases/{release.pk}/submit/", {}, format="json")
+    assert answer.status_code == 200, answer.content
+    assert answer.json() == {"id": release.pk, "status": "submitted", "detail": None}
+    release.refresh_from_db()
+    assert release.status == Release.Status.SUBMITTED
