@@ -65,12 +65,8 @@ Decisions:
   (eps above ~100) is accounted as generic (eps, delta): valid, and such a
   mechanism gains nothing from tight accounting anyway.
 - How many more releases fit (`CapCheck.fit`) is a bounded search whose cost
-  never depends on the cap's size: basic sums in closed form, the RDP count
-  by doubling and bisection up to MAX_FIT (about 40 cheap curve evaluations),
-  the PLD count up to MAX_PLD_FIT self-compositions of the candidate and only
-  while the composed grid stays under MAX_FIT_GRID points (predicted before
-  it is built). Past a bound the count is the largest m checked to fit and
-  `fit_at_least` is set: "at least m", never more than was verified. The count
+  never depends on the cap's size (dpportal.privacy.fit); past a bound the
+  count is the largest m checked to fit and `fit_at_least` is set. The count
   is information only; the verdict `within` never depends on it.
 - Comparisons with a cap leave a margin far below display precision and far
   above float error: the PLD is read at delta_cap (1 - 1e-6) and its epsilon
@@ -80,17 +76,18 @@ Decisions:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from importlib import metadata
 
 import numpy as np
-from dp_accounting.pld import common as pld_common
 from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 
+from dpportal.privacy import fit
 from dpportal.privacy.accounting import Cost, compose_sequential
 from dpportal.privacy.errors import PrivacyParameterError, gettext_noop
+from dpportal.privacy.fit import MAX_FIT, MAX_FIT_GRID, MAX_PLD_FIT
 from dpportal.privacy.mechanism_records import MechanismRecord
 from dpportal.privacy.params import check_epsilon, to_fraction
 from dpportal.privacy.pld_pmfs import (
@@ -124,12 +121,6 @@ __all__ = [
 
 DELTA_MARGIN = 1e-6
 EPSILON_MARGIN = 1e-9
-#: the fit counts stop at MAX_FIT (1,048,576) releases: more is shown as "at least"
-MAX_FIT = 1 << 20
-#: the PLD fit count composes the candidate with itself at most MAX_PLD_FIT (4,096) times
-MAX_PLD_FIT = 1 << 12
-#: ... and builds no self-composition wider than MAX_FIT_GRID (1,048,576) grid points
-MAX_FIT_GRID = 1 << 20
 ACCOUNTANT = {
     "name": "privacy loss distributions, pessimistic connect-the-dots (dp_accounting)",
     "library": "dp-accounting",
@@ -260,118 +251,12 @@ def _basic_within(cost: Cost, epsilon_cap: Fraction, delta_cap: Fraction) -> boo
     return cost.epsilon <= epsilon_cap and cost.delta <= delta_cap
 
 
-def _basic_fit(
-    history: Cost, one: Cost, epsilon_cap: Fraction, delta_cap: Fraction
-) -> tuple[int, bool]:
-    """(m, complete): the largest m <= MAX_FIT with history + m * one within both caps,
-    exactly (0 if none); complete is False when more than MAX_FIT fit."""
-    if not _basic_within(history, epsilon_cap, delta_cap):
-        return 0, True
-    if one.epsilon == 0 and one.delta == 0:
-        return MAX_FIT, False
-    fits = (epsilon_cap - history.epsilon) // one.epsilon if one.epsilon > 0 else None
-    if one.delta > 0:
-        by_delta = (delta_cap - history.delta) // one.delta
-        fits = by_delta if fits is None else min(fits, by_delta)
-    return int(min(fits, MAX_FIT)), fits <= MAX_FIT
-
-
 def _compose_pair(
     a: PrivacyLossDistribution | None, b: PrivacyLossDistribution | None
 ) -> PrivacyLossDistribution | None:
     if a is None or b is None:
         return a if b is None else b
     return a.compose(b, tail_mass_truncation=TAIL_TRUNCATION)
-
-
-def _self_compose_size(candidate: PrivacyLossDistribution, m: int) -> int:
-    """Grid points of the candidate composed m times, as dp_accounting will build it."""
-    probs = candidate._pmf_remove.to_dense_pmf()._probs  # noqa: SLF001 - dp_accounting pinned
-    low, high = pld_common.compute_self_convolve_bounds(probs, m, TAIL_TRUNCATION)
-    return int(high - low + 1)
-
-
-def _pld_fit(
-    history: PrivacyLossDistribution | None,
-    candidate: PrivacyLossDistribution,
-    epsilon_cap: Fraction,
-    delta_cap: Fraction,
-    start: int,
-) -> tuple[int, bool]:
-    """(m, complete): the largest m with history + m candidates within the cap by PLD
-    (monotone in m), searched up to MAX_PLD_FIT compositions and MAX_FIT_GRID grid
-    points; complete is False when the search stopped at a bound still fitting.
-
-    Doubling from `start` (known to fit, or 0) to the first m that does not fit,
-    then bisection: about 2 log2(m) PLD evaluations, at most 2 log2(MAX_PLD_FIT).
-    """
-
-    def fits(m: int) -> bool | None:
-        if m == 0:
-            return True
-        if m > MAX_PLD_FIT or _self_compose_size(candidate, m) > MAX_FIT_GRID:
-            return None
-        return _pld_within(
-            _compose_pair(history, candidate.self_compose(m, TAIL_TRUNCATION)),
-            epsilon_cap,
-            delta_cap,
-        )
-
-    return _largest_fitting(fits, start)
-
-
-def _largest_fitting(fits: Callable[[int], bool | None], start: int) -> tuple[int, bool]:
-    """(m, complete): the largest m <= MAX_FIT with fits(m), for fits monotone in m and
-    fits(start) true: doubling from `start` to the first m that does not fit, then
-    bisection. fits(m) None means "too costly to tell" (a bound): the search stops
-    there with the largest m seen to fit and complete False."""
-    if start >= MAX_FIT:
-        return MAX_FIT, False
-    good, bad = start, max(2 * start, 1)
-    while True:
-        verdict = fits(min(bad, MAX_FIT))
-        if verdict is None:
-            return good, False
-        if not verdict:
-            bad = min(bad, MAX_FIT)
-            break
-        if bad >= MAX_FIT:
-            return MAX_FIT, False
-        good, bad = bad, 2 * bad
-    while bad - good > 1:
-        mid = (good + bad) // 2
-        verdict = fits(mid)
-        if verdict is None:
-            return good, False
-        good, bad = (mid, bad) if verdict else (good, mid)
-    return good, True
-
-
-def _rdp_fit(
-    history: np.ndarray, one: np.ndarray, epsilon_cap: Fraction, delta_cap: Fraction
-) -> tuple[int, bool]:
-    """(m, complete): the largest m <= MAX_FIT with history + m * one within the cap by
-    RDP (monotone in m)."""
-
-    def fits(m: int) -> bool:
-        return rdp_within(history + m * one, epsilon_cap, delta_cap)
-
-    if not fits(1):
-        return 0, True
-    return _largest_fitting(fits, 1)
-
-
-@dataclass(frozen=True)
-class Fit:
-    """How many releases like a candidate fit (the candidate included), by any bound.
-
-    count: the largest number checked to fit; at_least: a search stopped at one of
-    its bounds (MAX_FIT, MAX_PLD_FIT, MAX_FIT_GRID) with more possibly fitting, so
-    the count is a lower bound ("at least count"), never an overstatement.
-    """
-
-    count: int
-    at_least: bool
 
 
 def _fit(
@@ -384,17 +269,20 @@ def _fit(
     *,
     within_pld: bool,
     within_rdp: bool,
-) -> Fit:
-    by_basic = _basic_fit(history.basic, basic_cost(candidate), epsilon_cap, delta_cap)
+) -> fit.Fit:
+    """How many like the candidate fit by each bound (dpportal.privacy.fit), the largest."""
+    by_basic = fit.basic_fit(history.basic, basic_cost(candidate), epsilon_cap, delta_cap)
     by_pld: tuple[int, bool] = (0, True)
     if within_pld and candidate_pld is not None:
-        start = max(by_basic[0], 1)
-        by_pld = _pld_fit(history.pld, candidate_pld, epsilon_cap, delta_cap, start)
-    by_rdp = (
-        _rdp_fit(history.rdp, candidate_rdp, epsilon_cap, delta_cap) if within_rdp else (0, True)
-    )
-    parts = (by_basic, by_pld, by_rdp)
-    return Fit(max(m for m, _ in parts), not all(complete for _, complete in parts))
+
+        def pld_fits(composed: PrivacyLossDistribution) -> bool:
+            return _pld_within(_compose_pair(history.pld, composed), epsilon_cap, delta_cap)
+
+        by_pld = fit.pld_fit(pld_fits, candidate_pld, max(by_basic[0], 1))
+    by_rdp = (0, True)
+    if within_rdp:
+        by_rdp = fit.rdp_fit(history.rdp, candidate_rdp, epsilon_cap, delta_cap)
+    return fit.Fit.of(by_basic, by_pld, by_rdp)
 
 
 def releases_that_fit(
