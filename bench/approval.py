@@ -164,10 +164,12 @@ def clear_caches() -> None:
     """A fresh worker: no PLD built, no history composed, nothing in Django's cache."""
     from django.core.cache import cache
 
+    from budgets.selectors import accounting
     from dpportal.privacy import headroom, pld_pmfs
 
     pld_pmfs._pld_for_key.cache_clear()
     headroom._composed.cache_clear()
+    accounting._committed_at.cache_clear()
     cache.clear()
 
 
@@ -215,7 +217,7 @@ def run_caps(built: dict, repeat: int) -> list[dict]:
     from django.urls import reverse
 
     from budgets import services
-    from budgets.selectors import cap_check_cached, committed_records
+    from budgets.selectors import cap_check_cached, committed_records_at, ledger_state
     from dpportal.errors import BudgetExceeded
 
     project, owner, reviewer = built["project"], built["owner"], built["reviewer"]
@@ -249,9 +251,11 @@ def run_caps(built: dict, repeat: int) -> list[dict]:
                 if mode == "cold":
                     clear_caches()
                 start = time.perf_counter()
+                state = ledger_state(project_id=project.pk)  # as the preview reads it
                 check = cap_check_cached(
-                    history=committed_records(project=project), candidate=cand,
-                    epsilon_cap=project.epsilon_cap, delta_cap=project.delta_cap,
+                    project_id=project.pk, state=state,
+                    history=lambda s=state: committed_records_at(project_id=project.pk, state=s),
+                    candidate=cand, epsilon_cap=project.epsilon_cap, delta_cap=project.delta_cap,
                 )  # fmt: skip
                 times[f"preview {mode}"].append(time.perf_counter() - start)
                 fit = services_fit_text(check)
