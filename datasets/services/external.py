@@ -60,6 +60,8 @@ def dataset_register_external(
             external_location=where.path,
         )
         dataset_id = dataset.pk
-        transaction.on_commit(lambda: dataset_dispatch_ingest(dataset_id=dataset_id))
+        # robust: the dataset is committed by then; a failed send must not fail the
+        # response (the periodic re-dispatch sends it later)
+        transaction.on_commit(lambda: dataset_dispatch_ingest(dataset_id=dataset_id), robust=True)
     logger.info("dataset %s registered in place in project %s", dataset.pk, project.pk)
     return dataset
