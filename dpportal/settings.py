@@ -425,3 +425,16 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
 }
+
+# --- Cells per statistic and per release (bounded result pages) ---------------------
+# A cell is one released value times the noise parts read back for it
+# (releases.kinds.base.StatisticKind.cell_count). Every surface of a result (public
+# page, data.json, data.csv, the owner's results) reads each cell, so these bound
+# the cost of every page; the builder shows them and refuses a plan over them.
+RELEASE_MAX_CELLS_PER_STATISTIC = int(os.environ.get("RELEASE_MAX_CELLS_PER_STATISTIC", "10000"))
+RELEASE_MAX_CELLS_PER_RELEASE = int(os.environ.get("RELEASE_MAX_CELLS_PER_RELEASE", "50000"))
+# standard deviations and variances: each cell's interval inverts a joint law of three
+# noise parts (dpportal/privacy/spread_interval.py), far dearer per cell than a count
+RELEASE_MAX_SPREAD_CELLS = int(os.environ.get("RELEASE_MAX_SPREAD_CELLS", "300"))
+# rows of a statistic's table on an HTML page; the rest are in data.csv / data.json
+RESULT_TABLE_ROWS_PER_PAGE = int(os.environ.get("RESULT_TABLE_ROWS_PER_PAGE", "100"))

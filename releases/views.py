@@ -94,6 +94,7 @@ def _render_builder(request, *, project, release=None, data=None, error="", stat
             "error": error,
             "preview_url": reverse("releases:preview", args=[project.slug]),
             "builder_text": builder_text(),
+            "cell_limits": services.plan_cell_limits(),
         },
         status=status,
     )

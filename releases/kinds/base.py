@@ -21,6 +21,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from django.conf import settings
 from django.utils.translation import gettext
 
 from dpportal import messages
@@ -167,8 +168,28 @@ class StatisticKind:
     fields: ClassVar[str] = "basic"
     clampable: ClassVar[bool] = False
     aggregate: ClassVar[str] = "count"
+    #: the name of a setting that caps this kind's cells below the per-statistic limit
+    #: (a kind whose stored result costs more per cell to read back); None for none
+    cell_limit_setting: ClassVar[str | None] = None
 
     # --- planning: public parameters only --------------------------------------------
+
+    def value_cells(self, stat: StatisticPlan) -> int:
+        """How many values the statistic publishes (a histogram's cells, a grouping's groups)."""
+        return 1
+
+    def cell_count(self, stat: StatisticPlan) -> int:
+        """The statistic's cells, the unit of the cell limits: its published values times the
+        noise parts read back for each (a mean's sum and count, a spread's count, sum and
+        squares), since every surface formats and bounds each of them."""
+        return self.value_cells(stat) * max(1, len(self.part_units(granularity=Fraction(1))))
+
+    def cell_limit(self) -> int:
+        """The most cells one statistic of this kind may have (settings, see cell_count)."""
+        limit = int(settings.RELEASE_MAX_CELLS_PER_STATISTIC)
+        if self.cell_limit_setting is not None:
+            limit = min(limit, int(getattr(settings, self.cell_limit_setting)))
+        return limit
 
     def cost(self, *, plan: ReleasePlan, stat: StatisticPlan) -> Cost:
         """The statistic's (epsilon, delta) by basic composition of its parts."""

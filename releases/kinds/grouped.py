@@ -72,6 +72,9 @@ class GroupedKind(StatisticKind):
     bounded = True
     fields = "grouped"
 
+    def value_cells(self, stat: StatisticPlan) -> int:
+        return group_count(stat)
+
     def _common(self, plan: ReleasePlan, stat: StatisticPlan, epsilon: object) -> dict[str, Any]:
         return {
             "mechanism": plan.mechanism,

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from django.conf import settings
 from django.utils.translation import gettext, pgettext
 
 from budgets.models import Project
 from budgets.services import parse_delta, parse_epsilon
 from datasets.models import Column, Dataset
 from datasets.selectors import dataset_usability_problem
+from dpportal import formatting
 from dpportal.errors import ValidationFailed
 from releases import kinds
 from releases.models import Release, Statistic
@@ -148,6 +150,57 @@ def _default_label(plan: StatisticPlan) -> str:
     }[plan.kind]
 
 
+def plan_cell_limits() -> dict[str, str]:
+    """The cell limits as the builder states them (formatted whole numbers), by kind group:
+    "statistic" and "release" for every kind, and each lower per-kind limit by kind label."""
+    lowered = {
+        str(Statistic.Kind(name).label).lower(): formatting.integer(kind.cell_limit())
+        for name, kind in kinds.REGISTRY.items()
+        if kind.cell_limit() < int(settings.RELEASE_MAX_CELLS_PER_STATISTIC)
+    }
+    return {
+        "statistic": formatting.integer(settings.RELEASE_MAX_CELLS_PER_STATISTIC),
+        "release": formatting.integer(settings.RELEASE_MAX_CELLS_PER_RELEASE),
+        "kinds": ", ".join(f"{limit} for a {label}" for label, limit in lowered.items()),
+    }
+
+
+def plan_check_cells(*, statistics: list[StatisticPlan]) -> int:
+    """The release's cells in all, once each statistic is within its kind's cell limit and
+    the total within RELEASE_MAX_CELLS_PER_RELEASE; ValidationFailed naming the limit and
+    the count otherwise. Every surface of a result reads each cell, so these bound the
+    cost of its pages and downloads (a cell: StatisticKind.cell_count)."""
+    total = 0
+    for stat in statistics:
+        kind = kinds.get(stat.kind)
+        cells, limit = kind.cell_count(stat), kind.cell_limit()
+        if cells > limit:
+            raise ValidationFailed(
+                gettext(
+                    "Statistic %(number)s (%(kind)s): at most %(limit)s cells per statistic of "
+                    "this kind; this one has %(cells)s. Declare fewer categories or bins, or "
+                    "group by fewer columns."
+                )
+                % {
+                    "number": stat.position + 1,
+                    "kind": str(Statistic.Kind(stat.kind).label).lower(),
+                    "limit": formatting.integer(limit),
+                    "cells": formatting.integer(cells),
+                }
+            )
+        total += cells
+    limit = int(settings.RELEASE_MAX_CELLS_PER_RELEASE)
+    if total > limit:
+        raise ValidationFailed(
+            gettext(
+                "At most %(limit)s cells per release; this one has %(cells)s. Split it into "
+                "several releases or remove statistics."
+            )
+            % {"limit": formatting.integer(limit), "cells": formatting.integer(total)}
+        )
+    return total
+
+
 def _selections_only(raw_statistics: object) -> bool:
     """Every statistic asked for is of a pure epsilon-DP kind (no delta to spend)."""
     if not isinstance(raw_statistics, list) or not raw_statistics:
@@ -205,6 +258,11 @@ def release_plan_parse(*, project: Project, data: dict) -> ReleasePlan:
             gettext("A release may hold at most %(limit)s statistics.") % {"limit": MAX_STATISTICS}
         )
     columns = {c.name: c for c in dataset.columns.all()}
+    statistics = [
+        _parse_statistic(raw, position=i, dataset=dataset, columns=columns)
+        for i, raw in enumerate(raw_statistics)
+    ]
+    plan_check_cells(statistics=statistics)
     plan = ReleasePlan(
         project=project,
         dataset=dataset,
@@ -217,10 +275,7 @@ def release_plan_parse(*, project: Project, data: dict) -> ReleasePlan:
         confidence=confidence,
         epsilon=epsilon,
         delta=delta,
-        statistics=[
-            _parse_statistic(raw, position=i, dataset=dataset, columns=columns)
-            for i, raw in enumerate(raw_statistics)
-        ],
+        statistics=statistics,
     )
     allocate(plan)
     return plan
