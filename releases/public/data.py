@@ -36,7 +36,7 @@ from releases.public.options import (
 
 #: The shape of the cached public data: part of its cache key, so that a deploy that
 #: changes the shape never reads an entry cached by the code before it.
-FORMAT = 3
+FORMAT = 4
 
 __all__ = ["FORMAT", "HEATMAP_MAX_CELLS", "HEATMAP_MAX_LABELS", "release_public_data"]
 

@@ -78,9 +78,7 @@ def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str,
             "delta": data["delta"],
             "privacy_unit": data["privacy_unit"],
             "approval": (
-                {k: data["approval"][k] for k in ("reviewer", "decided_at")}
-                if data["approval"]
-                else None
+                {k: data["approval"][k] for k in ("by", "decided_at")} if data["approval"] else None
             ),
             "published_at": data["published_at"],
         },
@@ -218,7 +216,7 @@ def release_download_csv(*, data: dict[str, Any], confidence: str, bom: bool = F
             "epsilon": formatting.budget(stat["epsilon"], group=False),
             "delta": formatting.budget(stat["delta"], group=False),
             "privacy_unit": meta["privacy_unit"],
-            "approved_by": approval.get("reviewer"),
+            "approved_by": approval.get("by"),
             "approved_at": approval.get("decided_at"),
             "published_at": meta["published_at"],
         }
