@@ -433,8 +433,15 @@ LOGGING = {
 # the cost of every page; the builder shows them and refuses a plan over them.
 RELEASE_MAX_CELLS_PER_STATISTIC = int(os.environ.get("RELEASE_MAX_CELLS_PER_STATISTIC", "10000"))
 RELEASE_MAX_CELLS_PER_RELEASE = int(os.environ.get("RELEASE_MAX_CELLS_PER_RELEASE", "50000"))
-# standard deviations and variances: each cell's interval inverts a joint law of three
-# noise parts (dpportal/privacy/spread_interval.py), far dearer per cell than a count
-RELEASE_MAX_SPREAD_CELLS = int(os.environ.get("RELEASE_MAX_SPREAD_CELLS", "300"))
-# rows of a statistic's table on an HTML page; the rest are in data.csv / data.json
-RESULT_TABLE_ROWS_PER_PAGE = int(os.environ.get("RESULT_TABLE_ROWS_PER_PAGE", "100"))
+# Lower limits for the kinds whose intervals are dear to read back, each for one
+# statistic and for all of that kind in one release (measured with
+# bench/largest_release.py: a page computes every cell's interval at 3 levels x 2
+# kinds): standard deviations and variances invert a joint law of three noise
+# parts (dpportal/privacy/spread_interval.py, ~5 ms a cell); grouped means invert a
+# pivot per group (dpportal/privacy/mean_pivot.py, ~1.3 ms a cell).
+RELEASE_MAX_SPREAD_CELLS = int(os.environ.get("RELEASE_MAX_SPREAD_CELLS", "150"))
+RELEASE_MAX_GROUPED_MEAN_CELLS = int(os.environ.get("RELEASE_MAX_GROUPED_MEAN_CELLS", "600"))
+# cells of one statistic on one HTML page (public page, owner's results): a longer
+# statistic is paged ("page 1 of N"; a two-way table shows whole rows, at least one);
+# data.csv and data.json hold every cell
+RESULT_PAGE_CELLS = int(os.environ.get("RESULT_PAGE_CELLS", "300"))

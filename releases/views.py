@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Prefetch
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext
@@ -19,12 +19,13 @@ from budgets.models import Membership
 from budgets.selectors import budget_summary, project_get_for_member, project_roles
 from datasets.models import Column, Dataset
 from dpportal.csp import plotly_styles
-from dpportal.errors import ApplicationError
+from dpportal.errors import ApplicationError, ValidationFailed
 from releases import lifecycle, selectors, services
 from releases.builder_text import builder_text
 from releases.models import Release
 from releases.presentation import results_for_display
 from releases.public import options as public_options
+from releases.public.options import page_parse
 from releases.public.views import release_preview_html
 
 OWNER = {Membership.Role.OWNER}
@@ -164,6 +165,10 @@ def release_preview_view(request: HttpRequest, project_slug: str) -> JsonRespons
 def release_detail_view(request: HttpRequest, release_id: int) -> HttpResponse:
     release = selectors.release_get_for_member(release_id=release_id, user=request.user)
     roles = project_roles(project=release.project, user=request.user)
+    try:
+        page = page_parse(query=request.GET.dict())
+    except ValidationFailed as exc:
+        return HttpResponseBadRequest(exc.message, content_type="text/plain; charset=utf-8")
     preview = None
     preview_error = ""
     if release.budget_request_id:
@@ -193,7 +198,7 @@ def release_detail_view(request: HttpRequest, release_id: int) -> HttpResponse:
             "events": release.events.select_related("actor"),
             "preview": preview,
             "preview_error": preview_error,
-            "results": results_for_display(result.payload) if result else None,
+            "results": results_for_display(result.payload, page=page) if result else None,
             "status": selectors.release_status(release=release),
         },
     )

@@ -93,7 +93,7 @@ def test_csv_download_one_row_per_value(client, published):
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/csv")
     assert "attachment" in response["Content-Disposition"]
-    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    rows = list(csv.DictReader(io.StringIO(response.getvalue().decode())))
     # 1 count + 4 regions + 6 cells + sum + mean + argmax
     assert len(rows) == 1 + 4 + 6 + 1 + 1 + 1
     payload = published.result.payload["statistics"]
@@ -120,7 +120,7 @@ def test_csv_escapes_formula_injection(client, project, owner, reviewer):
     payload["statistics"][1]["label"] = "=cmd|' /C calc'!A0"
     ReleaseResult.objects.filter(pk=result.pk).update(payload=payload)
     response = client.get(url(release, "public:release-csv"))
-    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    rows = list(csv.DictReader(io.StringIO(response.getvalue().decode())))
     cells = [row["cell"] for row in rows[1:5]]
     assert cells == ['\'=HYPERLINK("http://x")', "'+1+1", "'-2+3", "'@SUM(A1)"]
     assert rows[1]["statistic_label"] == "'=cmd|' /C calc'!A0"

@@ -223,6 +223,8 @@ class GroupedSumKind(SymmetricIntervals, GroupedKind):
 class GroupedMeanKind(SumAndCountParts, GroupedSumKind):
     name = "grouped_mean"
     aggregate = "sum_count"
+    # each group's interval inverts a pivot (mean_pivot): dearer to read back than a sum
+    cell_limit_setting = "RELEASE_MAX_GROUPED_MEAN_CELLS"
     sum_share = GROUPED_SUM_SHARE
 
     def noise(self, *, plan: ReleasePlan, stat: StatisticPlan) -> tuple[NoiseSpec, ...]:

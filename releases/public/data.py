@@ -6,10 +6,12 @@ delta, granularity). Intervals at any confidence level are recomputed from that
 stored explanation with `dpportal.privacy.accuracy` -- never from data -- so
 switching the confidence level is post-processing of public values.
 
-Numbers for people are formatted here, once, by dpportal.formatting (the `text`
-of each statistic: values at the precision their half-width justifies, one set
-per confidence level and interval kind), so the page, its script and the CSV
-show the same digits; the exact values stay beside them for JSON.
+Numbers for people are formatted here by dpportal.formatting (`statistic_texts`:
+values at the precision their half-width justifies, one set per confidence level
+and interval kind), so the page, its script and the CSV show the same digits; the
+exact values stay beside them for JSON. The cached public data holds no texts: a
+page formats only the cells it shows (releases.public.paging), so its cost stays
+bounded whatever the release's size.
 """
 
 from __future__ import annotations
@@ -36,9 +38,15 @@ from releases.public.options import (
 
 #: The shape of the cached public data: part of its cache key, so that a deploy that
 #: changes the shape never reads an entry cached by the code before it.
-FORMAT = 4
+FORMAT = 5
 
-__all__ = ["FORMAT", "HEATMAP_MAX_CELLS", "HEATMAP_MAX_LABELS", "release_public_data"]
+__all__ = [
+    "FORMAT",
+    "HEATMAP_MAX_CELLS",
+    "HEATMAP_MAX_LABELS",
+    "release_public_data",
+    "statistic_texts",
+]
 
 MECHANISM_LABELS = {
     "laplace": "Laplace mechanism (pure epsilon-differential privacy)",
@@ -79,8 +87,11 @@ def _precision(value: float, lower: float, upper: float, halfwidth: float | None
     return max(upper - value, value - lower)
 
 
-def _texts(stat: dict[str, Any]) -> dict[str, Any]:
+def statistic_texts(stat: dict[str, Any]) -> dict[str, Any]:
     """The statistic's numbers as people read them, for every option of the page.
+
+    Linear in the statistic's cells (about 20 texts each): call it on the page's
+    slice of a statistic (releases.public.paging), not on a whole large one.
 
     {level: {"value": [...], "per_cell": {"lower", "upper", "halfwidth"},
     "simultaneous": {...}}, "rounded": [...]}: a value keeps the precision its
@@ -193,7 +204,6 @@ def _statistic_data(
     # which translate them when they are rendered (this data is cached for every language)
     data["note_records"] = notes.statistic_notes(entry=entry, spec=spec, unit=unit_note)
     data["notes"] = [notes.english(record) for record in data["note_records"]]
-    data["text"] = _texts(data)
     if stats_data.handles(kind):  # chart fields of the grouped kinds
         data.update(stats_data.chart_fields(entry, data["intervals"]))
     return data

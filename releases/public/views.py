@@ -12,12 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from django.core.cache import cache
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.templatetags.static import static
@@ -32,7 +33,7 @@ from dpportal import formatting
 from dpportal.errors import ValidationFailed
 from releases.models import Release
 from releases.public import data as public_data
-from releases.public import downloads, facts, page, page_words
+from releases.public import downloads, facts, page, page_words, paging
 from releases.public import options as public_options
 from releases.public import selectors as public
 
@@ -108,7 +109,7 @@ def _cached(
     slug: str,
     release_id: int,
     variant: str,
-    build: Callable[[Release], tuple[str, str, dict[str, str]]],
+    build: Callable[[Release], tuple[str | Iterable[str], str, dict[str, str]]],
 ) -> HttpResponse:
     """Answer from the cache (or build once): 304 on a matching If-None-Match."""
     version = _published_version(slug=slug, release_id=release_id)
@@ -127,12 +128,59 @@ def _cached(
             version, etag = fresh, _etag(fresh, variant)
             key = "public:" + hashlib.sha256(f"{version}|{variant}".encode()).hexdigest()
         entry = build(release)
-        cache.set(key, entry, CACHE_SECONDS)
+        if not isinstance(entry[0], str):  # chunks: streamed, and cached as they go
+            body, content_type, headers = entry
+            entry = (_stream_and_cache(key, body, content_type, headers), content_type, headers)
+        else:
+            cache.set(key, entry, CACHE_SECONDS)
     body, content_type, headers = entry
-    response = HttpResponse(body, content_type=content_type)
+    if isinstance(body, Chunked):
+        body = _cached_chunks(key, body.count)
+    response: HttpResponse | StreamingHttpResponse
+    if isinstance(body, str):
+        response = HttpResponse(body, content_type=content_type)
+    else:
+        response = StreamingHttpResponse(body, content_type=content_type)
     for name, value in headers.items():
         response[name] = value
     return _public_headers(response, etag)
+
+
+@dataclass(frozen=True)
+class Chunked:
+    """A cached download stored as `count` chunks under "<key>:<i>" (streamed back)."""
+
+    count: int
+
+
+def _stream_and_cache(
+    key: str, chunks: Iterable[str], content_type: str, headers: dict[str, str]
+) -> Iterator[str]:
+    """Yield each chunk as it is made and cache it; the entry naming the chunks is written
+    last, so a reader never finds an entry whose chunks are not all stored."""
+    count = 0
+    for chunk in chunks:
+        # chunks outlive their entry a little, so an entry never outlives a chunk
+        cache.set(f"{key}:{count}", chunk, CACHE_SECONDS + 60)
+        count += 1
+        yield chunk
+    cache.set(key, (Chunked(count), content_type, headers), CACHE_SECONDS)
+
+
+def _cached_chunks(key: str, count: int) -> Iterator[str]:
+    """The chunks of a cached download in order, read a few at a time. A chunk evicted
+    from the cache ends the body early (the response is already under way) and drops the
+    entry, so the next request builds it afresh."""
+    batch = 16
+    for first in range(0, count, batch):
+        names = [f"{key}:{i}" for i in range(first, min(count, first + batch))]
+        found = cache.get_many(names)
+        for name in names:
+            if name not in found:
+                logger.warning("a cached download lost a chunk; it will be built again")
+                cache.delete(key)
+                return
+            yield found[name]
 
 
 def _release_data(*, release: Release) -> dict[str, Any]:
@@ -249,7 +297,9 @@ class ReleasePageView(View):
         template: str = "public/release.html",
         extra: dict[str, Any] | None = None,
     ) -> str:
-        data = page_words.localised(_release_data(release=release) if data is None else data)
+        data = _page_data(
+            _release_data(release=release) if data is None else data, page=options.page
+        )
         context = {
             "project": release.project,
             "release": release,
@@ -271,6 +321,17 @@ class ReleasePageView(View):
         return render_to_string(template, {**context, **(extra or {})}, request=request)
 
 
+def _page_data(data: dict[str, Any], *, page: int) -> dict[str, Any]:
+    """The public data as one HTML page shows it: each statistic cut to its page of cells,
+    with the texts of those cells only, in the reader's language."""
+    statistics = []
+    for stat in data["statistics"]:
+        shown = paging.statistic_page(stat, page=page)
+        shown["text"] = public_data.statistic_texts(shown)
+        statistics.append(shown)
+    return page_words.localised({**data, "statistics": statistics})
+
+
 def _download(request: HttpRequest, slug: str, release_id: int, *, fmt: str) -> HttpResponse:
     _published_version(slug=slug, release_id=release_id)  # 404 before 400
     try:
@@ -281,7 +342,7 @@ def _download(request: HttpRequest, slug: str, release_id: int, *, fmt: str) -> 
     except ValidationFailed as error:
         return _bad_request(request, error, as_json=True)
 
-    def build(release: Release) -> tuple[str, str, dict[str, str]]:
+    def build(release: Release) -> tuple[str | Iterable[str], str, dict[str, str]]:
         filename = f"{release.project.slug}-release-{release.pk}"
         data = _release_data(release=release)
         if fmt == "json":
@@ -292,7 +353,7 @@ def _download(request: HttpRequest, slug: str, release_id: int, *, fmt: str) -> 
                 {"Content-Disposition": content_disposition_header(False, f"{filename}.json")},
             )
         return (
-            downloads.release_download_csv(data=data, confidence=confidence, bom=bom),
+            downloads.release_download_csv_chunks(data=data, confidence=confidence, bom=bom),
             "text/csv; charset=utf-8",
             # a slug in any script: filename*=utf-8'' (RFC 6266) when it is not ASCII
             {"Content-Disposition": content_disposition_header(True, f"{filename}.csv")},

@@ -151,8 +151,9 @@ def _default_label(plan: StatisticPlan) -> str:
 
 
 def plan_cell_limits() -> dict[str, str]:
-    """The cell limits as the builder states them (formatted whole numbers), by kind group:
-    "statistic" and "release" for every kind, and each lower per-kind limit by kind label."""
+    """The cell limits as the builder states them (formatted whole numbers): "statistic"
+    and "release" for every kind; "kinds": each lower limit by kind label (for one
+    statistic and for all of that kind in a release)."""
     lowered = {
         str(Statistic.Kind(name).label).lower(): formatting.integer(kind.cell_limit())
         for name, kind in kinds.REGISTRY.items()
@@ -161,19 +162,22 @@ def plan_cell_limits() -> dict[str, str]:
     return {
         "statistic": formatting.integer(settings.RELEASE_MAX_CELLS_PER_STATISTIC),
         "release": formatting.integer(settings.RELEASE_MAX_CELLS_PER_RELEASE),
-        "kinds": ", ".join(f"{limit} for a {label}" for label, limit in lowered.items()),
+        "kinds": ", ".join(f"{limit} for {label}" for label, limit in lowered.items()),
     }
 
 
 def plan_check_cells(*, statistics: list[StatisticPlan]) -> int:
-    """The release's cells in all, once each statistic is within its kind's cell limit and
-    the total within RELEASE_MAX_CELLS_PER_RELEASE; ValidationFailed naming the limit and
-    the count otherwise. Every surface of a result reads each cell, so these bound the
-    cost of its pages and downloads (a cell: StatisticKind.cell_count)."""
+    """The release's cells in all, once each statistic is within its kind's cell limit, the
+    cells of each dearer kind within that kind's limit (StatisticKind.cell_limit_setting)
+    and the total within RELEASE_MAX_CELLS_PER_RELEASE; ValidationFailed naming the
+    limit and the count otherwise. Every surface of a result reads each cell, so these
+    bound the cost of its pages and downloads (a cell: StatisticKind.cell_count)."""
     total = 0
+    by_setting: dict[str, tuple[int, list[str]]] = {}
     for stat in statistics:
         kind = kinds.get(stat.kind)
         cells, limit = kind.cell_count(stat), kind.cell_limit()
+        label = str(Statistic.Kind(stat.kind).label).lower()
         if cells > limit:
             raise ValidationFailed(
                 gettext(
@@ -183,12 +187,30 @@ def plan_check_cells(*, statistics: list[StatisticPlan]) -> int:
                 )
                 % {
                     "number": stat.position + 1,
-                    "kind": str(Statistic.Kind(stat.kind).label).lower(),
+                    "kind": label,
                     "limit": formatting.integer(limit),
                     "cells": formatting.integer(cells),
                 }
             )
         total += cells
+        if kind.cell_limit_setting is not None:
+            count, labels = by_setting.get(kind.cell_limit_setting, (0, []))
+            by_setting[kind.cell_limit_setting] = (
+                count + cells,
+                labels if label in labels else [*labels, label],
+            )
+            if count + cells > limit:
+                raise ValidationFailed(
+                    gettext(
+                        "At most %(limit)s cells per release in statistics of this kind "
+                        "(%(kinds)s); this one has %(cells)s."
+                    )
+                    % {
+                        "limit": formatting.integer(limit),
+                        "kinds": ", ".join(by_setting[kind.cell_limit_setting][1]),
+                        "cells": formatting.integer(count + cells),
+                    }
+                )
     limit = int(settings.RELEASE_MAX_CELLS_PER_RELEASE)
     if total > limit:
         raise ValidationFailed(
