@@ -432,7 +432,7 @@ LOGGING = {
 # page, data.json, data.csv, the owner's results) reads each cell, so these bound
 # the cost of every page; the builder shows them and refuses a plan over them.
 RELEASE_MAX_CELLS_PER_STATISTIC = int(os.environ.get("RELEASE_MAX_CELLS_PER_STATISTIC", "10000"))
-RELEASE_MAX_CELLS_PER_RELEASE = int(os.environ.get("RELEASE_MAX_CELLS_PER_RELEASE", "50000"))
+RELEASE_MAX_CELLS_PER_RELEASE = int(os.environ.get("RELEASE_MAX_CELLS_PER_RELEASE", "20000"))
 # Lower limits for the kinds whose intervals are dear to read back, each for one
 # statistic and for all of that kind in one release (measured with
 # bench/largest_release.py: a page computes every cell's interval at 3 levels x 2

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
 from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import redirect, render
@@ -160,6 +162,21 @@ def release_preview_view(request: HttpRequest, project_slug: str) -> JsonRespons
     return JsonResponse({"ok": True, "preview": preview})
 
 
+#: how long the owner's results page keeps a page of results (results never change)
+RESULTS_CACHE_SECONDS = 24 * 3600
+
+
+def _results_page(result, *, page: int) -> list[dict[str, Any]]:
+    """Page `page` of a stored result for display, cached: a result never changes once
+    computed, and reading its intervals back costs up to seconds for the largest."""
+    key = f"results:display:{result.pk}:{page}:{settings.RESULT_PAGE_CELLS}"
+    items = cache.get(key)
+    if items is None:
+        items = results_for_display(result.payload, page=page)
+        cache.set(key, items, RESULTS_CACHE_SECONDS)
+    return items
+
+
 @login_required
 @require_GET
 def release_detail_view(request: HttpRequest, release_id: int) -> HttpResponse:
@@ -198,7 +215,7 @@ def release_detail_view(request: HttpRequest, release_id: int) -> HttpResponse:
             "events": release.events.select_related("actor"),
             "preview": preview,
             "preview_error": preview_error,
-            "results": results_for_display(result.payload, page=page) if result else None,
+            "results": _results_page(result, page=page) if result else None,
             "status": selectors.release_status(release=release),
         },
     )

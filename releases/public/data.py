@@ -55,14 +55,17 @@ MECHANISM_LABELS = {
 }
 
 
-def _intervals(entry: dict) -> tuple[dict[str, dict[str, dict[str, list]]], bool]:
-    """For each confidence level and interval kind: per-cell half-widths, lower and upper
-    (and a quantile's rank errors), as the statistic's kind states them; and whether a
-    cell's noisy count was not positive (at the default level, read from the same cells)."""
+def _intervals(
+    entry: dict, levels: tuple[str, ...]
+) -> tuple[dict[str, dict[str, dict[str, list]]], bool]:
+    """For each confidence level of `levels` and each interval kind: per-cell half-widths,
+    lower and upper (and a quantile's rank errors), as the statistic's kind states them;
+    and whether a cell's noisy count was not positive (a fact of the noisy values, the
+    same at every level: read from the first level's cells)."""
     kind = kinds.get(entry["kind"])
     out: dict[str, dict[str, dict[str, list]]] = {}
     nonpositive = False
-    for level in CONFIDENCE_LEVELS:
+    for level in levels:
         out[level] = {}
         for interval_kind in INTERVAL_KINDS:
             cells = kind.intervals(
@@ -75,7 +78,7 @@ def _intervals(entry: dict) -> tuple[dict[str, dict[str, dict[str, list]]], bool
             }
             if any(c.rank_error is not None for c in cells):
                 out[level][interval_kind]["rank_errors"] = [c.rank_error for c in cells]
-            if level == DEFAULT_CONFIDENCE and interval_kind == "per_cell":
+            if level == levels[0] and interval_kind == "per_cell":
                 nonpositive = any(c.flag == "count_nonpositive" for c in cells)
     return out, nonpositive
 
@@ -104,7 +107,7 @@ def statistic_texts(stat: dict[str, Any]) -> dict[str, Any]:
         return out
     if stat["kind"] == "quantiles":
         return _quantile_texts(stat)
-    for level in CONFIDENCE_LEVELS:
+    for level in stat["intervals"]:
         per_cell = stat["intervals"][level]["per_cell"]
         texts: dict[str, Any] = {
             "value": [
@@ -137,7 +140,7 @@ def statistic_texts(stat: dict[str, Any]) -> dict[str, Any]:
 def _quantile_texts(stat: dict[str, Any]) -> dict[str, Any]:
     """Quantiles: the chosen candidates exactly, and the rank error in records (no interval)."""
     out: dict[str, Any] = {}
-    for level in CONFIDENCE_LEVELS:
+    for level in stat["intervals"]:
         texts: dict[str, Any] = {"value": [formatting.exact(v) for v in stat["exact_values"]]}
         for interval_kind in INTERVAL_KINDS:
             errors = stat["intervals"][level][interval_kind]["rank_errors"]
@@ -152,14 +155,19 @@ def _quantile_texts(stat: dict[str, Any]) -> dict[str, Any]:
 
 
 def _statistic_data(
-    entry: dict, *, spec: dict[str, Any] | None, unit_note: list, mechanism: str
+    entry: dict,
+    *,
+    spec: dict[str, Any] | None,
+    unit_note: list,
+    mechanism: str,
+    levels: tuple[str, ...] = CONFIDENCE_LEVELS,
 ) -> dict[str, Any]:
     kind = entry["kind"]
     statistic_kind = kinds.get(kind)
     explanation = entry.get("explanation") or {}
     columns = list(entry.get("columns") or [])
     values = statistic_kind.values(entry)
-    intervals, count_nonpositive = _intervals(entry)
+    intervals, count_nonpositive = _intervals(entry, levels)
     cells = [str(c) for c in entry.get("cells") or []]
     if kind in ("sum", "mean") or (kind == "count" and not cells):
         cells = [entry.get("label") or kind]
@@ -239,20 +247,29 @@ def _frozen_unit(*, release: Release) -> dict[str, Any]:
     return {"id_column": dataset.id_column or None, "bound": int(dataset.contribution_bound)}
 
 
-def release_public_data(*, release: Release) -> dict[str, Any]:
+def release_public_data(
+    *, release: Release, levels: tuple[str, ...] = CONFIDENCE_LEVELS
+) -> dict[str, Any]:
     """Everything the public may know about a published release, as JSON-ready data.
 
-    The statistics carry their noisy values and, for every confidence level and
-    for per-cell and simultaneous intervals, the intervals computed from the
-    stored noise parameters.
+    The statistics carry their noisy values and, for each confidence level of
+    `levels` and for per-cell and simultaneous intervals, the intervals computed
+    from the stored noise parameters. Some kinds' intervals cost milliseconds a
+    cell to compute, so a page or a download asks for the one level it shows.
     """
+    if not levels or any(level not in CONFIDENCE_LEVELS for level in levels):
+        raise ValueError("levels must be confidence levels of the page")
     payload = release.result.payload
     mechanism = payload.get("mechanism") or release.mechanism
     specs = _frozen_statistics(release=release)
     unit_note = notes.unit_note(**_frozen_unit(release=release))
     statistics = [
         _statistic_data(
-            entry, spec=specs.get(int(entry["position"])), unit_note=unit_note, mechanism=mechanism
+            entry,
+            spec=specs.get(int(entry["position"])),
+            unit_note=unit_note,
+            mechanism=mechanism,
+            levels=levels,
         )
         for entry in sorted(payload.get("statistics", []), key=lambda e: int(e["position"]))
     ]
@@ -273,7 +290,8 @@ def release_public_data(*, release: Release) -> dict[str, Any]:
         "privacy_unit_records": privacy_unit_records(release=release),
         "approval": approval,
         "published_at": day_text(release.published_at),
-        "default_confidence": DEFAULT_CONFIDENCE,
+        "default_confidence": DEFAULT_CONFIDENCE if DEFAULT_CONFIDENCE in levels else levels[0],
+        "levels": list(levels),
         "confidence_levels": [
             {"value": level, "label": CONFIDENCE_LABELS[level]} for level in CONFIDENCE_LEVELS
         ],

@@ -13,7 +13,6 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -134,61 +133,51 @@ def _cached(
         else:
             cache.set(key, entry, CACHE_SECONDS)
     body, content_type, headers = entry
-    if isinstance(body, Chunked):
-        body = _cached_chunks(key, body.count)
     response: HttpResponse | StreamingHttpResponse
-    if isinstance(body, str):
+    if isinstance(body, str) and not isinstance(body, Streamed):
         response = HttpResponse(body, content_type=content_type)
     else:
-        response = StreamingHttpResponse(body, content_type=content_type)
+        response = StreamingHttpResponse(_slices(body), content_type=content_type)
     for name, value in headers.items():
         response[name] = value
     return _public_headers(response, etag)
 
 
-@dataclass(frozen=True)
-class Chunked:
-    """A cached download stored as `count` chunks under "<key>:<i>" (streamed back)."""
+class Streamed(str):
+    """A cached download's whole text, sent back in slices as a streamed response."""
 
-    count: int
+
+#: characters per slice of a streamed download
+STREAM_SLICE = 64 * 1024
+
+
+def _slices(body: str | Iterable[str]) -> Iterator[str]:
+    if isinstance(body, str):
+        for start in range(0, len(body), STREAM_SLICE):
+            yield body[start : start + STREAM_SLICE]
+    else:
+        yield from body
 
 
 def _stream_and_cache(
     key: str, chunks: Iterable[str], content_type: str, headers: dict[str, str]
 ) -> Iterator[str]:
-    """Yield each chunk as it is made and cache it; the entry naming the chunks is written
-    last, so a reader never finds an entry whose chunks are not all stored."""
-    count = 0
+    """Yield each chunk as it is made; once the last is sent, cache the whole text as one
+    entry (so a cached download is all there or not at all)."""
+    sent = []
     for chunk in chunks:
-        # chunks outlive their entry a little, so an entry never outlives a chunk
-        cache.set(f"{key}:{count}", chunk, CACHE_SECONDS + 60)
-        count += 1
+        sent.append(chunk)
         yield chunk
-    cache.set(key, (Chunked(count), content_type, headers), CACHE_SECONDS)
+    cache.set(key, (Streamed("".join(sent)), content_type, headers), CACHE_SECONDS)
 
 
-def _cached_chunks(key: str, count: int) -> Iterator[str]:
-    """The chunks of a cached download in order, read a few at a time. A chunk evicted
-    from the cache ends the body early (the response is already under way) and drops the
-    entry, so the next request builds it afresh."""
-    batch = 16
-    for first in range(0, count, batch):
-        names = [f"{key}:{i}" for i in range(first, min(count, first + batch))]
-        found = cache.get_many(names)
-        for name in names:
-            if name not in found:
-                logger.warning("a cached download lost a chunk; it will be built again")
-                cache.delete(key)
-                return
-            yield found[name]
-
-
-def _release_data(*, release: Release) -> dict[str, Any]:
-    """The release's public data, computed once per publication and cached."""
-    key = f"public:data:{public_data.FORMAT}:" + public.release_version_key(release=release)
+def _release_data(*, release: Release, level: str) -> dict[str, Any]:
+    """The release's public data with its intervals at confidence `level`, computed once
+    per publication and level, and cached."""
+    key = f"public:data:{public_data.FORMAT}:{level}:" + public.release_version_key(release=release)
     data = cache.get(key)
     if data is None:
-        data = public_data.release_public_data(release=release)
+        data = public_data.release_public_data(release=release, levels=(level,))
         cache.set(key, data, CACHE_SECONDS)
     return data
 
@@ -297,9 +286,9 @@ class ReleasePageView(View):
         template: str = "public/release.html",
         extra: dict[str, Any] | None = None,
     ) -> str:
-        data = _page_data(
-            _release_data(release=release) if data is None else data, page=options.page
-        )
+        if data is None:
+            data = _release_data(release=release, level=options.confidence)
+        data = _page_data(data, page=options.page)
         context = {
             "project": release.project,
             "release": release,
@@ -309,6 +298,7 @@ class ReleasePageView(View):
                 "confidence_label": public_options.CONFIDENCE_LABELS[options.confidence],
                 "intervals": options.intervals,
                 "display": options.display,
+                "page": options.page,
             },
             "statistics": [
                 page.statistic_context(stat, data=data, options=options)
@@ -344,7 +334,7 @@ def _download(request: HttpRequest, slug: str, release_id: int, *, fmt: str) -> 
 
     def build(release: Release) -> tuple[str | Iterable[str], str, dict[str, str]]:
         filename = f"{release.project.slug}-release-{release.pk}"
-        data = _release_data(release=release)
+        data = _release_data(release=release, level=confidence)
         if fmt == "json":
             record = downloads.release_download_data(data=data, confidence=confidence)
             return (
@@ -387,7 +377,7 @@ def release_preview_html(
         request,
         release=release,
         options=options,
-        data=public_data.release_public_data(release=release),
+        data=public_data.release_public_data(release=release, levels=(options.confidence,)),
         template=template,
         extra=extra,
     )

@@ -162,7 +162,10 @@ def plan_cell_limits() -> dict[str, str]:
     return {
         "statistic": formatting.integer(settings.RELEASE_MAX_CELLS_PER_STATISTIC),
         "release": formatting.integer(settings.RELEASE_MAX_CELLS_PER_RELEASE),
-        "kinds": ", ".join(f"{limit} for {label}" for label, limit in lowered.items()),
+        "kinds": ", ".join(
+            gettext("%(limit)s for %(kind)s") % {"limit": limit, "kind": label}
+            for label, limit in lowered.items()
+        ),
     }
 
 
