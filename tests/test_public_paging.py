@@ -125,3 +125,21 @@ def test_statistic_page_cuts_every_per_cell_list_alike(settings):
         assert len(page[key]) == 3
     assert page["intervals"]["0.95"]["per_cell"]["lower"] == [3, 4, 5]
     assert stat["cells"] == list("abcdefg")  # the cached statistic is left whole
+
+
+def test_a_release_published_before_lower_limits_still_renders_paged(
+    client, published, owner, settings
+):
+    # limits lowered after publication: the plan would refuse it now, its pages still work
+    settings.RELEASE_MAX_CELLS_PER_STATISTIC = 2
+    settings.RELEASE_MAX_CELLS_PER_RELEASE = 3
+    settings.RESULT_PAGE_CELLS = 2
+    html = client.get(_url(published)).content.decode()
+    assert "Page 1 of 2: cells 1 to 2 of 4." in html
+    assert client.get(_url(published, "public:release-json")).status_code == 200
+    rows = list(csv.DictReader(io.StringIO(
+        client.get(_url(published, "public:release-csv")).getvalue().decode())))  # fmt: skip
+    assert len(rows) == 14
+    client.force_login(owner)
+    owner_page = client.get(reverse("releases:detail", args=[published.pk]))
+    assert owner_page.status_code == 200 and b"Page 1 of 3" in owner_page.content
