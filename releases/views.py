@@ -154,11 +154,11 @@ def release_preview_view(request: HttpRequest, project_slug: str) -> JsonRespons
     (with ?chart=1 the accuracy-versus-epsilon chart's data too)."""
     project = project_get_for_member(slug=project_slug, user=request.user, roles=OWNER)
     try:
-        preview = services.release_preview(
-            project=project, data=_builder_payload(request), chart=request.GET.get("chart") == "1"
-        )
+        plan = services.release_plan_parse(project=project, data=_builder_payload(request))
+        preview = services.plan_preview(plan=plan, chart=request.GET.get("chart") == "1")
     except ApplicationError as exc:
         return JsonResponse({"ok": False, "error": exc.message}, status=400)
+    preview["cells_text"] = services.plan_cells_text(statistics=plan.statistics)
     return JsonResponse({"ok": True, "preview": preview})
 
 

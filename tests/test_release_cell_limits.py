@@ -117,10 +117,15 @@ def test_builder_page_and_preview_refuse_and_show_the_limits(
     assert response.status_code == 400
     assert b"at most 20 cells per statistic" in response.content
     assert b"this one has 24" in response.content
-    preview = client.post(
-        reverse("releases:preview", args=[project.slug]), data, content_type="application/json"
-    )
+    url = reverse("releases:preview", args=[project.slug])
+    preview = client.post(url, data, content_type="application/json")
     assert preview.status_code == 400 and "this one has 24" in preview.json()["error"]
+    settings.RELEASE_MAX_CELLS_PER_STATISTIC = 24
+    settings.RELEASE_MAX_CELLS_PER_RELEASE = 30
+    fits = builder_data(dataset, statistics=[CROSS, {"kind": "count"}])
+    ok = client.post(url, fits, content_type="application/json")
+    assert ok.status_code == 200
+    assert ok.json()["preview"]["cells_text"] == "Cells: 25 of at most 30 per release."
     assert Release.objects.count() == 0
 
 

@@ -25,6 +25,7 @@ from releases.services.plan import (
     ReleasePlan,
     StatisticPlan,
     plan_cell_limits,
+    plan_cells_text,
     plan_check_cells,
     release_plan_parse,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "release_form_data",
     "release_freeze",
     "plan_cell_limits",
+    "plan_cells_text",
     "plan_check_cells",
     "release_plan_parse",
     "release_preview",

@@ -169,6 +169,14 @@ def plan_cell_limits() -> dict[str, str]:
     }
 
 
+def plan_cells_text(*, statistics: list[StatisticPlan]) -> str:
+    """The builder's line on a valid plan's cells: its count beside the release's limit."""
+    return gettext("Cells: %(cells)s of at most %(limit)s per release.") % {
+        "cells": formatting.integer(plan_check_cells(statistics=statistics)),
+        "limit": formatting.integer(settings.RELEASE_MAX_CELLS_PER_RELEASE),
+    }
+
+
 def plan_check_cells(*, statistics: list[StatisticPlan]) -> int:
     """The release's cells in all, once each statistic is within its kind's cell limit, the
     cells of each dearer kind within that kind's limit (StatisticKind.cell_limit_setting)
