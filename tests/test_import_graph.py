@@ -128,6 +128,7 @@ LAYERS = {
     "releases.plans": "service",
     "releases.presentation": "interface",
     "releases.public": "interface",
+    "releases.public.paging": "interface",
     "releases.public.selectors": "service",
     "releases.public.urls": "interface",
     "releases.public.views": "interface",
