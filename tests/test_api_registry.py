@@ -87,6 +87,25 @@ def test_registry_with_a_huge_cap_and_nothing_spent_is_valid(owner):
     assert group[5]["cap"] == {"epsilon": "5000", "delta": "1"}
 
 
+def test_registry_names_only_datasets_a_published_release_used(owner, reviewer):
+    """A declared dataset no release published stays out of the public registry: its name
+    is the owner's to reveal by publishing."""
+    from budgets.models import Membership
+    from tests.releases_support import make_dataset
+
+    project = project_create(
+        name="Quiet", description="", privacy_unit_description="", epsilon_cap="2",
+        delta_cap="0.0001", created_by=owner,
+    )  # fmt: skip
+    Membership.objects.create(project=project, user=reviewer, role="reviewer")
+    make_dataset(project=project, owner=owner, rows=50, name="unpublished-survey")
+    assert get_registry(project.slug)["privacy_unit"]["datasets"] == []
+    publish(project=project, owner=owner, reviewer=reviewer, epsilon="1", delta="0",
+            mechanism="laplace")  # fmt: skip
+    datasets = get_registry(project.slug)["privacy_unit"]["datasets"]
+    assert [d["name"] for d in datasets] == ["d.csv"]
+
+
 def _shape(node):
     """The names, required lists and enums of a schema, recursively ($defs already inlined)."""
     if isinstance(node, dict):

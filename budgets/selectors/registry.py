@@ -11,7 +11,6 @@ from fractions import Fraction
 from django.apps import apps
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
@@ -286,21 +285,17 @@ def _day_text(moment: datetime | None) -> str | None:
 
 
 def _registry_datasets(*, project: Project) -> list[dict]:
-    """Each public dataset's privacy unit (public: the ID column's name and the bound L).
+    """Each published dataset's privacy unit (public: the ID column's name and the bound L).
 
-    Public by design only: a dataset that is ready, declared and whose unit an owner
-    confirmed, or one a published release used. Never a failed upload, one still
-    ingesting or undeclared (deleted ones are gone).
+    Only a dataset some published release used: the registry says what was published,
+    and a dataset's name is the owner's to reveal by publishing, not by declaring it.
     """
     try:
         dataset_model = apps.get_model("datasets", "Dataset")
     except LookupError:
         return []
-    usable = Q(status="ready", declared=True, unit_confirmed_at__isnull=False)
-    published = Q(releases__status="published")
     rows = (
-        dataset_model.objects.filter(project_id=project.pk)
-        .filter(usable | published)
+        dataset_model.objects.filter(project_id=project.pk, releases__status="published")
         .distinct()
         .order_by("pk")
     )
