@@ -525,17 +525,17 @@ DPPORTAL_TASK_HARD_LIMIT_GRACE_SECONDS = env_int("DPPORTAL_TASK_HARD_LIMIT_GRACE
 # (releases.kinds.base.StatisticKind.cell_count). Every surface of a result (public
 # page, data.json, data.csv, the owner's results) reads each cell, so these bound
 # the cost of every page; the builder shows them and refuses a plan over them.
-RELEASE_MAX_CELLS_PER_STATISTIC = int(os.environ.get("RELEASE_MAX_CELLS_PER_STATISTIC", "10000"))
-RELEASE_MAX_CELLS_PER_RELEASE = int(os.environ.get("RELEASE_MAX_CELLS_PER_RELEASE", "20000"))
+RELEASE_MAX_CELLS_PER_STATISTIC = env_int("RELEASE_MAX_CELLS_PER_STATISTIC", 10_000)
+RELEASE_MAX_CELLS_PER_RELEASE = env_int("RELEASE_MAX_CELLS_PER_RELEASE", 20_000)
 # Lower limits for the kinds whose intervals are dear to read back, each for one
 # statistic and for all of that kind in one release (measured with
 # bench/largest_release.py: a page computes every cell's interval at 3 levels x 2
 # kinds): standard deviations and variances invert a joint law of three noise
 # parts (dpportal/privacy/spread_interval.py, ~5 ms a cell); grouped means invert a
 # pivot per group (dpportal/privacy/mean_pivot.py, ~1.3 ms a cell).
-RELEASE_MAX_SPREAD_CELLS = int(os.environ.get("RELEASE_MAX_SPREAD_CELLS", "150"))
-RELEASE_MAX_GROUPED_MEAN_CELLS = int(os.environ.get("RELEASE_MAX_GROUPED_MEAN_CELLS", "600"))
+RELEASE_MAX_SPREAD_CELLS = env_int("RELEASE_MAX_SPREAD_CELLS", 150)
+RELEASE_MAX_GROUPED_MEAN_CELLS = env_int("RELEASE_MAX_GROUPED_MEAN_CELLS", 600)
 # cells of one statistic on one HTML page (public page, owner's results): a longer
 # statistic is paged ("page 1 of N"; a two-way table shows whole rows, at least one);
 # data.csv and data.json hold every cell
-RESULT_PAGE_CELLS = int(os.environ.get("RESULT_PAGE_CELLS", "300"))
+RESULT_PAGE_CELLS = env_int("RESULT_PAGE_CELLS", 300)
