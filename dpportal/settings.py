@@ -425,3 +425,10 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
 }
+
+# --- Bounded reading of Parquet and statistical files (binary formats) -------------
+# Parquet, Stata, SPSS and SAS rows are read and written in batches of about this many
+# decoded bytes (the rows per batch follow from the row width the file declares), so a
+# small file that decodes to gigabytes never sits in memory whole. Their total decoded
+# size is held to DPPORTAL_MAX_DECOMPRESSED_BYTES and each value to DPPORTAL_MAX_ROW_BYTES.
+DPPORTAL_INGEST_BATCH_BYTES = env_int("DPPORTAL_INGEST_BATCH_BYTES", 32 * 1024**2)

@@ -34,7 +34,10 @@ class IngestLimits:
     """What an upload may be. A gzip upload may expand to at most
     `max_decompression_ratio` times its own size, and never past
     `max_decompressed_bytes`; no line (the header included) may be longer than
-    `max_row_bytes`."""
+    `max_row_bytes`, and no value of a typed format (Parquet, Excel, Stata, SPSS, SAS)
+    either. A typed format's reader hands on rows in batches of about
+    `max_batch_bytes` decoded, and reads no more than `max_decompressed_bytes` of
+    decoded values from one upload (however small its file)."""
 
     max_upload_bytes: int
     max_decompressed_bytes: int
@@ -43,6 +46,7 @@ class IngestLimits:
     max_row_bytes: int = 1 << 20
     #: data rows of a spreadsheet (Excel's own limit is 1,048,575 below a header)
     max_sheet_rows: int = 1_000_000
+    max_batch_bytes: int = 32 << 20
 
     def decompressed_limit(self, compressed_size: int) -> int:
         return min(self.max_decompressed_bytes, self.max_decompression_ratio * compressed_size)

@@ -82,6 +82,7 @@ def ingest_limits() -> IngestLimits:
         max_decompression_ratio=settings.DPPORTAL_MAX_DECOMPRESSION_RATIO,
         max_row_bytes=settings.DPPORTAL_MAX_ROW_BYTES,
         max_sheet_rows=settings.DPPORTAL_MAX_SHEET_ROWS,
+        max_batch_bytes=settings.DPPORTAL_INGEST_BATCH_BYTES,
     )
 
 

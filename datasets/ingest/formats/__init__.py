@@ -26,7 +26,7 @@ from datasets.ingest.common import (
     IngestRejected,
     human_size,
 )
-from datasets.ingest.formats.batches import Widen, write_batches
+from datasets.ingest.formats.batches import Widen, unreadable_warnings, write_batches
 from datasets.ingest.formats.excel import ExcelReader
 from datasets.ingest.formats.parquet import ParquetReader
 from datasets.ingest.formats.stats import StatsReader
@@ -171,8 +171,9 @@ def _ingest_typed(fmt, path, sink, limits, on_progress, sheet) -> IngestResult:
                 batches=reader.batches(layout.types),
                 sink=sink,
                 on_progress=on_progress,
+                limits=limits,
             )
-            return IngestResult(profiles=profiles, warnings=[])
+            return IngestResult(profiles=profiles, warnings=unreadable_warnings(profiles))
         except Widen as widen:
             layout.types.update(dict.fromkeys(widen.names, "float"))
     raise IngestRejected(
