@@ -56,8 +56,11 @@ def ensure_database(url: str) -> None:
 
 
 def generators() -> dict[str, Callable[[Path], Path]]:
-    """name -> function(folder) -> path: a module's GENERATORS map when it has one, else
-    its public functions that take one argument (the folder)."""
+    """name -> function(folder) -> the file's path, from every module of GENERATOR_MODULES:
+    its GENERATORS map when it has one, else its public functions whose one required
+    parameter is `folder` (they return the path they wrote) or `path` (they write that
+    file, named after the function, with the module's format as extension:
+    tests/hostile_files_xlsx.py writes .xlsx)."""
     found = {}
     for name in GENERATOR_MODULES:
         try:
@@ -67,14 +70,30 @@ def generators() -> dict[str, Callable[[Path], Path]]:
             continue
         table = getattr(module, "GENERATORS", None)
         if table is None:
-            table = {
-                n: f
-                for n, f in vars(module).items()
-                if inspect.isfunction(f) and f.__module__ == name and not n.startswith("_")
-                and len(inspect.signature(f).parameters) == 1
-            }  # fmt: skip
+            extension = name.rsplit("_", 1)[-1]
+            table = {}
+            for n, f in vars(module).items():
+                if not inspect.isfunction(f) or f.__module__ != name or n.startswith("_"):
+                    continue
+                required = [
+                    p.name
+                    for p in inspect.signature(f).parameters.values()
+                    if p.default is inspect.Parameter.empty
+                ]
+                if required == ["folder"]:
+                    table[n] = f
+                elif required == ["path"]:
+                    table[n] = _writing_to(f, f"{n}.{extension}")
         found.update(table)
     return found
+
+
+def _writing_to(write: Callable[[Path], None], filename: str) -> Callable[[Path], Path]:
+    def make(folder: Path) -> Path:
+        write(folder / filename)
+        return folder / filename
+
+    return make
 
 
 def start_worker(queue: str, log: Path) -> subprocess.Popen:
@@ -135,7 +154,8 @@ def main() -> None:
     app.conf.task_default_queue = queue
     app.conf.CELERY_TASK_DEFAULT_QUEUE = queue
     owner = UserFactory(username=f"bench-hostile-{uuid.uuid4().hex[:8]}")
-    project = ProjectFactory(created_by=owner)
+    stamp = uuid.uuid4().hex[:8]
+    project = ProjectFactory(created_by=owner, slug=f"bench-hostile-{stamp}", name=stamp)
     MembershipFactory(project=project, user=owner, role="owner")
     chosen = {
         n: f for n, f in generators().items() if not args.names or any(a in n for a in args.names)
