@@ -8,8 +8,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pyreadstat
 import pytest
 from django.conf import settings
 
@@ -173,5 +175,19 @@ def test_unreadable_numbers_are_counted_and_shown_as_a_warning(tmp_path):
     destination = tmp_path / "data.parquet"
     result = ingest_file(source=path, destination=destination, limits=SMALL)
     (warning,) = result.warnings
-    assert "Column 'x'" in messages.english([warning]) and "25%" in messages.english([warning])
+    assert messages.english([warning]) == (
+        "Column 'x': 1 cell could not be read as a number and is treated as missing."
+    )
     assert pq.read_table(destination).column("x").to_pylist() == [1.5, None, 2.5, 3.5]
+
+
+def test_several_columns_that_meet_decimals_late_are_widened_together(tmp_path):
+    path = tmp_path / "many.dta"
+    values = files.int_then_decimal_values()
+    frame = pd.DataFrame({f"c{i}": values for i in range(6)})
+    pyreadstat.write_dta(frame, str(path))
+    destination = tmp_path / "data.parquet"
+    result = ingest_file(source=path, destination=destination, limits=SMALL)
+    assert [p.suggested_type for p in result.profiles] == ["float"] * 6
+    stored = pq.read_table(destination)
+    assert all(stored.column(f"c{i}").to_pylist() == values for i in range(6))

@@ -26,11 +26,12 @@ from datasets.ingest.common import (
     IngestRejected,
     human_size,
 )
-from datasets.ingest.formats.batches import Widen, unreadable_warnings, write_batches
+from datasets.ingest.formats.batches import Widen, write_batches
 from datasets.ingest.formats.excel import ExcelReader
 from datasets.ingest.formats.parquet import ParquetReader
 from datasets.ingest.formats.stats import StatsReader
 from datasets.ingest.formats.unwrap import gunzip, unzip_single
+from datasets.ingest.formats.widen import unreadable_warnings
 from datasets.ingest.reader import PLAIN
 from datasets.ingest.sink import LocalSink, ParquetSink
 from datasets.ingest.writer import IngestResult, ingest_csv

@@ -36,9 +36,8 @@ from datasets.ingest.common import (
     human_size,
 )
 from datasets.ingest.header import check_header
-from datasets.ingest.profile import ColumnProfile, profile_update, rounded_share
+from datasets.ingest.profile import ColumnProfile, profile_update
 from datasets.ingest.sink import ParquetSink
-from dpportal.messages import Record, record
 
 ROW_GROUP_ROWS = 262_144
 
@@ -80,23 +79,6 @@ def value_too_long(name: str, limits: IngestLimits) -> IngestRejected:
     )
 
 
-def unreadable_warnings(profiles: list[ColumnProfile]) -> list[Record]:
-    """A warning for each numeric column with cells that could not be read as its type
-    (they are stored as missing), with their rounded share of the column."""
-    return [
-        record(
-            gettext_noop(
-                "Column '%(name)s': some cells (about %(share)s of the non-empty ones) could "
-                "not be read as numbers; they are treated as missing."
-            ),
-            name=p.name[:100],
-            share=f"{float(rounded_share(p.unparseable, p.cells + p.unparseable)):.0%}",
-        )
-        for p in profiles
-        if p.unparseable and p.suggested_type in (INTEGER, FLOAT)
-    ]
-
-
 def write_batches(
     *,
     layout: Layout,
@@ -121,10 +103,7 @@ def write_batches(
             pending: list[pa.RecordBatch] = []
             pending_rows = pending_bytes = 0
             for batch, fraction in batches:
-                arrays = [
-                    _convert(batch.column(i), p, layout.text_numbers, limits)
-                    for i, p in enumerate(profiles)
-                ]
+                arrays = _convert_all(batch, profiles, layout.text_numbers, limits)
                 del batch
                 for array, profile in zip(arrays, profiles, strict=True):
                     profile_update(profile, array)
@@ -148,6 +127,25 @@ def write_batches(
     finally:
         sink.discard()
     return profiles
+
+
+def _convert_all(
+    batch: pa.RecordBatch,
+    profiles: list[ColumnProfile],
+    text_numbers: bool,
+    limits: IngestLimits | None,
+) -> list[pa.Array]:
+    """Every column of `batch` in its type; Widen names every integer column of the batch
+    that met a fraction, so one more pass widens them all."""
+    arrays, widen = [], set()
+    for i, profile in enumerate(profiles):
+        try:
+            arrays.append(_convert(batch.column(i), profile, text_numbers, limits))
+        except Widen as exc:
+            widen |= exc.names
+    if widen:
+        raise Widen(widen)
+    return arrays
 
 
 def _convert(
