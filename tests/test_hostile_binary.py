@@ -19,6 +19,7 @@ from datasets import external, storage
 from datasets.ingest.common import IngestLimits, IngestRejected
 from datasets.ingest.formats import ingest_file
 from datasets.ingest.formats.parquet import Decoded, open_bounded
+from datasets.ingest.profile import ColumnProfile, profile_update
 from datasets.models import Dataset
 from dpportal import messages
 from tests import hostile_files_binary as files
@@ -191,3 +192,20 @@ def test_several_columns_that_meet_decimals_late_are_widened_together(tmp_path):
     assert [p.suggested_type for p in result.profiles] == ["float"] * 6
     stored = pq.read_table(destination)
     assert all(stored.column(f"c{i}").to_pylist() == values for i in range(6))
+
+
+def test_a_column_chunk_over_its_limit_is_refused_before_it_is_read(tmp_path):
+    path = tmp_path / "big_group.parquet"
+    pq.write_table(pa.table({"note": [f"{i:04d}" + "a" * 100_000 for i in range(30)]}), path)
+    limits = dataclasses.replace(SMALL, max_column_chunk_bytes=2 << 20)
+    with pytest.raises(IngestRejected, match=r"at most 2\.0 MiB per column and row group"):
+        ingest_file(source=path, destination=tmp_path / "data.parquet", limits=limits)
+
+
+def test_long_distinct_texts_are_not_kept_as_category_counts():
+    profile = ColumnProfile("note", 0, "string")
+    profile_update(profile, pa.array([f"{i}" + "x" * 300_000 for i in range(5)]))
+    assert profile.counts is None  # 1.5 MB of distinct text: no categories to suggest
+    short = ColumnProfile("region", 0, "string")
+    profile_update(short, pa.array(["north", "south"] * 100))
+    assert short.counts == {"north": 100, "south": 100}

@@ -47,6 +47,8 @@ class IngestLimits:
     #: data rows of a spreadsheet (Excel's own limit is 1,048,575 below a header)
     max_sheet_rows: int = 1_000_000
     max_batch_bytes: int = 32 << 20
+    #: a Parquet column chunk (one column of one row group), uncompressed
+    max_column_chunk_bytes: int = 128 << 20
 
     def decompressed_limit(self, compressed_size: int) -> int:
         return min(self.max_decompressed_bytes, self.max_decompression_ratio * compressed_size)

@@ -10,10 +10,12 @@ A few KB of Parquet can stand for gigabytes of values: one long text in a
 dictionary that every row points to, or millions of rows run-length encoded. So
 nothing is read whole. Before any row is read the footer's row groups and column
 chunks are checked (`check_footer`): their declared sizes, row and value counts
-must be sane and the decoded size they add up to within the decoded-size limit
+must be sane, each column chunk (a column in a row group, whose pages pyarrow
+decompresses whole) within IngestLimits.max_column_chunk_bytes, and the decoded
+size they add up to within the decoded-size limit
 (IngestLimits.max_decompressed_bytes). Rows are then read in batches of a number
 of rows derived from the batch budget (IngestLimits.max_batch_bytes) and the
-row width the footer declares, text columns kept dictionary-encoded; each batch's
+row width the footer declares, dictionary-encoded text kept so; each batch's
 decoded size is measured from its dictionary and indices before it is decoded,
 a value or row longer than IngestLimits.max_row_bytes is refused, and a batch
 wider than the budget is decoded in slices (`Decoded`). The same reading serves
@@ -97,7 +99,11 @@ def open_bounded(source, *, damaged: str) -> tuple[pq.ParquetFile, pa.Schema]:
     try:
         first = pq.ParquetFile(source)
         schema = first.schema_arrow
-        text = [f.name for f in schema if _is_text(f.type)]
+        text = [
+            f.name
+            for i, f in enumerate(schema)
+            if _is_text(f.type) and _dictionary_encoded(first.metadata, i)
+        ]
         bounded = pq.ParquetFile(
             source, metadata=first.metadata, read_dictionary=text,
             buffer_size=READ_BUFFER_BYTES, pre_buffer=False,
@@ -105,6 +111,16 @@ def open_bounded(source, *, damaged: str) -> tuple[pq.ParquetFile, pa.Schema]:
         return bounded, schema
     except (pa.ArrowInvalid, OSError):
         raise IngestRejected(damaged) from None
+
+
+def _dictionary_encoded(metadata: pq.FileMetaData, column: int) -> bool:
+    """Whether the column has a dictionary page in some row group: read as dictionary it
+    is measured before it is decoded. (A plain column is read plain: as dictionary,
+    pyarrow would gather its distinct values over a whole row group.)"""
+    return any(
+        metadata.row_group(g).column(column).has_dictionary_page
+        for g in range(metadata.num_row_groups)
+    )
 
 
 def too_large_decoded(limits: IngestLimits) -> IngestRejected:
@@ -143,6 +159,17 @@ def check_footer(
             chunk = row_group.column(i)
             if chunk.num_values < 0 or chunk.total_uncompressed_size < 0:
                 raise _damaged_footer()
+            if chunk.total_uncompressed_size > limits.max_column_chunk_bytes:
+                raise IngestRejected(
+                    gettext_noop(
+                        "Column '%(name)s' of the Parquet file has a row group of %(size)s "
+                        "uncompressed; at most %(limit)s per column and row group can be "
+                        "read (a page is read whole). Write the file with smaller row groups."
+                    ),
+                    name=schema.names[i][:100],
+                    size=human_size(chunk.total_uncompressed_size),
+                    limit=human_size(limits.max_column_chunk_bytes),
+                )
             if widths[i] is not None:
                 declared += rows * widths[i]
             else:
