@@ -145,23 +145,25 @@ def _local_files(path: Path) -> list[dict[str, Any]]:
     return files
 
 
-def _open(kind: str, path: str) -> tuple[pq.ParquetFile, pa.Schema]:
+def _open(
+    kind: str, path: str, limits: IngestLimits
+) -> tuple[pq.ParquetFile, pa.Schema, Callable[[int, int], bytes]]:
     damaged = gettext_noop("A file at that location is not a readable Parquet file.")
     try:
         source = storage.external_filesystem(kind).open_input_file(path)
     except (pa.ArrowInvalid, OSError):
         raise IngestRejected(damaged) from None
-    return open_bounded(source, damaged=damaged)
+    return open_bounded(source, limits=limits, damaged=damaged)
 
 
 def read_layout(kind: str, files: list[dict[str, Any]], limits: IngestLimits) -> Layout:
     """The columns and our types of the files' one schema; refused when mixed or not ours,
     or when their footers declare more than the limits allow."""
-    parquet, schema = _open(kind, files[0]["path"])
-    declared = check_footer(parquet, limits)[0]
+    parquet, schema, read_at = _open(kind, files[0]["path"], limits)
+    declared = check_footer(parquet, read_at, limits)[0]
     for f in files[1:]:
-        parquet, other = _open(kind, f["path"])
-        declared += check_footer(parquet, limits, already=declared)[0]
+        parquet, other, read_at = _open(kind, f["path"], limits)
+        declared += check_footer(parquet, read_at, limits, already=declared)[0]
         if not other.equals(schema, check_metadata=False):
             raise IngestRejected(
                 gettext_noop(
@@ -202,9 +204,9 @@ def batches(
     decoded = Decoded(limits)
     damaged = gettext_noop("A Parquet file is damaged: a row group is unreadable.")
     for f in files:
-        parquet, _ = _open(kind, f["path"])
+        parquet, _, read_at = _open(kind, f["path"], limits)
         with parquet:
-            _, widest = check_footer(parquet, limits)
+            _, widest = check_footer(parquet, read_at, limits)
             size = f["size"]
             yield from bounded_batches(
                 parquet, decoded, batch_rows(widest, limits),

@@ -431,9 +431,8 @@ LOGGING = {
 # decoded bytes (the rows per batch follow from the row width the file declares), so a
 # small file that decodes to gigabytes never sits in memory whole. Their total decoded
 # size is held to DPPORTAL_MAX_DECOMPRESSED_BYTES and each value to DPPORTAL_MAX_ROW_BYTES.
-DPPORTAL_INGEST_BATCH_BYTES = env_int("DPPORTAL_INGEST_BATCH_BYTES", 32 * 1024**2)
-# pyarrow decompresses a Parquet page whole, and a page can be as large as its column
-# chunk (one column of one row group): a chunk may hold at most this much uncompressed.
-DPPORTAL_PARQUET_MAX_COLUMN_CHUNK_BYTES = env_int(
-    "DPPORTAL_PARQUET_MAX_COLUMN_CHUNK_BYTES", 128 * 1024**2
-)
+DPPORTAL_INGEST_BATCH_BYTES = env_int("DPPORTAL_INGEST_BATCH_BYTES", 16 * 1024**2)
+# pyarrow decompresses a Parquet page whole, and the footer does not say how large the
+# pages are: a large column chunk's page headers are read, and a page may hold at most
+# this much uncompressed (writers make pages of about 1 MiB).
+DPPORTAL_PARQUET_MAX_PAGE_BYTES = env_int("DPPORTAL_PARQUET_MAX_PAGE_BYTES", 16 * 1024**2)

@@ -128,7 +128,7 @@ def _wide_table(rows: int = 120) -> pa.Table:
 def test_a_batch_wider_than_the_budget_is_decoded_in_slices_within_it(tmp_path):
     path = tmp_path / "wide.parquet"
     pq.write_table(_wide_table(), path)
-    parquet, _ = open_bounded(path, damaged="damaged")
+    parquet, _, _ = open_bounded(path, limits=SMALL, damaged="damaged")
     (batch,) = parquet.iter_batches(batch_size=1000)
     pieces = list(Decoded(SMALL).pieces(batch))
     assert len(pieces) > 30  # 36 MB in slices of at most 1 MiB
@@ -194,12 +194,20 @@ def test_several_columns_that_meet_decimals_late_are_widened_together(tmp_path):
     assert all(stored.column(f"c{i}").to_pylist() == values for i in range(6))
 
 
-def test_a_column_chunk_over_its_limit_is_refused_before_it_is_read(tmp_path):
-    path = tmp_path / "big_group.parquet"
-    pq.write_table(pa.table({"note": [f"{i:04d}" + "a" * 100_000 for i in range(30)]}), path)
-    limits = dataclasses.replace(SMALL, max_column_chunk_bytes=2 << 20)
-    with pytest.raises(IngestRejected, match=r"at most 2\.0 MiB per column and row group"):
-        ingest_file(source=path, destination=tmp_path / "data.parquet", limits=limits)
+def test_a_page_over_its_limit_is_refused_before_it_is_read(tmp_path):
+    """30 values of 100 KB in one page (pyarrow checks a page's size every 1,024 rows):
+    3 MB; the same values in pages of 5 rows pass."""
+    table = pa.table({"note": [f"{i:04d}" + "a" * 100_000 for i in range(30)]})
+    limits = dataclasses.replace(SMALL, max_page_bytes=2 << 20)
+    one_page, small_pages = tmp_path / "one_page.parquet", tmp_path / "small_pages.parquet"
+    pq.write_table(table, one_page, compression="zstd")
+    pq.write_table(table, small_pages, compression="zstd", write_batch_size=5, data_page_size=1)
+    with pytest.raises(IngestRejected, match=r"holds 2\.9 MiB uncompressed; at most 2\.0 MiB per"):
+        ingest_file(source=one_page, destination=tmp_path / "a.parquet", limits=limits)
+    ingest_file(source=small_pages, destination=tmp_path / "b.parquet", limits=limits)
+    assert pq.read_table(tmp_path / "b.parquet").column("note").to_pylist() == (
+        table.column("note").to_pylist()
+    )
 
 
 def test_long_distinct_texts_are_not_kept_as_category_counts():

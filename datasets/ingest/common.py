@@ -46,9 +46,9 @@ class IngestLimits:
     max_row_bytes: int = 1 << 20
     #: data rows of a spreadsheet (Excel's own limit is 1,048,575 below a header)
     max_sheet_rows: int = 1_000_000
-    max_batch_bytes: int = 32 << 20
-    #: a Parquet column chunk (one column of one row group), uncompressed
-    max_column_chunk_bytes: int = 128 << 20
+    max_batch_bytes: int = 16 << 20
+    #: a Parquet page, uncompressed (pyarrow decompresses a page whole)
+    max_page_bytes: int = 16 << 20
 
     def decompressed_limit(self, compressed_size: int) -> int:
         return min(self.max_decompressed_bytes, self.max_decompression_ratio * compressed_size)

@@ -83,7 +83,7 @@ def ingest_limits() -> IngestLimits:
         max_row_bytes=settings.DPPORTAL_MAX_ROW_BYTES,
         max_sheet_rows=settings.DPPORTAL_MAX_SHEET_ROWS,
         max_batch_bytes=settings.DPPORTAL_INGEST_BATCH_BYTES,
-        max_column_chunk_bytes=settings.DPPORTAL_PARQUET_MAX_COLUMN_CHUNK_BYTES,
+        max_page_bytes=settings.DPPORTAL_PARQUET_MAX_PAGE_BYTES,
     )
 
 

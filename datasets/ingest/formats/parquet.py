@@ -10,8 +10,9 @@ A few KB of Parquet can stand for gigabytes of values: one long text in a
 dictionary that every row points to, or millions of rows run-length encoded. So
 nothing is read whole. Before any row is read the footer's row groups and column
 chunks are checked (`check_footer`): their declared sizes, row and value counts
-must be sane, each column chunk (a column in a row group, whose pages pyarrow
-decompresses whole) within IngestLimits.max_column_chunk_bytes, and the decoded
+must be sane, each page (which pyarrow decompresses whole) within
+IngestLimits.max_page_bytes (the page headers of a large column chunk are read for
+it, datasets.ingest.formats.parquet_pages), and the decoded
 size they add up to within the decoded-size limit
 (IngestLimits.max_decompressed_bytes). Rows are then read in batches of a number
 of rows derived from the batch budget (IngestLimits.max_batch_bytes) and the
@@ -24,7 +25,7 @@ Parquet registered in place (datasets.external).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -42,12 +43,15 @@ from datasets.ingest.common import (
     human_size,
 )
 from datasets.ingest.formats.batches import Layout, check_names, value_too_long
+from datasets.ingest.formats.parquet_pages import BadHeader, page_sizes
 
 BATCH_ROWS = 65_536
 #: bytes read from the file at a time (pyarrow's buffered stream, not whole column chunks)
 READ_BUFFER_BYTES = 1 << 20
 #: what a row of a column is counted as when its width is unknown or smaller
 MIN_VALUE_BYTES = 8
+#: a dictionary-encoded text column chunk up to this size is read as a dictionary
+DICTIONARY_CHUNK_BYTES = 8 << 20
 
 
 def _kind(name: str, arrow_type: pa.DataType) -> str:
@@ -91,35 +95,45 @@ def _is_text(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t)
 
 
-def open_bounded(source, *, damaged: str) -> tuple[pq.ParquetFile, pa.Schema]:
-    """A ParquetFile that streams its pages through a small buffer and keeps text
-    columns dictionary-encoded until they are measured, and the file's own Arrow
-    schema (the one read_dictionary does not change); IngestRejected(`damaged`) when
-    it cannot be opened."""
+def open_bounded(
+    source, *, limits: IngestLimits, damaged: str
+) -> tuple[pq.ParquetFile, pa.Schema, Callable[[int, int], bytes]]:
+    """A ParquetFile that streams its pages through a small buffer and keeps
+    dictionary-encoded text so until it is measured (see `_as_dictionary`), the file's
+    own Arrow schema (the one read_dictionary does not change) and its read_at(size,
+    offset) (for the page headers); IngestRejected(`damaged`) when it cannot be opened.
+    `source`: a path or an open pyarrow file."""
     try:
+        if isinstance(source, (str, Path)):
+            source = pa.OSFile(str(source))
         first = pq.ParquetFile(source)
         schema = first.schema_arrow
         text = [
             f.name
             for i, f in enumerate(schema)
-            if _is_text(f.type) and _dictionary_encoded(first.metadata, i)
+            if _is_text(f.type) and _as_dictionary(first.metadata, i, limits)
         ]
         bounded = pq.ParquetFile(
             source, metadata=first.metadata, read_dictionary=text,
             buffer_size=READ_BUFFER_BYTES, pre_buffer=False,
         )  # fmt: skip
-        return bounded, schema
+        return bounded, schema, source.read_at
     except (pa.ArrowInvalid, OSError):
         raise IngestRejected(damaged) from None
 
 
-def _dictionary_encoded(metadata: pq.FileMetaData, column: int) -> bool:
-    """Whether the column has a dictionary page in some row group: read as dictionary it
-    is measured before it is decoded. (A plain column is read plain: as dictionary,
-    pyarrow would gather its distinct values over a whole row group.)"""
-    return any(
-        metadata.row_group(g).column(column).has_dictionary_page
-        for g in range(metadata.num_row_groups)
+def _as_dictionary(metadata: pq.FileMetaData, column: int, limits: IngestLimits) -> bool:
+    """Whether to read a text column as a dictionary: when each of its column chunks has
+    a dictionary page and is small (at most DICTIONARY_CHUNK_BYTES uncompressed). That is
+    where a few bytes can stand for gigabytes of text (every row pointing to one long
+    value), and a dictionary is measured before it is decoded. A large chunk is mostly
+    plain values (a writer falls back to plain pages once its dictionary is full), which
+    pyarrow would gather into a dictionary of a whole page at several times its size:
+    it is read plain, in batches sized from the chunk's declared bytes."""
+    chunks = [metadata.row_group(g).column(column) for g in range(metadata.num_row_groups)]
+    return bool(chunks) and all(
+        c.has_dictionary_page and c.total_uncompressed_size <= DICTIONARY_CHUNK_BYTES
+        for c in chunks
     )
 
 
@@ -134,7 +148,10 @@ def too_large_decoded(limits: IngestLimits) -> IngestRejected:
 
 
 def check_footer(
-    parquet: pq.ParquetFile, limits: IngestLimits, already: int = 0
+    parquet: pq.ParquetFile,
+    read_at: Callable[[int, int], bytes],
+    limits: IngestLimits,
+    already: int = 0,
 ) -> tuple[int, int]:
     """Check the row groups and column chunks the footer declares, before reading any;
     returns (the decoded bytes they declare at least, the widest row's bytes). Raises
@@ -144,7 +161,8 @@ def check_footer(
     Each row group's rows and each column chunk's values must be counts the file can
     hold, and the sizes must add up to no more than the decoded-size limit: a
     fixed-width column counts its rows times its width, a text column its
-    uncompressed bytes (dictionary-encoded text is measured again as it is read)."""
+    uncompressed bytes (dictionary-encoded text is measured again as it is read). A
+    column chunk larger than a page may be has its page headers read (`_check_pages`)."""
     metadata = parquet.metadata
     schema = parquet.schema_arrow
     widths = [_fixed_width(f.type) for f in schema]
@@ -159,17 +177,8 @@ def check_footer(
             chunk = row_group.column(i)
             if chunk.num_values < 0 or chunk.total_uncompressed_size < 0:
                 raise _damaged_footer()
-            if chunk.total_uncompressed_size > limits.max_column_chunk_bytes:
-                raise IngestRejected(
-                    gettext_noop(
-                        "Column '%(name)s' of the Parquet file has a row group of %(size)s "
-                        "uncompressed; at most %(limit)s per column and row group can be "
-                        "read (a page is read whole). Write the file with smaller row groups."
-                    ),
-                    name=schema.names[i][:100],
-                    size=human_size(chunk.total_uncompressed_size),
-                    limit=human_size(limits.max_column_chunk_bytes),
-                )
+            if chunk.total_uncompressed_size > limits.max_page_bytes:
+                _check_pages(chunk, read_at, schema.names[i], limits)
             if widths[i] is not None:
                 declared += rows * widths[i]
             else:
@@ -180,6 +189,29 @@ def check_footer(
         if rows:
             widest = max(widest, -(-declared // rows))
     return total - already, widest
+
+
+def _check_pages(chunk, read_at, name: str, limits: IngestLimits) -> None:
+    """Refuse a column chunk with a page over IngestLimits.max_page_bytes uncompressed
+    (pyarrow decompresses a page whole), reading only the pages' headers."""
+    starts = [chunk.data_page_offset]
+    if chunk.has_dictionary_page and chunk.dictionary_page_offset:
+        starts.append(chunk.dictionary_page_offset)
+    try:
+        for size in page_sizes(read_at, min(starts), chunk.total_compressed_size):
+            if size > limits.max_page_bytes:
+                raise IngestRejected(
+                    gettext_noop(
+                        "A page of column '%(name)s' of the Parquet file holds %(size)s "
+                        "uncompressed; at most %(limit)s per page can be read. Write the file "
+                        "with smaller pages or row groups."
+                    ),
+                    name=name[:100],
+                    size=human_size(size),
+                    limit=human_size(limits.max_page_bytes),
+                )
+    except (BadHeader, OSError, pa.ArrowInvalid):
+        raise _damaged_footer() from None
 
 
 def _fixed_width(t: pa.DataType) -> int | None:
@@ -196,7 +228,9 @@ def _fixed_width(t: pa.DataType) -> int | None:
 
 def _damaged_footer() -> IngestRejected:
     return IngestRejected(
-        gettext_noop("The Parquet file is damaged: its footer declares impossible sizes.")
+        gettext_noop(
+            "The Parquet file is damaged: its footer or page headers declare impossible sizes."
+        )
     )
 
 
@@ -273,13 +307,15 @@ class ParquetReader:
     def __init__(self, path: Path, limits: IngestLimits) -> None:
         self.path, self.limits = path, limits
 
-    def _open(self) -> tuple[pq.ParquetFile, pa.Schema]:
+    def _open(self) -> tuple[pq.ParquetFile, pa.Schema, Callable[[int, int], bytes]]:
         return open_bounded(
-            self.path, damaged=gettext_noop("The file is not a readable Parquet file.")
+            self.path,
+            limits=self.limits,
+            damaged=gettext_noop("The file is not a readable Parquet file."),
         )
 
     def read_layout(self) -> Layout:
-        parquet, schema = self._open()
+        parquet, schema, read_at = self._open()
         with parquet:
             if len(schema) > self.limits.max_columns:
                 raise IngestRejected(
@@ -289,14 +325,14 @@ class ParquetReader:
                 )
             names = check_names(schema.names, self.limits)
             types = {name: _kind(name, f.type) for name, f in zip(names, schema, strict=True)}
-            check_footer(parquet, self.limits)
+            check_footer(parquet, read_at, self.limits)
         return Layout(names=names, types=types)
 
     def batches(self, types: dict[str, str]) -> Iterator[tuple[pa.RecordBatch, float]]:
         decoded = Decoded(self.limits)
-        parquet, _ = self._open()
+        parquet, _, read_at = self._open()
         with parquet:
-            _, widest = check_footer(parquet, self.limits)
+            _, widest = check_footer(parquet, read_at, self.limits)
             yield from bounded_batches(
                 parquet, decoded, batch_rows(widest, self.limits),
                 lambda done: done, gettext_noop(
