@@ -48,6 +48,29 @@ def parquet_dictionary_bomb(folder: Path, *, store_schema: bool = True) -> Path:
     return path
 
 
+def parquet_padded_dictionary_bomb(folder: Path) -> Path:
+    """The dictionary bomb hidden in a large column chunk: 100,000 short distinct texts
+    make the chunk 10 MB (read plain, not as a dictionary), and the other 100,000 rows
+    point to one 512 KiB value: about 50 GB decoded, from a few hundred KB."""
+    path = folder / "padded_dictionary_bomb.parquet"
+    rows = 200_000
+    dictionary = pa.array(["a" * (512 * 1024)] + [f"{i:045d}" for i in range(rows // 2)])
+    indices = np.zeros(rows, dtype=np.int32)
+    indices[::2] = np.arange(1, rows // 2 + 1)
+    column = pa.DictionaryArray.from_arrays(pa.array(indices), dictionary)
+    pq.write_table(pa.table({"label": column}), path, compression="zstd", store_schema=False)
+    return path
+
+
+def parquet_giant_page(folder: Path) -> Path:
+    """One page of 124 MB (125 values of about 1 MB, under the per-value limit, written
+    as one page): a few KB on disk, decompressed whole by pyarrow."""
+    path = folder / "giant_page.parquet"
+    values = [f"{i:04d}" + "a" * 1_040_000 for i in range(125)]
+    pq.write_table(pa.table({"note": values}), path, compression="zstd")
+    return path
+
+
 def parquet_run_length_bomb(folder: Path) -> Path:
     """240 million rows of one integer, run-length encoded: a few KB on disk, about
     1.9 GB as 64-bit integers."""
@@ -130,6 +153,8 @@ def parquet_int_then_decimal(folder: Path) -> Path:
 #: every generator, by name (the bench runs them all)
 GENERATORS = {
     "parquet_dictionary_bomb": parquet_dictionary_bomb,
+    "parquet_padded_dictionary_bomb": parquet_padded_dictionary_bomb,
+    "parquet_giant_page": parquet_giant_page,
     "parquet_run_length_bomb": parquet_run_length_bomb,
     "zsav_wide_strings": zsav_wide_strings,
     "parquet_long_value": parquet_long_value,

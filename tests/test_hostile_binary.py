@@ -42,15 +42,31 @@ def _refused(run, *words: str) -> None:
 
 @pytest.mark.worker
 @pytest.mark.parametrize(
-    "make", [files.parquet_dictionary_bomb, files.parquet_run_length_bomb], ids=lambda f: f.__name__
+    "make",
+    [
+        files.parquet_dictionary_bomb,
+        files.parquet_padded_dictionary_bomb,
+        files.parquet_run_length_bomb,
+    ],
+    ids=lambda f: f.__name__,
 )
 def test_a_parquet_bomb_is_refused_by_the_decoded_size_limit(
     make, celery_workers, owner, project, tmp_path
 ):
     path = make(tmp_path)
-    assert path.stat().st_size < 64 * 1024
+    assert path.stat().st_size < 512 * 1024
     run = _ingest(celery_workers, owner, project, path)
     _refused(run, "limit on decoded size", "1.0 GiB")
+
+
+@pytest.mark.worker
+def test_a_giant_parquet_page_is_refused_by_the_page_limit(
+    celery_workers, owner, project, tmp_path
+):
+    path = files.parquet_giant_page(tmp_path)
+    assert path.stat().st_size < 64 * 1024
+    run = _ingest(celery_workers, owner, project, path)
+    _refused(run, "column 'note'", "holds 124.0 MiB", "at most 16.0 MiB per page")
 
 
 @pytest.mark.worker

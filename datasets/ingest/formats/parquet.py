@@ -43,7 +43,11 @@ from datasets.ingest.common import (
     human_size,
 )
 from datasets.ingest.formats.batches import Layout, check_names, value_too_long
-from datasets.ingest.formats.parquet_pages import BadHeader, page_sizes
+from datasets.ingest.formats.parquet_pages import (
+    BadHeader,
+    longest_dictionary_value,
+    page_sizes,
+)
 
 BATCH_ROWS = 65_536
 #: bytes read from the file at a time (pyarrow's buffered stream, not whole column chunks)
@@ -162,11 +166,17 @@ def check_footer(
     hold, and the sizes must add up to no more than the decoded-size limit: a
     fixed-width column counts its rows times its width, a text column its
     uncompressed bytes (dictionary-encoded text is measured again as it is read). A
-    column chunk larger than a page may be has its page headers read (`_check_pages`)."""
+    column chunk larger than a page may be has its page headers read (`_check_pages`),
+    and a text column read plain counts, in a row's width, the longest value of its
+    dictionary pages (every row might decode to it)."""
     metadata = parquet.metadata
     schema = parquet.schema_arrow
     widths = [_fixed_width(f.type) for f in schema]
     total, widest = already, len(schema) * MIN_VALUE_BYTES
+    as_dictionary = [
+        _is_text(f.type) and _as_dictionary(metadata, i, limits) for i, f in enumerate(schema)
+    ]
+    longest = [0] * len(schema)
     for group in range(metadata.num_row_groups):
         row_group = metadata.row_group(group)
         rows = row_group.num_rows
@@ -179,6 +189,9 @@ def check_footer(
                 raise _damaged_footer()
             if chunk.total_uncompressed_size > limits.max_page_bytes:
                 _check_pages(chunk, read_at, schema.names[i], limits)
+            if widths[i] is None and rows and not as_dictionary[i]:
+                # read plain: a row can decode to the dictionary's longest value
+                longest[i] = max(longest[i], _longest_in_dictionary(chunk, read_at))
             if widths[i] is not None:
                 declared += rows * widths[i]
             else:
@@ -187,8 +200,23 @@ def check_footer(
                 raise too_large_decoded(limits)
         total += declared
         if rows:
-            widest = max(widest, -(-declared // rows))
+            widest = max(widest, -(-declared // rows) + sum(longest))
     return total - already, widest
+
+
+def _longest_in_dictionary(chunk, read_at) -> int:
+    """The longest value of a text column chunk's dictionary page (0 without one)."""
+    if not chunk.has_dictionary_page:
+        return 0
+    starts = [chunk.data_page_offset]
+    if chunk.dictionary_page_offset:
+        starts.append(chunk.dictionary_page_offset)
+    try:
+        return longest_dictionary_value(
+            read_at, min(starts), chunk.total_compressed_size, chunk.compression
+        )
+    except (BadHeader, OSError, pa.ArrowInvalid):
+        raise _damaged_footer() from None
 
 
 def _check_pages(chunk, read_at, name: str, limits: IngestLimits) -> None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import pyarrow as pa
+
 #: bytes read at a page's start for its header (more when its statistics are long)
 HEADER_READ_BYTES = 4096
 #: a header longer than this is refused (it holds at most a page's min/max statistics)
@@ -105,27 +107,66 @@ class _Reader:
                 self.skip(ttype, depth)
 
 
+def _header(read_at, offset: int, end: int) -> tuple[dict[int, int], int]:
+    """The page header at `offset`: its type (1), uncompressed (2) and compressed (3)
+    sizes, and its length in bytes."""
+    size = HEADER_READ_BYTES
+    while True:
+        data = read_at(min(size, end - offset), offset)
+        reader = _Reader(bytes(data))
+        try:
+            fields = reader.struct(wanted=(1, 2, 3))
+        except BadHeader:
+            if size >= MAX_HEADER_BYTES or len(data) < size:
+                raise
+            size *= 4
+            continue
+        if fields.get(2, -1) < 0 or fields.get(3, -1) < 0:
+            raise BadHeader()
+        return fields, reader.pos
+
+
 def page_sizes(read_at, start: int, length: int) -> Iterator[int]:
     """Each page's uncompressed size, for the pages in `length` bytes from `start`
     (a column chunk); read_at(size, offset) -> bytes. BadHeader when a header does
     not parse or a page runs past the chunk."""
     offset, end = start, start + length
     while offset < end:
-        size = HEADER_READ_BYTES
-        while True:
-            data = read_at(min(size, end - offset), offset)
-            reader = _Reader(bytes(data))
-            try:
-                fields = reader.struct(wanted=(2, 3))
-                break
-            except BadHeader:
-                if size >= MAX_HEADER_BYTES or len(data) < size:
-                    raise
-                size *= 4
-        uncompressed, compressed = fields.get(2), fields.get(3)
-        if uncompressed is None or compressed is None or uncompressed < 0 or compressed < 0:
-            raise BadHeader()
-        offset += reader.pos + compressed
+        fields, header = _header(read_at, offset, end)
+        offset += header + fields[3]
         if offset > end:
             raise BadHeader()
-        yield uncompressed
+        yield fields[2]
+
+
+#: pyarrow's names of the Parquet codecs whose pages it can decompress here
+CODECS = {"SNAPPY": "snappy", "GZIP": "gzip", "ZSTD": "zstd", "BROTLI": "brotli"}
+DICTIONARY_PAGE = 2
+
+
+def longest_dictionary_value(read_at, start: int, length: int, compression: str) -> int:
+    """The byte length of the longest value of the dictionary page at `start` (a text
+    column chunk's first page): what one row of the column can decode to. When the page
+    cannot be read here (another codec), its uncompressed size, which no value exceeds.
+    0 when the first page is not a dictionary page."""
+    fields, header = _header(read_at, start, start + length)
+    if fields.get(1) != DICTIONARY_PAGE:
+        return 0
+    uncompressed, compressed = fields[2], fields[3]
+    if header + compressed > length:
+        raise BadHeader()
+    body = read_at(compressed, start + header)
+    if compression != "UNCOMPRESSED":
+        if compression not in CODECS:
+            return uncompressed
+        try:
+            body = pa.decompress(body, uncompressed, codec=CODECS[compression])
+        except (pa.ArrowException, ValueError):
+            raise BadHeader() from None
+    data = memoryview(body)
+    position, longest = 0, 0
+    while position + 4 <= len(data):  # PLAIN byte arrays: a 4-byte length, the bytes
+        size = int.from_bytes(data[position : position + 4], "little")
+        longest = max(longest, size)
+        position += 4 + size
+    return longest
