@@ -26,6 +26,7 @@ DECIMAL_ROWS = 2_000
 #: the one long value of the 20 MB Parquet (compressed to about a KB)
 LONG_VALUE_BYTES = 20 * 1024 * 1024
 #: the one long value of the .dta (a Stata strL is stored plain: kept small on disk)
+#: and of the Parquet whose value is within a page
 DTA_LONG_VALUE_BYTES = 2 * 1024 * 1024
 
 
@@ -103,6 +104,14 @@ def parquet_long_value(folder: Path) -> Path:
     return path
 
 
+def parquet_2mib_value(folder: Path) -> Path:
+    """A Parquet file with one 2 MiB text value (over the per-value limit, within a page)."""
+    path = folder / "2mib_value.parquet"
+    values = ["short"] * 99 + ["x" * DTA_LONG_VALUE_BYTES]
+    pq.write_table(pa.table({"note": values}), path, compression="zstd")
+    return path
+
+
 def dta_long_value(folder: Path) -> Path:
     """A Stata .dta with one 2 MiB strL value among short ones."""
     path = folder / "long_value.dta"
@@ -158,6 +167,7 @@ GENERATORS = {
     "parquet_run_length_bomb": parquet_run_length_bomb,
     "zsav_wide_strings": zsav_wide_strings,
     "parquet_long_value": parquet_long_value,
+    "parquet_2mib_value": parquet_2mib_value,
     "dta_long_value": dta_long_value,
     "dta_gzip_long_value": dta_gzip_long_value,
     "dta_int_then_decimal": dta_int_then_decimal,

@@ -71,13 +71,18 @@ def test_a_giant_parquet_page_is_refused_by_the_page_limit(
 
 @pytest.mark.worker
 @pytest.mark.parametrize(
-    "make", [files.parquet_long_value, files.dta_long_value], ids=lambda f: f.__name__
+    "make, words",
+    [
+        # the page that holds the 20 MB value is refused before it is decompressed
+        (files.parquet_long_value, ("column 'note'", "20.0 MiB", "at most 16.0 MiB per page")),
+        (files.parquet_2mib_value, ("column 'note'", "1.0 MiB", "limit per value")),
+        (files.dta_long_value, ("column 'note'", "1.0 MiB", "limit per value")),
+    ],
+    ids=["parquet_long_value", "parquet_2mib_value", "dta_long_value"],
 )
-def test_a_value_over_the_per_value_limit_is_refused(
-    make, celery_workers, owner, project, tmp_path
-):
+def test_a_value_over_a_limit_is_refused(make, words, celery_workers, owner, project, tmp_path):
     run = _ingest(celery_workers, owner, project, make(tmp_path))
-    _refused(run, "column 'note'", "1.0 MiB", "limit per value")
+    _refused(run, *words)
 
 
 @pytest.mark.worker
