@@ -10,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.services import token_issue, token_revoke
-from accounts.throttling import LoginThrottle
+from accounts.throttling import LoginRefusal, LoginThrottle, refusal_body
 from dpportal.api import ApiView, PublicApiView, error_responses, validated_input
 from dpportal.tokens import token_expires_at
 
@@ -19,8 +19,9 @@ class TokenObtainApi(PublicApiView):
     """Exchange a username and password for the user's API token.
 
     The same token while it is valid (DPPORTAL_TOKEN_LIFETIME from its issue), a new
-    one once it has expired. Attempts are limited per client address and failures
-    per username (429 with Retry-After).
+    one once it has expired. Refused before the password is tried (429 with a message
+    and Retry-After) while the username is locked from this address or slowed
+    (accounts.throttling).
     """
 
     @extend_schema_serializer(component_name="TokenObtainInput")
@@ -46,19 +47,24 @@ class TokenObtainApi(PublicApiView):
     def post(self, request: Request) -> Response:
         data = validated_input(self.InputSerializer, request)
         throttle = LoginThrottle(request=request._request, username=data["username"])
-        wait = throttle.wait()
-        if wait is not None:
-            raise drf_exceptions.Throttled(wait=wait)
+        refusal = throttle.refusal()
+        if refusal is not None:
+            return self.refused(refusal)
+        # a wrong password is recorded by axes (the user_login_failed signal)
         user = authenticate(
             request=request._request,
             username=data["username"],
             password=data["password"],
         )
         if user is None or not user.is_active:
-            throttle.failed()
+            # the failure that locks the pair says so at once
+            refusal = throttle.after_failure()
+            if refusal is not None:
+                return self.refused(refusal)
             raise drf_exceptions.AuthenticationFailed(
                 "Unable to log in with this username and password."
             )
+        throttle.succeeded()
         token = token_issue(user=user)
         output = {
             "token": token.key,
@@ -66,6 +72,12 @@ class TokenObtainApi(PublicApiView):
             "expires_at": token_expires_at(token),
         }
         return Response(self.OutputSerializer(output).data)
+
+    @staticmethod
+    def refused(refusal: LoginRefusal) -> Response:
+        return Response(
+            refusal_body(refusal), status=429, headers={"Retry-After": str(refusal.seconds)}
+        )
 
 
 class TokenRevokeApi(ApiView):

@@ -8,7 +8,8 @@ from budgets.selectors import budget_request_list_pending_for_reviewer
 
 
 class LoginView(auth_views.LoginView):
-    """Django's login page; too many attempts answer 429 with the form and a message."""
+    """Django's login page; a refused attempt answers 429 with the form, a message and
+    Retry-After."""
 
     form_class = ThrottledAuthenticationForm
 
@@ -16,6 +17,7 @@ class LoginView(auth_views.LoginView):
         response = super().form_invalid(form)
         if form.throttled:
             response.status_code = 429
+            response["Retry-After"] = str(form.refusal.seconds)
         return response
 
 

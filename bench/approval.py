@@ -21,6 +21,15 @@ RESERVE), then withdraws it (RELEASE) so the next run sees the same history.
 Reports the median over --repeat runs, cold (the per-mechanism PLD cache
 cleared before the run: a fresh worker) and warm. Goal (issue 13): < 1 s at
 1,000 earlier releases.
+
+Then, for 1,000 earlier releases, the same history under caps from 0.01 to 1e6
+(epsilon; delta 1e-5): the approval (refused when the candidate does not fit),
+the preview's budget check with the fit count (budgets.selectors.cap_check_cached,
+what the builder's preview adds to its half-widths) and the reviewer's page of a
+pending request (GET through Django's test client, the whole page rendered),
+each cold (every accounting cache cleared: PLD cache, composed histories,
+Django's cache) and warm (viewed again). Goal (issue 26): every one < 1 s for
+every cap, printed beside each row.
 """
 
 from __future__ import annotations
@@ -45,6 +54,9 @@ os.environ.setdefault("DEBUG", "1")
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/dpportal_bench_approval")
 
 HISTORY = (10, 100, 1_000)
+#: the caps of the second table; "lowered" is the first table's cap (PLD needed)
+CAPS = ("0.01", "lowered", "1000", "1000000")
+GOAL_SECONDS = 1.0
 
 
 def ensure_database(url: str) -> None:
@@ -98,13 +110,12 @@ def candidate() -> list:
     return bench_candidate()
 
 
-def run(n: int, repeat: int, stamp: str) -> dict:
+def build(n: int, stamp: str) -> dict:
+    """A project with n approved releases (module docstring) and its owner and reviewer."""
     from django.contrib.auth import get_user_model
 
     from budgets import services
-    from budgets.models import Project
-    from budgets.selectors import budget_summary, committed_records
-    from dpportal.privacy import pld, pld_pmfs
+    from dpportal.privacy import pld
 
     user = get_user_model()
     owner = user.objects.create_user(f"bench-owner-{stamp}-{n}", password="x-bench-password-1")
@@ -126,20 +137,63 @@ def run(n: int, repeat: int, stamp: str) -> dict:
     for i, records in enumerate(releases(n)):
         req = file(records, f"h{i}")
         services.budget_request_approve(budget_request_id=req.pk, reviewer=reviewer)
-    cand = candidate()
-    delta_cap = Fraction(1, 10**5)
+    return {"project": project, "owner": owner, "reviewer": reviewer, "file": file}
+
+
+def lowered_cap(project) -> Decimal:
+    """Just above the PLD epsilon with the candidate: the plain sums are past it."""
+    from budgets.selectors import committed_records
+    from dpportal.privacy import pld
+
     history = committed_records(project=project)
-    after = pld.pld_epsilon([*history, *cand], delta_cap)
-    cap = decimal_up(Fraction(after) * Fraction(101, 100))
+    after = pld.pld_epsilon([*history, *candidate()], Fraction(1, 10**5))
+    return decimal_up(Fraction(after) * Fraction(101, 100))
+
+
+def set_cap(project, epsilon_cap: Decimal) -> None:
+    """The cap set directly (bypassing the owner-only service: a bench fixture)."""
+    from budgets.models import Project
+
+    Project.objects.filter(pk=project.pk).update(
+        epsilon_cap=epsilon_cap, delta_cap=Decimal("0.00001")
+    )
+    project.refresh_from_db()
+
+
+def clear_caches() -> None:
+    """A fresh worker: no PLD built, no history composed, nothing in Django's cache."""
+    from django.core.cache import cache
+
+    from budgets.selectors import accounting
+    from dpportal.privacy import headroom, pld_pmfs
+
+    pld_pmfs._pld_for_key.cache_clear()
+    headroom._composed.cache_clear()
+    accounting._committed_at.cache_clear()
+    cache.clear()
+
+
+def run(n: int, repeat: int, stamp: str) -> dict:
+    from budgets import services
+    from budgets.selectors import budget_summary, committed_records
+    from dpportal.privacy import pld
+
+    built = build(n, stamp)
+    project, owner, reviewer, file = (
+        built["project"], built["owner"], built["reviewer"], built["file"]
+    )  # fmt: skip
+    cand = candidate()
+    history = committed_records(project=project)
+    cap = lowered_cap(project)
+    after = pld.pld_epsilon([*history, *cand], Fraction(1, 10**5))
     summary = budget_summary(project=project)
-    # lowered below the plain sums (bypassing the owner-only service: a bench fixture)
-    Project.objects.filter(pk=project.pk).update(epsilon_cap=cap, delta_cap=Decimal("0.00001"))
+    set_cap(project, cap)
     timings = {"cold": [], "warm": []}
     for _ in range(repeat):
         for mode in ("cold", "warm"):
             req = file(cand, "candidate")
             if mode == "cold":
-                pld_pmfs._pld_for_key.cache_clear()
+                clear_caches()
             start = time.perf_counter()
             services.budget_request_approve(budget_request_id=req.pk, reviewer=reviewer)
             timings[mode].append(time.perf_counter() - start)
@@ -152,17 +206,105 @@ def run(n: int, repeat: int, stamp: str) -> dict:
         "cap": float(cap),
         "cold": statistics.median(timings["cold"]),
         "warm": statistics.median(timings["warm"]),
+        "built": built,
     }
+
+
+def run_caps(built: dict, repeat: int) -> list[dict]:
+    """Approval, preview check and review page for each of CAPS (module docstring)."""
+    from django.test import Client
+    from django.test.utils import setup_test_environment
+    from django.urls import reverse
+
+    from budgets import services
+    from budgets.selectors import cap_check_cached, committed_records_at, ledger_state
+    from dpportal.errors import BudgetExceeded
+
+    project, owner, reviewer = built["project"], built["owner"], built["reviewer"]
+    cand = candidate()
+    lowered = lowered_cap(project)
+
+    def file(records, title):
+        """Filed under a generous cap (a request above the cap alone is refused), then back."""
+        cap = project.epsilon_cap
+        set_cap(project, Decimal("100000"))
+        req = built["file"](records, title)
+        set_cap(project, cap)
+        return req
+
+    setup_test_environment()  # the test client's host is allowed
+    client = Client()
+    client.force_login(reviewer)
+    rows = []
+    for name in CAPS:
+        cap = lowered if name == "lowered" else Decimal(name)
+        set_cap(project, cap)
+        times: dict[str, list[float]] = {
+            f"{what} {mode}": [] for what in ("approve", "preview", "review")
+            for mode in ("cold", "warm")
+        }  # fmt: skip
+        fit, approved = None, False
+        for _ in range(repeat):
+            req = file(cand, "candidate")
+            url = reverse("review:request_detail", args=[req.pk])
+            for mode in ("cold", "warm"):
+                if mode == "cold":
+                    clear_caches()
+                start = time.perf_counter()
+                state = ledger_state(project_id=project.pk)  # as the preview reads it
+                check = cap_check_cached(
+                    project_id=project.pk, state=state,
+                    history=lambda s=state: committed_records_at(project_id=project.pk, state=s),
+                    candidate=cand, epsilon_cap=project.epsilon_cap, delta_cap=project.delta_cap,
+                )  # fmt: skip
+                times[f"preview {mode}"].append(time.perf_counter() - start)
+                fit = services_fit_text(check)
+                if mode == "cold":
+                    clear_caches()
+                start = time.perf_counter()
+                response = client.get(url)
+                times[f"review {mode}"].append(time.perf_counter() - start)
+                assert response.status_code == 200, response.status_code
+            for mode in ("cold", "warm"):
+                if mode == "cold":
+                    clear_caches()
+                start = time.perf_counter()
+                try:
+                    services.budget_request_approve(budget_request_id=req.pk, reviewer=reviewer)
+                    approved = True
+                except BudgetExceeded:
+                    approved = False
+                times[f"approve {mode}"].append(time.perf_counter() - start)
+                if approved:
+                    services.budget_request_withdraw(budget_request_id=req.pk, actor=owner)
+                    req = file(cand, "candidate")
+        row = {k: statistics.median(v) for k, v in times.items()}
+        rows.append({"cap": name, "fit": fit, "approved": approved, **row})
+    return rows
+
+
+def services_fit_text(check) -> str:
+    from budgets.selectors import fit_text
+
+    return fit_text(fit=check.fit, at_least=check.fit_at_least) or "-"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--history", type=int, nargs="*", help="earlier releases (default 10 100 1000)"
+    )
     args = parser.parse_args()
+    global HISTORY
+    HISTORY = tuple(args.history) if args.history else HISTORY
     ensure_database(os.environ["DATABASE_URL"])
+    import logging
+
     import django
 
     django.setup()
+    logging.disable(logging.INFO)  # the services' per-request lines
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
@@ -174,11 +316,30 @@ def main() -> None:
     print(f"approval latency, median of {args.repeat} runs")
     print(header)
     print("-" * len(header))
+    built = None
     for n in HISTORY:
         r = run(n, args.repeat, stamp)
+        built = r["built"]
         print(
             f"{r['releases']:8d} {r['distinct']:8d} {r['basic_eps']:9.2f} {r['pld_eps']:8.2f} "
             f"{r['cap']:7.2f} {r['cold']:7.3f} {r['warm']:7.3f}"
+        )
+    print()
+    print(
+        f"{HISTORY[-1]:,} earlier releases, by epsilon cap (delta 1e-5); median of "
+        f"{args.repeat} runs; goal < {GOAL_SECONDS:g} s each"
+    )
+    columns = [f"{w} {m}" for w in ("approve", "preview", "review") for m in ("cold", "warm")]
+    header = f"{'cap':>9s} {'approved':>8s} {'fit':>16s} " + " ".join(f"{c:>13s}" for c in columns)
+    print(header + "  goal")
+    print("-" * (len(header) + 6))
+    for r in run_caps(built, args.repeat):
+        worst = max(r[c] for c in columns)
+        verdict = "met" if worst < GOAL_SECONDS else "MISSED"
+        print(
+            f"{r['cap']:>9s} {str(r['approved']):>8s} {r['fit']:>16s} "
+            + " ".join(f"{r[c]:13.3f}" for c in columns)
+            + f"  < {GOAL_SECONDS:g} s {verdict}"
         )
 
 

@@ -1,11 +1,10 @@
-"""Parquet registered in place: where it is, whether it may be read, and its schema.
+"""Parquet registered in place: its schema, its rows and its profile.
 
 An owner with the datasets.register_external permission names an existing Parquet
 file or folder (prefix) instead of uploading: `s3://bucket/prefix/` (read with the
 configured DPPORTAL_S3_* endpoint and credentials) or an absolute local path under
-one of DPPORTAL_EXTERNAL_ROOTS (empty by default: local registration is off). A
-local path is resolved (symlinks and "..") before it is compared with the roots,
-and so is every file found in a folder: a symlink leading out is refused.
+one of DPPORTAL_EXTERNAL_ROOTS (empty by default: local registration is off).
+Where a location may be, and how its files are listed, is datasets.locations.
 
 The files must share one schema, flat columns of the types compute reads as they
 are stored: integers, floating point numbers and text (the Parquet upload's checks
@@ -19,14 +18,10 @@ Messages name the location and columns, never cell values.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from botocore.exceptions import BotoCoreError, ClientError
-from django.conf import settings
 from django.utils.translation import gettext_noop
 
 from datasets import storage
@@ -41,108 +36,7 @@ from datasets.ingest.formats.parquet import (
     open_bounded,
 )
 from datasets.ingest.profile import ColumnProfile, profile_update
-
-MAX_FILES = 10_000
-
-
-@dataclass(frozen=True)
-class Location:
-    kind: str  # storage.EXTERNAL_S3 or storage.EXTERNAL_LOCAL
-    path: str  # "bucket/key-or-prefix" or a resolved absolute local path
-
-
-def allowed_roots() -> list[Path]:
-    roots = getattr(settings, "DPPORTAL_EXTERNAL_ROOTS", []) or []
-    return [Path(r).resolve() for r in roots if str(r).strip()]
-
-
-def _inside_roots(path: Path) -> bool:
-    return any(path == root or path.is_relative_to(root) for root in allowed_roots())
-
-
-def parse_location(text: str) -> Location:
-    """The location an owner typed, checked; IngestRejected with a clear reason otherwise."""
-    text = (text or "").strip()
-    if not text:
-        raise IngestRejected(
-            gettext_noop("Give the location of the Parquet data (s3://bucket/prefix/ or a path).")
-        )
-    if len(text) > 900:
-        raise IngestRejected(gettext_noop("The location is too long."))
-    if text.startswith("s3://"):
-        rest = text.removeprefix("s3://")
-        bucket, _, key = rest.partition("/")
-        if not bucket or ".." in key.split("/"):
-            raise IngestRejected(
-                gettext_noop("An S3 location reads s3://bucket/prefix/ (no '..').")
-            )
-        own = "/".join(p for p in (settings.DPPORTAL_S3_PREFIX.strip("/"), "datasets") if p)
-        if bucket == settings.DPPORTAL_S3_BUCKET and (key + "/").startswith(own + "/"):
-            raise IngestRejected(gettext_noop("That location is dpportal's own storage."))
-        return Location(storage.EXTERNAL_S3, f"{bucket}/{key}")
-    if "://" in text:
-        raise IngestRejected(
-            gettext_noop("Only s3:// locations and local paths can be registered.")
-        )
-    roots = allowed_roots()
-    if not roots:
-        raise IngestRejected(gettext_noop("Registering local paths is turned off on this server."))
-    given = Path(text)
-    if not given.is_absolute():
-        raise IngestRejected(gettext_noop("A local path must be absolute."))
-    try:
-        resolved = given.resolve(strict=True)
-    except (OSError, RuntimeError):
-        raise IngestRejected(gettext_noop("The path does not exist or cannot be read.")) from None
-    if not _inside_roots(resolved):
-        raise IngestRejected(
-            gettext_noop("The path is outside the folders this server allows registering.")
-        )
-    if resolved.is_relative_to(Path(settings.MEDIA_ROOT).resolve()):
-        raise IngestRejected(gettext_noop("That location is dpportal's own storage."))
-    return Location(storage.EXTERNAL_LOCAL, str(resolved))
-
-
-def list_files(location: Location) -> list[dict[str, Any]]:
-    """The location's Parquet files, sorted, each {"path", "size", "etag"}; refused if none."""
-    if location.kind == storage.EXTERNAL_S3:
-        try:
-            files = storage.external_listing(location.kind, location.path)
-        except (BotoCoreError, ClientError, OSError):
-            raise IngestRejected(
-                gettext_noop("The S3 location could not be listed (bucket or access).")
-            ) from None
-    else:
-        files = _local_files(Path(location.path))
-    if not files:
-        raise IngestRejected(
-            gettext_noop("No Parquet file (*.parquet) was found at that location.")
-        )
-    if len(files) > MAX_FILES:
-        raise IngestRejected(
-            gettext_noop("The location holds more than %(limit)s Parquet files."), limit=MAX_FILES
-        )
-    return files
-
-
-def _local_files(path: Path) -> list[dict[str, Any]]:
-    candidates = [path] if path.is_file() else sorted(path.rglob("*.parquet"))
-    files = []
-    for candidate in candidates:
-        resolved = candidate.resolve()
-        if not _inside_roots(resolved):
-            raise IngestRejected(
-                gettext_noop(
-                    "A file in the folder leads outside the folders this server allows registering."
-                )
-            )
-        if resolved.is_file():
-            stat = resolved.stat()
-            # the modification time stands in for an S3 ETag: a rewritten file no longer
-            # matches a spec frozen before
-            etag = str(stat.st_mtime_ns)
-            files.append({"path": str(resolved), "size": stat.st_size, "etag": etag})
-    return files
+from datasets.locations import Location, list_files
 
 
 def _open(
@@ -217,14 +111,12 @@ def batches(
 
 def external_spec(kind: str, location: str) -> dict[str, Any]:
     """What a release's frozen spec says of a registered dataset: where, and the files with
-    their sizes and etags as they are now (re-listed when the spec is checked again, so a
-    location changed after approval no longer matches)."""
+    their sizes and etags (S3's, or datasets.locations.fingerprint for local files) as
+    they are now (re-listed when the spec is checked again, so a location changed after
+    approval no longer matches). No files when the location cannot be listed now."""
     try:
-        if kind == storage.EXTERNAL_S3:
-            files = storage.external_listing(kind, location)
-        else:
-            files = _local_files(Path(location))
-    except (BotoCoreError, ClientError, OSError, IngestRejected):
+        files = list_files(Location(kind, location))
+    except IngestRejected:
         files = []
     return {"kind": kind, "location": location, "files": files}
 

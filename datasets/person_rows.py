@@ -42,6 +42,7 @@ import duckdb
 import pyarrow.parquet as pq
 
 from datasets import storage
+from datasets.private_files import private_file, private_folder
 
 NAME = "person_rows.parquet"
 N, PID, ROW = "__dpportal_n", "__dpportal_pid", "__dpportal_row"
@@ -97,7 +98,7 @@ def build(
     """Write the copy of the local Parquet `paths` to `target` (atomically: a temporary
     file renamed into place). False, and nothing written, when the dataset's columns
     cannot be copied faithfully (a name taken by the extra columns, a type not kept)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
+    private_folder(target.parent)
     spill = tempfile.mkdtemp(prefix="dpportal-person-rows-")
     partial = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
     try:
@@ -114,6 +115,7 @@ def build(
         finally:
             con.close()
         if made:
+            private_file(partial)
             os.replace(partial, target)
         return made
     finally:

@@ -18,6 +18,8 @@ Nothing here reads or logs the data; errors carry the name, never file contents.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import shutil
 from functools import lru_cache
 from pathlib import Path
@@ -30,6 +32,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from django.conf import settings
 
 from datasets.ingest.sink import StreamSink
+from datasets.private_files import open_private, private_file, private_folder
 
 LOCAL = "local"
 S3 = "s3"
@@ -92,7 +95,7 @@ def open_output_stream(name: str):
     appears when the stream is closed). Local parent folders are created."""
     filesystem, path = filesystem_and_path(name)
     if not is_remote():
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        open_private(Path(path)).close()  # created private; pyarrow truncates, keeps the mode
     return filesystem.open_output_stream(path)
 
 
@@ -108,13 +111,15 @@ def store_local_file(local: Path, name: str) -> None:
     if not is_remote() and Path(path) == Path(local):
         return
     if not is_remote():
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        private_folder(Path(path).parent)
     pafs.copy_files(
         str(local),
         path,
         source_filesystem=pafs.LocalFileSystem(),
         destination_filesystem=filesystem,
     )
+    if not is_remote():
+        private_file(path)
 
 
 def exists(name: str) -> bool:
@@ -200,32 +205,25 @@ def external_filesystem(kind: str) -> pafs.FileSystem:
     return s3_filesystem() if kind == EXTERNAL_S3 else pafs.LocalFileSystem()
 
 
-def external_listing(kind: str, location: str) -> list[dict[str, Any]]:
-    """The Parquet files at an s3 location ("bucket/key" or "bucket/prefix/"), sorted,
-    each {"path", "size", "etag"}: frozen into a release's spec, so a location whose
-    files changed after approval no longer matches it. Local listings are made by
-    datasets.external (which checks every path against the allow-list)."""
-    bucket, _, key = location.partition("/")
-    client = s3_client()
-    files = []
-    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=key):
-        for item in page.get("Contents", []):
-            name = item["Key"]
-            exact = name == key
-            inside = key.endswith("/") or not key or name.startswith(key + "/")
-            if exact or (inside and name.lower().endswith(".parquet")):
-                files.append(
-                    {
-                        "path": f"{bucket}/{name}",
-                        "size": int(item["Size"]),
-                        "etag": str(item.get("ETag", "")).strip('"'),
-                    }
-                )
-    return sorted(files, key=lambda f: f["path"])
+#: bytes at a local file's end hashed into its fingerprint (they hold the Parquet footer)
+FINGERPRINT_TAIL_BYTES = 8 * 1024
+
+
+def local_fingerprint(path: Path, stat: os.stat_result) -> str:
+    """What changes when a local file is rewritten or swapped, even with its size and
+    modification time restored: the inode and change time (set by the kernel only; a
+    file's owner cannot set it back) and a hash of the last FINGERPRINT_TAIL_BYTES,
+    where the Parquet footer is (which catches a rewrite within one clock tick)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        handle.seek(max(stat.st_size - FINGERPRINT_TAIL_BYTES, 0))
+        digest.update(handle.read(FINGERPRINT_TAIL_BYTES))
+    return f"{stat.st_ino}-{stat.st_ctime_ns}-{stat.st_mtime_ns}-{digest.hexdigest()[:32]}"
 
 
 def check_external_unchanged(external: dict[str, Any]) -> None:
-    """Refuse (StorageError) when a frozen file is gone or its size changed."""
+    """Refuse (StorageError) when a frozen file is gone or its size changed, or a local
+    file's fingerprint (local_fingerprint) differs."""
     if not external.get("files"):
         raise StorageError("The registered dataset's location holds no Parquet file now.")
     filesystem = external_filesystem(external["kind"])
@@ -237,6 +235,18 @@ def check_external_unchanged(external: dict[str, Any]) -> None:
                 "A file of the registered dataset changed or vanished after the release was "
                 "approved; the release is not computed."
             )
+    if external["kind"] == EXTERNAL_LOCAL:
+        for frozen in external["files"]:
+            path = Path(frozen["path"])
+            try:
+                now = local_fingerprint(path, path.stat())
+            except OSError:
+                now = ""
+            if now != frozen.get("etag"):
+                raise StorageError(
+                    "A file of the registered dataset was rewritten or replaced after the "
+                    "release was approved; the release is not computed."
+                )
 
 
 class ExternalParquet:

@@ -8,6 +8,11 @@ also keeps two deliveries from running at once).
 Logs: ids and exception type names only. An exception raised while reading the
 data may quote a cell, and Celery logs the exception it is given to retry with:
 so the retry carries IngestRetry (type name and id), never the original.
+
+Time limits (dpportal.tasklimits): each task's soft limit is a named setting. An
+ingest stopped by it is failed with a reason naming the limit (inside
+dataset_ingest); a person-rows copy stopped by it is simply not made (releases read
+the dataset instead) and not retried; the periodic tasks resume on their next run.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from datasets.services import (
     dataset_person_rows_build,
     dataset_redispatch_stale,
 )
+from dpportal.tasklimits import SoftTimeLimitExceeded, task_limits
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +46,7 @@ class IngestRetry(Exception):
     reject_on_worker_lost=True,
     max_retries=MAX_RETRIES,
     ignore_result=True,
+    **task_limits("DPPORTAL_INGEST_SOFT_TIME_LIMIT"),
 )
 def dataset_ingest_task(self, dataset_id: int) -> None:
     """Ingest an uploaded dataset (a no-op for a ready or failed one; restarts a dead run)."""
@@ -65,6 +72,7 @@ def dataset_ingest_task(self, dataset_id: int) -> None:
     reject_on_worker_lost=True,
     max_retries=MAX_RETRIES,
     ignore_result=True,
+    **task_limits("DPPORTAL_PERSON_ROWS_SOFT_TIME_LIMIT"),
 )
 def dataset_person_rows_task(self, dataset_id: int) -> None:
     """Make the dataset's person-rows copy (a no-op when a fresh one exists).
@@ -74,6 +82,10 @@ def dataset_person_rows_task(self, dataset_id: int) -> None:
     """
     try:
         dataset_person_rows_build(dataset_id=dataset_id)
+    except SoftTimeLimitExceeded:
+        # the partial copy is never renamed into place (and is removed); a retry would
+        # stop at the same place: releases read the dataset itself instead
+        logger.warning("dataset %s: person-rows copy stopped at its time limit", dataset_id)
     except Exception as exc:
         kind = type(exc).__name__  # never the text: it may quote the data
         logger.warning("dataset %s: person-rows copy failed (%s)", dataset_id, kind)
@@ -82,19 +94,31 @@ def dataset_person_rows_task(self, dataset_id: int) -> None:
             raise self.retry(countdown=2 ** (self.request.retries + 1), exc=retry) from None
 
 
-@shared_task(name="datasets.redispatch_stale", ignore_result=True)
+@shared_task(
+    name="datasets.redispatch_stale",
+    ignore_result=True,
+    **task_limits("DPPORTAL_MAINTENANCE_SOFT_TIME_LIMIT"),
+)
 def dataset_redispatch_stale_task() -> int:
     """Periodic (celery beat): re-send the ingest of datasets left uploaded or stalled."""
     return dataset_redispatch_stale()
 
 
-@shared_task(name="datasets.cleanup_failed", ignore_result=True)
+@shared_task(
+    name="datasets.cleanup_failed",
+    ignore_result=True,
+    **task_limits("DPPORTAL_MAINTENANCE_SOFT_TIME_LIMIT"),
+)
 def dataset_cleanup_failed_task() -> int:
     """Periodic (celery beat): remove failed uploads past their retention period."""
     return dataset_cleanup_failed()
 
 
-@shared_task(name="datasets.cleanup_awaiting", ignore_result=True)
+@shared_task(
+    name="datasets.cleanup_awaiting",
+    ignore_result=True,
+    **task_limits("DPPORTAL_MAINTENANCE_SOFT_TIME_LIMIT"),
+)
 def dataset_cleanup_awaiting_task() -> int:
     """Periodic (celery beat): remove uploads never confirmed within the retention."""
     return dataset_cleanup_awaiting()

@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Context, Decimal, InvalidOperation
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 BUDGET_DIGITS = 4
@@ -133,8 +134,10 @@ def scale(value: Number | None, *, group: bool = True) -> str:
     return significant(value, SCALE_DIGITS, group=group)
 
 
+@lru_cache(maxsize=4096)
 def halfwidth(value: Number | None, *, group: bool = True) -> str:
-    """A half-width of an interval: 2 significant digits ('7144.0356' -> '7,100')."""
+    """A half-width of an interval: 2 significant digits ('7144.0356' -> '7,100').
+    Memoised: the cells of a statistic share few half-widths."""
     if value is None:
         return ""
     return significant(value, HALFWIDTH_DIGITS, group=group)
@@ -152,6 +155,17 @@ def precision_step(halfwidth_value: Number) -> Decimal:
     return Decimal(1).scaleb(hw.adjusted() - HALFWIDTH_DIGITS + 1)
 
 
+@lru_cache(maxsize=4096)
+def _step_of(halfwidth_value: Number) -> Decimal | None:
+    """precision_step of a positive half-width, None for one that is not positive.
+
+    Memoised: the cells of a statistic share few half-widths (one for a histogram), and
+    a download formats every cell with them."""
+    if to_decimal(halfwidth_value) <= 0:
+        return None
+    return precision_step(halfwidth_value)
+
+
 def noisy(
     value: Number | None, halfwidth_value: Number | None = None, *, group: bool = True
 ) -> str:
@@ -164,11 +178,11 @@ def noisy(
         return ""
     number = to_decimal(value)
     is_integer = number == number.to_integral_value()
-    if halfwidth_value is None or to_decimal(halfwidth_value) <= 0:
+    step = None if halfwidth_value is None else _step_of(halfwidth_value)
+    if step is None:
         if is_integer:
             return _plain(number.quantize(Decimal(1)), group=group)
         return significant(number, SCALE_DIGITS + 1, group=group)
-    step = precision_step(halfwidth_value)
     if is_integer and step < 1:
         step = Decimal(1)
     if step >= 1:

@@ -332,9 +332,9 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_RATES": {
         "anon": os.environ.get("API_ANON_THROTTLE", "120/minute"),
         # logging in (the page and the token endpoint): every attempt from one address,
-        # and failed attempts for one username (then even the right password waits)
+        # a quick check in the cache while Redis is up; the limits that hold without
+        # it are in the database (the "login" block below, accounts/throttling.py)
         "login_address": os.environ.get("DPPORTAL_LOGIN_ADDRESS_RATE", "30/minute"),
-        "login_username": os.environ.get("DPPORTAL_LOGIN_FAILURE_RATE", "10/hour"),
     },
     # Throttles identify clients by address: X-Forwarded-For only through trusted proxies.
     "NUM_PROXIES": DPPORTAL_TRUSTED_PROXIES,
@@ -388,19 +388,19 @@ SESSION_COOKIE_HTTPONLY = True
 # Content-Security-Policy on every response (django-csp). Scripts only from our own
 # static files: no inline <script> anywhere (pages pass data with json_script to a
 # static file), no eval, no plugins, no <base> rewriting, no framing (clickjacking),
-# forms post only to us. Style sheets and <style> elements only from our static files
-# too; style ATTRIBUTES are allowed: the budget bars' widths are data-driven, and
-# Plotly, Swagger UI and DRF's pages set them. An attribute holds no selector and
-# can load nothing from outside 'self', so it can neither run script nor exfiltrate.
-# The pages with Plotly charts add 'unsafe-inline' to style-src-elem for Plotly's own
-# <style> elements (dpportal/csp.py). Images may be data: URIs (icons in CSS).
+# forms post only to us. Style sheets only from our static files, and no inline style
+# at all: no <style> element and no style attribute in markup (scripts may still set
+# styles through the CSSOM). The budget bars are SVG rects whose widths are
+# attributes; plotly.js finds its global rules already linked as a static sheet
+# (static/vendor/plotly/plotly-global.css, #plotly.js-style-global.no-inline-styles)
+# and creates no <style> element. Images may be data: URIs (icons in CSS).
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": ["'self'"],
         "script-src": ["'self'"],
         "style-src": ["'self'"],
         "style-src-elem": ["'self'"],
-        "style-src-attr": ["'unsafe-inline'"],
+        "style-src-attr": ["'none'"],
         "img-src": ["'self'", "data:"],
         "font-src": ["'self'"],
         "connect-src": ["'self'"],
@@ -425,6 +425,120 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
 }
+
+# --- Registering data in place (datasets/locations.py, datasets/checks.py) -------------
+# The most files and folders (S3: keys) the worker lists at one registered location;
+# listing stops at the next one and the dataset fails with a message naming the limit.
+DPPORTAL_EXTERNAL_MAX_FILES = env_int("DPPORTAL_EXTERNAL_MAX_FILES", 10_000)
+# s3://bucket/prefix/ locations that may be registered (comma-separated); empty (the
+# default) allows any bucket the DPPORTAL_S3_* credentials reach. dpportal's own
+# storage (DPPORTAL_S3_BUCKET under DPPORTAL_S3_PREFIX) is refused either way.
+DPPORTAL_EXTERNAL_S3_ROOTS = env_list("DPPORTAL_EXTERNAL_S3_ROOTS", [])
+
+# --- Excel (.xlsx) ingest budget -------------------------------------------
+# Cells (rows times columns) read from one sheet: bounds the worker's time (openpyxl reads
+# 60,000 to 150,000 cells a second through the whole ingest on a busy two-core machine:
+# 2 million take 15 to 35 s).
+DPPORTAL_XLSX_MAX_CELLS = env_int("DPPORTAL_XLSX_MAX_CELLS", 2_000_000)
+# Any part of the container other than its sheets and shared strings (styles, workbook,
+# relationships), decompressed: these are parsed whole.
+DPPORTAL_XLSX_MAX_PART_BYTES = env_int("DPPORTAL_XLSX_MAX_PART_BYTES", 16 * 1024**2)
+# Distinct text values (shared strings), held in memory while the sheet is read.
+DPPORTAL_XLSX_MAX_SHARED_STRINGS = env_int("DPPORTAL_XLSX_MAX_SHARED_STRINGS", 1_000_000)
+# The shared strings part decompressed, and the strings' size in memory.
+DPPORTAL_XLSX_MAX_SHARED_STRINGS_BYTES = env_int(
+    "DPPORTAL_XLSX_MAX_SHARED_STRINGS_BYTES", 64 * 1024**2
+)
+
+# --- login: failed logins in the database (django-axes; accounts/throttling.py) ------
+# Every failed login (the login page, the admin's, the API token endpoint) is a row in
+# the database, written by axes' user_login_failed receiver: the limits hold while
+# Redis is down and survive its restart. Before any password is tried:
+# * DPPORTAL_LOGIN_FAILURE_LIMIT failures for one username from one client address
+#   lock that pair (even the right password is refused) for
+#   DPPORTAL_LOGIN_LOCKOUT_MINUTES after its last failure;
+# * from DPPORTAL_LOGIN_SLOW_AFTER failures for one username from any addresses in
+#   that window, each next attempt for it waits DPPORTAL_LOGIN_SLOW_FIRST_SECONDS
+#   after the last failure, doubling per further failure up to
+#   DPPORTAL_LOGIN_SLOW_MAX_SECONDS: slowed, so a stranger cannot lock anyone out;
+# * the same slowing for one address's failures over all usernames, from
+#   DPPORTAL_LOGIN_ADDRESS_SLOW_AFTER on.
+INSTALLED_APPS += ["axes"]
+DPPORTAL_LOGIN_FAILURE_LIMIT = env_int("DPPORTAL_LOGIN_FAILURE_LIMIT", 10)
+DPPORTAL_LOGIN_LOCKOUT_MINUTES = env_int("DPPORTAL_LOGIN_LOCKOUT_MINUTES", 60)
+DPPORTAL_LOGIN_SLOW_AFTER = env_int("DPPORTAL_LOGIN_SLOW_AFTER", 10)
+DPPORTAL_LOGIN_ADDRESS_SLOW_AFTER = env_int("DPPORTAL_LOGIN_ADDRESS_SLOW_AFTER", 30)
+DPPORTAL_LOGIN_SLOW_FIRST_SECONDS = env_int("DPPORTAL_LOGIN_SLOW_FIRST_SECONDS", 5)
+DPPORTAL_LOGIN_SLOW_MAX_SECONDS = env_int("DPPORTAL_LOGIN_SLOW_MAX_SECONDS", 120)
+for _name in (
+    "DPPORTAL_LOGIN_FAILURE_LIMIT",
+    "DPPORTAL_LOGIN_LOCKOUT_MINUTES",
+    "DPPORTAL_LOGIN_SLOW_AFTER",
+    "DPPORTAL_LOGIN_ADDRESS_SLOW_AFTER",
+    "DPPORTAL_LOGIN_SLOW_FIRST_SECONDS",
+):
+    if globals()[_name] < 1:
+        raise ImproperlyConfigured(f"{_name} must be at least 1.")
+if DPPORTAL_LOGIN_SLOW_MAX_SECONDS < DPPORTAL_LOGIN_SLOW_FIRST_SECONDS:
+    raise ImproperlyConfigured(
+        "DPPORTAL_LOGIN_SLOW_MAX_SECONDS must be at least DPPORTAL_LOGIN_SLOW_FIRST_SECONDS."
+    )
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_FAILURE_LIMIT = DPPORTAL_LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = timedelta(minutes=DPPORTAL_LOGIN_LOCKOUT_MINUTES)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# the throttles' address: X-Forwarded-For only through DPPORTAL_TRUSTED_PROXIES
+AXES_CLIENT_IP_CALLABLE = "accounts.throttling.client_address"
+# a successful login clears its own pair's failures (not other addresses')
+AXES_RESET_ON_SUCCESS = True
+# failures only: successful logins are not logged (nothing needs that record)
+AXES_DISABLE_ACCESS_LOG = True
+AXES_VERBOSE = False
+# A locked pair is refused by the first backend too, for any path that authenticates
+# with a request; the login paths ask before trying the password and answer 429.
+AUTHENTICATION_BACKENDS = [
+    "accounts.backends.LoginLimitBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Marks the answer to the failure that locks a pair (AXES_LOCKOUT_CALLABLE: a 429
+# with the lock's message and Retry-After); a refused attempt is never recorded, so
+# it cannot extend the lock.
+MIDDLEWARE += ["axes.middleware.AxesMiddleware"]
+AXES_LOCKOUT_CALLABLE = "accounts.throttling.lockout_response"
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+
+# --- ops: task time limits --------------------------------------------------------
+# Every Celery task has a soft time limit (seconds): past it the task stops, records
+# which limit it reached on the dataset or release (dpportal.tasklimits), and is not
+# retried. The hard limit, DPPORTAL_TASK_HARD_LIMIT_GRACE_SECONDS later, kills the pool
+# process of a task stuck in native code that never returns to Python to be stopped.
+# Soft limits need the prefork pool (the default), not --pool=solo or threads.
+DPPORTAL_INGEST_SOFT_TIME_LIMIT = env_int("DPPORTAL_INGEST_SOFT_TIME_LIMIT", 20 * 60)
+DPPORTAL_COMPUTE_SOFT_TIME_LIMIT = env_int("DPPORTAL_COMPUTE_SOFT_TIME_LIMIT", 30 * 60)
+DPPORTAL_PERSON_ROWS_SOFT_TIME_LIMIT = env_int("DPPORTAL_PERSON_ROWS_SOFT_TIME_LIMIT", 30 * 60)
+# the periodic re-dispatch and clean-up tasks (they resume where they stopped next run)
+DPPORTAL_MAINTENANCE_SOFT_TIME_LIMIT = env_int("DPPORTAL_MAINTENANCE_SOFT_TIME_LIMIT", 5 * 60)
+DPPORTAL_TASK_HARD_LIMIT_GRACE_SECONDS = env_int("DPPORTAL_TASK_HARD_LIMIT_GRACE_SECONDS", 60)
+
+# --- Cells per statistic and per release (bounded result pages) ---------------------
+# A cell is one released value times the noise parts read back for it
+# (releases.kinds.base.StatisticKind.cell_count). Every surface of a result (public
+# page, data.json, data.csv, the owner's results) reads each cell, so these bound
+# the cost of every page; the builder shows them and refuses a plan over them.
+RELEASE_MAX_CELLS_PER_STATISTIC = int(os.environ.get("RELEASE_MAX_CELLS_PER_STATISTIC", "10000"))
+RELEASE_MAX_CELLS_PER_RELEASE = int(os.environ.get("RELEASE_MAX_CELLS_PER_RELEASE", "20000"))
+# Lower limits for the kinds whose intervals are dear to read back, each for one
+# statistic and for all of that kind in one release (measured with
+# bench/largest_release.py: a page computes every cell's interval at 3 levels x 2
+# kinds): standard deviations and variances invert a joint law of three noise
+# parts (dpportal/privacy/spread_interval.py, ~5 ms a cell); grouped means invert a
+# pivot per group (dpportal/privacy/mean_pivot.py, ~1.3 ms a cell).
+RELEASE_MAX_SPREAD_CELLS = int(os.environ.get("RELEASE_MAX_SPREAD_CELLS", "150"))
+RELEASE_MAX_GROUPED_MEAN_CELLS = int(os.environ.get("RELEASE_MAX_GROUPED_MEAN_CELLS", "600"))
+# cells of one statistic on one HTML page (public page, owner's results): a longer
+# statistic is paged ("page 1 of N"; a two-way table shows whole rows, at least one);
+# data.csv and data.json hold every cell
+RESULT_PAGE_CELLS = int(os.environ.get("RESULT_PAGE_CELLS", "300"))
 
 # --- Bounded reading of Parquet and statistical files (binary formats) -------------
 # Parquet, Stata, SPSS and SAS rows are read and written in batches of about this many

@@ -169,7 +169,9 @@ def release_approve(*, release: Release, reviewer: AbstractBaseUser, comment: st
             release=locked, to_status=S.QUEUED, actor=reviewer, extra_fields=("dispatched_at",)
         )
         release_id = locked.pk
-        transaction.on_commit(lambda: dispatch.release_dispatch(release_id=release_id))
+        # robust: the approval is committed by then; a failing dispatch is logged by
+        # Django and left to the periodic re-dispatch, never turned into an error
+        transaction.on_commit(lambda: dispatch.release_dispatch(release_id=release_id), robust=True)
     return locked
 
 

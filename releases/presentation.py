@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from releases import kinds
+from releases.public.paging import list_slice
 from releases.results_text import mechanism_name, noise_parameters
 
 
@@ -26,8 +27,13 @@ def _rows(entry: dict[str, Any], cells: list[kinds.Cell]) -> list[dict[str, Any]
     return rows
 
 
-def results_for_display(payload: dict[str, Any]) -> list[dict[str, Any]]:
+def results_for_display(payload: dict[str, Any], *, page: int = 1) -> list[dict[str, Any]]:
     """One dict per statistic: rows of (cell, noisy value, low, high) and the noise used.
+
+    A statistic longer than a page (releases.public.paging) shows page `page` of its
+    rows (clamped to its own last page), with "paging" {page, pages, first, last, total}
+    saying which; the cells' intervals are read once, every row is formatted only
+    when shown.
 
     Intervals describe the noisy value before any post-processing; recomputed at
     the release's confidence from public parameters only. Numbers stay exact
@@ -41,6 +47,13 @@ def results_for_display(payload: dict[str, Any]) -> list[dict[str, Any]]:
         explanation = entry["explanation"]
         noise = noise_parameters(explanation, kind=entry["kind"])
         cells = kind.intervals(entry, confidence=confidence)
+        part = list_slice(len(cells), page=page)
+        rows = _rows({**entry, "cells": entry["cells"][part.start : part.stop]},
+                     cells[part.start : part.stop])  # fmt: skip
+        paging = None
+        if part.pages > 1:
+            paging = {"page": part.page, "pages": part.pages, "first": part.start + 1,
+                      "last": part.stop, "total": part.total}  # fmt: skip
         widths = {c.halfwidth for c in cells}
         common = widths.pop() if len(widths) == 1 else None
         item: dict[str, Any] = {
@@ -52,7 +65,8 @@ def results_for_display(payload: dict[str, Any]) -> list[dict[str, Any]]:
             "mechanism": mechanism_name(kind.result_mechanism(entry, payload["mechanism"])),
             "noise": noise,
             "noise_text": "; ".join(p.text for p in noise),
-            "rows": _rows(entry, cells),
+            "rows": rows,
+            "paging": paging,
             "halfwidth": common
             if common is not None
             else kind.selection_halfwidth(entry, confidence=confidence),

@@ -8,6 +8,11 @@ after a worker died (acks_late + reject_on_worker_lost, or the broker's
 visibility timeout), or re-sent by the periodic re-dispatch does no harm.
 
 Nothing that reaches Celery carries an exception's text (releases.retry).
+
+A computation stopped by its soft time limit (DPPORTAL_COMPUTE_SOFT_TIME_LIMIT) is
+failed with a reason naming the limit and not retried; whether its reservation is
+spent is decided by release_fail as for any failure (spent once rows were read).
+Its results and their charge commit together, so a stop leaves no partial result.
 """
 
 from __future__ import annotations
@@ -15,8 +20,11 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
+from django.utils.translation import gettext_noop
 
+from dpportal import messages
 from dpportal.errors import ApplicationError
+from dpportal.tasklimits import SoftTimeLimitExceeded, duration, soft_limit, task_limits
 from releases import compute
 from releases.lifecycle import release_fail, release_redispatch_stale
 from releases.retry import MAX_RETRIES, failure_reason, retry_countdown, retry_scrubbed, scrubbed
@@ -31,6 +39,7 @@ logger = logging.getLogger(__name__)
     reject_on_worker_lost=True,
     max_retries=MAX_RETRIES,
     ignore_result=True,
+    **task_limits("DPPORTAL_COMPUTE_SOFT_TIME_LIMIT"),
 )
 def release_compute_task(self, release_id: int) -> None:
     """Compute one release in this worker process."""
@@ -40,6 +49,10 @@ def release_compute_task(self, release_id: int) -> None:
         except compute.SpecMismatch as exc:
             release_fail(release_id=release_id, reason=exc.records)  # our own sentence
             return
+        except SoftTimeLimitExceeded:
+            logger.warning("release %s: compute stopped at its time limit", release_id)
+            release_fail(release_id=release_id, reason=time_limit_reason())
+            return
         except ApplicationError as exc:
             # expected refusals (e.g. the release vanished): nothing to retry
             logger.warning("release %s not computed (%s)", release_id, type(exc).__name__)
@@ -48,6 +61,19 @@ def release_compute_task(self, release_id: int) -> None:
             _retry_or_fail(self, release_id=release_id, exc=exc)
             return
         logger.info("release %s compute task: %s", release_id, outcome)
+
+
+def time_limit_reason() -> messages.Message:
+    """Why a computation stopped at DPPORTAL_COMPUTE_SOFT_TIME_LIMIT, naming the limit."""
+    return [
+        messages.record(
+            gettext_noop(
+                "The computation stopped after %(duration)s, the limit for computing one "
+                "release; no result was stored."
+            ),
+            duration=duration(soft_limit("DPPORTAL_COMPUTE_SOFT_TIME_LIMIT")),
+        )
+    ]
 
 
 def _retry_or_fail(task, *, release_id: int, exc: Exception) -> None:
@@ -73,7 +99,11 @@ def _retry_or_fail(task, *, release_id: int, exc: Exception) -> None:
         )
 
 
-@shared_task(name="releases.redispatch_stale", ignore_result=True)
+@shared_task(
+    name="releases.redispatch_stale",
+    ignore_result=True,
+    **task_limits("DPPORTAL_MAINTENANCE_SOFT_TIME_LIMIT"),
+)
 def release_redispatch_stale_task() -> int:
     """Periodic (celery beat): re-send compute tasks for releases left behind."""
     with scrubbed():

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
 from django.db.models import Prefetch
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext
@@ -18,13 +20,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from budgets.models import Membership
 from budgets.selectors import budget_summary, project_get_for_member, project_roles
 from datasets.models import Column, Dataset
-from dpportal.csp import plotly_styles
-from dpportal.errors import ApplicationError
+from dpportal.errors import ApplicationError, ValidationFailed
 from releases import lifecycle, selectors, services
 from releases.builder_text import builder_text
 from releases.models import Release
 from releases.presentation import results_for_display
 from releases.public import options as public_options
+from releases.public.options import page_parse
 from releases.public.views import release_preview_html
 
 OWNER = {Membership.Role.OWNER}
@@ -94,13 +96,13 @@ def _render_builder(request, *, project, release=None, data=None, error="", stat
             "error": error,
             "preview_url": reverse("releases:preview", args=[project.slug]),
             "builder_text": builder_text(),
+            "cell_limits": services.plan_cell_limits(),
         },
         status=status,
     )
 
 
 @login_required
-@plotly_styles
 def release_builder_view(request: HttpRequest, project_slug: str) -> HttpResponse:
     project = project_get_for_member(slug=project_slug, user=request.user, roles=OWNER)
     if request.method == "POST":
@@ -119,7 +121,6 @@ def release_builder_view(request: HttpRequest, project_slug: str) -> HttpRespons
 
 
 @login_required
-@plotly_styles
 def release_edit_view(request: HttpRequest, release_id: int) -> HttpResponse:
     release = selectors.release_get_for_member(
         release_id=release_id, user=request.user, roles=OWNER
@@ -150,12 +151,27 @@ def release_preview_view(request: HttpRequest, project_slug: str) -> JsonRespons
     (with ?chart=1 the accuracy-versus-epsilon chart's data too)."""
     project = project_get_for_member(slug=project_slug, user=request.user, roles=OWNER)
     try:
-        preview = services.release_preview(
-            project=project, data=_builder_payload(request), chart=request.GET.get("chart") == "1"
-        )
+        plan = services.release_plan_parse(project=project, data=_builder_payload(request))
+        preview = services.plan_preview(plan=plan, chart=request.GET.get("chart") == "1")
     except ApplicationError as exc:
         return JsonResponse({"ok": False, "error": exc.message}, status=400)
+    preview["cells_text"] = services.plan_cells_text(statistics=plan.statistics)
     return JsonResponse({"ok": True, "preview": preview})
+
+
+#: how long the owner's results page keeps a page of results (results never change)
+RESULTS_CACHE_SECONDS = 24 * 3600
+
+
+def _results_page(result, *, page: int) -> list[dict[str, Any]]:
+    """Page `page` of a stored result for display, cached: a result never changes once
+    computed, and reading its intervals back costs up to seconds for the largest."""
+    key = f"results:display:{result.pk}:{page}:{settings.RESULT_PAGE_CELLS}"
+    items = cache.get(key)
+    if items is None:
+        items = results_for_display(result.payload, page=page)
+        cache.set(key, items, RESULTS_CACHE_SECONDS)
+    return items
 
 
 @login_required
@@ -163,6 +179,10 @@ def release_preview_view(request: HttpRequest, project_slug: str) -> JsonRespons
 def release_detail_view(request: HttpRequest, release_id: int) -> HttpResponse:
     release = selectors.release_get_for_member(release_id=release_id, user=request.user)
     roles = project_roles(project=release.project, user=request.user)
+    try:
+        page = page_parse(query=request.GET.dict())
+    except ValidationFailed as exc:
+        return HttpResponseBadRequest(exc.message, content_type="text/plain; charset=utf-8")
     preview = None
     preview_error = ""
     if release.budget_request_id:
@@ -192,7 +212,7 @@ def release_detail_view(request: HttpRequest, release_id: int) -> HttpResponse:
             "events": release.events.select_related("actor"),
             "preview": preview,
             "preview_error": preview_error,
-            "results": results_for_display(result.payload) if result else None,
+            "results": _results_page(result, page=page) if result else None,
             "status": selectors.release_status(release=release),
         },
     )
@@ -245,7 +265,6 @@ PUBLISH_CONFIRMATION = "publish"
 @login_required
 @require_http_methods(["GET", "POST"])
 @never_cache
-@plotly_styles
 def release_publish_view(request: HttpRequest, release_id: int) -> HttpResponse:
     """GET: the exact public page of a computed release, bannered as a preview, with the
     confirmation form. POST with the confirmation: publish. Owners only."""

@@ -40,3 +40,5 @@ node build-dpportal.mjs
 cp dist/plotly-dpportal.min.js "$DEST/plotly-dpportal.min.js"
 cp LICENSE "$DEST/LICENSE"
 echo "wrote $DEST/plotly-dpportal.min.js (plotly.js ${VERSION}: ${TRACES})"
+# its global rules as a static sheet, linked so that plotly.js makes no inline <style> (CSP)
+python3 "$DEST/../../../scripts/plotly_global_css.py"

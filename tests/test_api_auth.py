@@ -1,4 +1,6 @@
-"""Logging in: throttles by the real client address, per-username limits, token expiry."""
+"""Logging in: throttles by the real client address, per-username slowing, token expiry.
+
+The database-kept lockouts with Redis down: tests/test_login_lockout.py."""
 
 from __future__ import annotations
 
@@ -69,24 +71,28 @@ def test_trusted_proxies_default_to_none():
 # --- the token endpoint ----------------------------------------------------------------------
 
 
-def test_token_endpoint_limits_failures_per_username_from_any_address(db, owner, reviewer, rates):
-    rates(login_username="3/hour")
+def test_token_endpoint_slows_failures_per_username_from_any_address(db, owner, reviewer, settings):
+    settings.DPPORTAL_LOGIN_SLOW_AFTER = 3
     client = APIClient()
     for i in range(3):
         response = obtain(client, owner.username, "wrong", REMOTE_ADDR=f"192.0.2.{i}")
         assert response.status_code == 401
     # the fourth try, from yet another address and with the right password, waits
+    # seconds (DPPORTAL_LOGIN_SLOW_FIRST_SECONDS), not an hour
     response = obtain(client, owner.username, REMOTE_ADDR="192.0.2.99")
     assert response.status_code == 429, response.content
-    assert response.json()["error"]["code"] == "throttled"
-    assert int(response["Retry-After"]) > 0
+    error = response.json()["error"]
+    assert error["code"] == "throttled"
+    assert 0 < int(response["Retry-After"]) <= settings.DPPORTAL_LOGIN_SLOW_FIRST_SECONDS
+    assert error["details"]["retry_after"] == int(response["Retry-After"])
+    assert "3 failed logins for this username" in error["message"]
     assert not Token.objects.filter(user=owner).exists()
     # another account is not affected
     assert obtain(client, reviewer.username, REMOTE_ADDR="192.0.2.99").status_code == 200
 
 
-def test_token_endpoint_successes_do_not_count_against_the_username(db, owner, rates):
-    rates(login_username="2/hour")
+def test_token_endpoint_successes_do_not_count_against_the_username(db, owner, settings):
+    settings.DPPORTAL_LOGIN_SLOW_AFTER = 2
     client = APIClient()
     for _ in range(4):
         assert obtain(client, owner.username).status_code == 200
@@ -158,8 +164,8 @@ def test_session_caller_without_token_revokes_nothing(db, owner):
 # --- the login pages ---------------------------------------------------------------------------
 
 
-def test_login_page_limits_failures_per_username(db, client, owner, rates):
-    rates(login_username="3/hour")
+def test_login_page_slows_failures_per_username(db, client, owner, settings):
+    settings.DPPORTAL_LOGIN_SLOW_AFTER = 3
     url = reverse("accounts:login")
     for i in range(3):
         response = client.post(
@@ -170,6 +176,7 @@ def test_login_page_limits_failures_per_username(db, client, owner, rates):
         url, {"username": owner.username, "password": PASSWORD}, REMOTE_ADDR="192.0.2.50"
     )
     assert response.status_code == 429
+    assert 0 < int(response["Retry-After"]) <= settings.DPPORTAL_LOGIN_SLOW_FIRST_SECONDS
     assert "Too many login attempts" in response.content.decode()
     assert "_auth_user_id" not in client.session
 
@@ -196,9 +203,9 @@ def test_login_page_logs_in_under_the_limits(db, client, owner):
     assert client.session["_auth_user_id"] == str(owner.pk)
 
 
-def test_admin_login_is_limited_too(db, client, rates):
+def test_admin_login_is_limited_too(db, client, settings):
     UserFactory(username="staff-sam", is_staff=True, is_superuser=True)
-    rates(login_username="2/hour")
+    settings.DPPORTAL_LOGIN_SLOW_AFTER = 2
     for _ in range(2):
         client.post("/admin/login/", {"username": "staff-sam", "password": "wrong"})
     response = client.post("/admin/login/", {"username": "staff-sam", "password": PASSWORD})

@@ -98,8 +98,9 @@ def keep_connection():
 
 @pytest.fixture
 def seeded(keep_connection, project, owner, reviewer, settings):
-    # No throttling here: throttling has its own tests (tests/test_api_auth.py).
+    # No throttling here: throttling has its own tests (tests/test_api_auth.py),
     settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {}}
+    settings.AXES_ENABLED = False  # nor the failed-login limits (tests/test_login_lockout.py)
     published = build_release(project=project, owner=owner, reviewer=reviewer)
     dataset = make_dataset(project=project, owner=owner, rows=500)
     a_draft = draft(project=project, owner=owner, dataset=dataset, epsilon="0.2")

@@ -35,9 +35,6 @@ def test_every_kind_of_page_sends_the_strict_policy(project, owner, admin_user):
         (staff, "/admin/"),
         (anonymous, "/no/such/page/"),
     ]
-    # The builder draws the accuracy-versus-epsilon chart: plotly.js needs its own
-    # <style> elements there (dpportal.csp.plotly_styles), as on public release pages.
-    plotly_pages = {f"/releases/new/{project.slug}/"}
     for client, url in pages:
         for accept in ("text/html", "application/json"):
             response = client.get(url, HTTP_ACCEPT=accept)
@@ -47,8 +44,8 @@ def test_every_kind_of_page_sends_the_strict_policy(project, owner, admin_user):
             assert policy["base-uri"] == ["'self'"], url
             assert policy["frame-ancestors"] == ["'none'"], url
             assert policy["style-src"] == ["'self'"], url
-            styles = ["'self'", "'unsafe-inline'"] if url in plotly_pages else ["'self'"]
-            assert policy["style-src-elem"] == styles, url
+            assert policy["style-src-elem"] == ["'self'"], url
+            assert policy["style-src-attr"] == ["'none'"], url
             assert "'unsafe-eval'" not in response["Content-Security-Policy"], url
 
 
@@ -82,3 +79,19 @@ def test_no_static_script_writes_markup_with_innerhtml():
         )
     ]
     assert offenders == []
+
+
+def test_plotlys_global_sheet_matches_the_bundle():
+    """The pages link plotly.js's global rules as a static sheet (no inline <style>):
+    it must hold what the vendored bundle would have inserted, in the same order."""
+    import runpy
+
+    script = runpy.run_path(str(ROOT / "scripts" / "plotly_global_css.py"))
+    rules = script["rules"](script["BUNDLE"].read_text())
+    assert len(rules) > 40
+    sheet = script["TARGET"].read_text().splitlines()
+    assert [line for line in sheet if "{" in line] == [f"{s}{{{b}}}" for s, b in reversed(rules)]
+    for template in ("public/release.html", "releases/builder.html"):
+        text = (ROOT / "templates" / template).read_text()
+        assert 'id="plotly.js-style-global" class="no-inline-styles"' in text, template
+        assert text.index("plotly-global.css") < text.index("plotly-dpportal.min.js"), template

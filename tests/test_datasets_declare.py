@@ -214,7 +214,8 @@ def test_declaration_stays_editable_while_releases_are_drafts_then_freezes(datas
 
 def test_delete_removes_the_row_and_the_files(dataset, owner, django_capture_on_commit_callbacks):
     folder = Path(settings.MEDIA_ROOT) / "datasets" / str(dataset.pk)
-    assert (folder / "data.parquet").exists() and (folder / "source.csv").exists()
+    # the raw upload went once ingested; the Parquet is what remains
+    assert (folder / "data.parquet").exists() and not (folder / "source.csv").exists()
     with django_capture_on_commit_callbacks(execute=True):
         dataset_delete(dataset=dataset, actor=owner)
     assert not Dataset.objects.filter(pk=dataset.pk).exists()

@@ -116,7 +116,7 @@ def test_profile_holds_only_the_allowed_private_suggestions(project, owner):
 def test_gzip_upload_ingests_like_plain(project, owner):
     dataset = ingest_bytes(project, owner, gzip.compress(GOOD), name="data.csv.gz")
     assert dataset.status == Dataset.Status.READY
-    assert dataset.source_file.endswith("source.csv.gz")
+    assert dataset.source_file == ""  # the raw upload is deleted once ingested
     table = pq.read_table(Path(settings.MEDIA_ROOT) / dataset.parquet_file)
     assert table.column("person").to_pylist() == [1, 2, 2, 3]
 

@@ -1,4 +1,4 @@
-"""Registering existing Parquet in place (issue 16 point 3), against a real S3 server
+"""Registering existing Parquet in place, against a real S3 server
 (moto's, tests/s3_support.py), the real allow-list on the local disk, and a real worker."""
 
 from __future__ import annotations
@@ -127,7 +127,9 @@ def test_a_reviewer_with_the_permission_is_still_refused(project, reviewer, lake
 
 
 @pytest.mark.django_db
-def test_mixed_schemas_nested_and_unsupported_columns_are_refused(project, owner, lake):
+def test_mixed_schemas_nested_and_unsupported_columns_fail_in_the_worker(project, owner, lake):
+    """The request lists and reads nothing: the worker's profile refuses the data, and
+    the dataset fails with the reason."""
     endpoint, bucket = lake
     grant(owner)
     owner = fresh(owner)
@@ -139,14 +141,16 @@ def test_mixed_schemas_nested_and_unsupported_columns_are_refused(project, owner
         "mixed/": "do not all have the same columns",
         "nested/": "is nested",
         "flag/": "only integer, floating point and text",
-        "nothing-here/": "No Parquet file",
+        "nothing-here/": "Nothing can be registered at that location",
     }
     for prefix, message in cases.items():
-        with pytest.raises(ValidationFailed, match=message):
-            dataset_register_external(
-                project=project, name="x", location=f"s3://{bucket}/{prefix}", registered_by=owner
-            )
-    assert not Dataset.objects.exists()
+        dataset = dataset_register_external(
+            project=project, name=prefix, location=f"s3://{bucket}/{prefix}", registered_by=owner
+        )
+        dataset = dataset_ingest(dataset_id=dataset.pk)
+        assert dataset.status == Dataset.Status.FAILED, prefix
+        assert message in dataset.failure_reason, (prefix, dataset.failure_reason)
+        assert not dataset.columns.exists()
 
 
 @pytest.mark.django_db
@@ -168,21 +172,24 @@ def test_local_paths_only_inside_the_allow_list(project, owner, settings, tmp_pa
     with pytest.raises(ValidationFailed, match="turned off"):
         register(str(root))
     settings.DPPORTAL_EXTERNAL_ROOTS = [str(root)]
-    with pytest.raises(ValidationFailed, match="outside"):
+    with pytest.raises(ValidationFailed, match="Nothing can be registered"):
         register(str(outside))
-    with pytest.raises(ValidationFailed, match="outside"):
+    with pytest.raises(ValidationFailed, match="Nothing can be registered"):
         register(f"{root}/../outside/secret.parquet")
     os.symlink(outside / "secret.parquet", root / "link.parquet")
-    with pytest.raises(ValidationFailed, match="outside"):
+    with pytest.raises(ValidationFailed, match="Nothing can be registered"):
         register(str(root / "link.parquet"))
-    with pytest.raises(ValidationFailed, match="leads outside"):
-        register(str(root))  # the folder holds a symlink leading out
     with pytest.raises(ValidationFailed, match="absolute"):
         register("lake/ok.parquet")
     assert not Dataset.objects.exists()
+    # the folder holds a symlink leading out: accepted in the request, refused by the worker
+    dataset = dataset_ingest(dataset_id=register(str(root)).pk)
+    assert dataset.status == Dataset.Status.FAILED
+    assert "Nothing can be registered" in dataset.failure_reason
     (root / "link.parquet").unlink()
     dataset = register(str(root))
     assert (dataset.external_kind, dataset.external_location) == ("local", str(root.resolve()))
+    assert dataset_ingest(dataset_id=dataset.pk).status == Dataset.Status.READY
 
 
 # --- in process: profile, compute, a changed location, deletion -------------------------
@@ -326,7 +333,8 @@ def test_each_person_keeps_min_L_rows_across_several_files(tmp_path, bound):
         path = tmp_path / f"part-{part}.parquet"
         data = {"k": list(rows), "person": [people[i] for i in rows]}
         pq.write_table(pa.table(data), path, row_group_size=7)
-        files.append({"path": str(path), "size": path.stat().st_size, "etag": ""})
+        etag = storage.local_fingerprint(path, path.stat())
+        files.append({"path": str(path), "size": path.stat().st_size, "etag": etag})
     edges = [str(e) for e in range(len(people) + 1)]
     k = {"name": "k", "kind": "numeric", "missing": "drop", "bin_edges": edges}
     spec = {

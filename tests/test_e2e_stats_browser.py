@@ -132,7 +132,9 @@ def _public_checks(pages: Pages, release: Release) -> None:
     assert "standard deviation it estimates lies between" in words
 
     # 99 %: the sentences and the bars switch to the wider intervals
-    page.get_by_label("99 %").check()
+    # a page carries one level's numbers: another level is a new page
+    with page.expect_navigation():
+        page.get_by_label("99 %").check()
     wide = _intervals(mean, confidence="0.99")[0]
     page.wait_for_function(
         "([p, h]) => Math.abs(document.getElementById('chart-' + p).data[0].y[0]"

@@ -55,7 +55,7 @@ def csv_url(release, **query) -> str:
 def test_zh_hans_csv_has_a_bom_and_excel_shows_the_chinese(client, release):
     response = client.get(csv_url(release), HTTP_ACCEPT_LANGUAGE="zh-CN")
     assert response.status_code == 200
-    body = response.content
+    body = response.getvalue()
     assert body.startswith(codecs.BOM_UTF8)
     rows = list(csv.DictReader(io.StringIO(excel_decode(body))))
     assert {row["release_title"] for row in rows} == {"第一轮调查"}
@@ -67,16 +67,16 @@ def test_zh_hans_csv_has_a_bom_and_excel_shows_the_chinese(client, release):
 
 def test_without_the_bom_excel_would_show_mojibake(client, release):
     """The reason for the BOM: the same bytes without it are not what the owner wrote."""
-    body = client.get(csv_url(release, bom=0), HTTP_ACCEPT_LANGUAGE="zh-CN").content
+    body = client.get(csv_url(release, bom=0), HTTP_ACCEPT_LANGUAGE="zh-CN").getvalue()
     assert not body.startswith(codecs.BOM_UTF8)
     assert "第一轮调查" not in excel_decode(body)
     assert "第一轮调查" in body.decode("utf-8")
 
 
 def test_english_readers_get_no_bom_unless_they_ask(client, release):
-    plain = client.get(csv_url(release)).content
+    plain = client.get(csv_url(release)).getvalue()
     assert not plain.startswith(codecs.BOM_UTF8)
-    asked = client.get(csv_url(release, bom=1)).content
+    asked = client.get(csv_url(release, bom=1)).getvalue()
     assert asked == codecs.BOM_UTF8 + plain
 
 
@@ -88,8 +88,8 @@ def test_a_bad_bom_option_is_a_clear_400(client, release):
 
 def test_json_is_the_same_in_every_language(client, release):
     url = reverse("public:release-json", args=[release.project.slug, release.pk])
-    en = client.get(url).content
-    zh = client.get(url, HTTP_ACCEPT_LANGUAGE="zh-CN").content
+    en = client.get(url).getvalue()
+    zh = client.get(url, HTTP_ACCEPT_LANGUAGE="zh-CN").getvalue()
     assert en == zh and not zh.startswith(codecs.BOM_UTF8)
     assert json.loads(zh)["release"]["title"] == "第一轮调查"
 

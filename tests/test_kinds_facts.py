@@ -138,7 +138,9 @@ def test_every_surface_states_the_same_mechanism_noise_and_halfwidths(client, pu
     csv_rows = list(
         csv.DictReader(
             io.StringIO(
-                client.get(reverse("public:release-csv", args=[slug, release.pk])).content.decode()
+                client.get(reverse("public:release-csv", args=[slug, release.pk]))
+                .getvalue()
+                .decode()
             )
         )
     )

@@ -121,7 +121,8 @@ def test_page_numbers_go_through_the_formatting_module(client, by_person):
 
 def test_csv_numbers_go_through_the_formatting_module(client, by_person):
     url = reverse("public:release-csv", args=[by_person.project.slug, by_person.pk])
-    rows = list(csv.DictReader(io.StringIO(client.get(url + "?confidence=0.99").content.decode())))
+    body = client.get(url + "?confidence=0.99").getvalue().decode()
+    rows = list(csv.DictReader(io.StringIO(body)))
     record = json.loads(
         client.get(
             reverse("public:release-json", args=[by_person.project.slug, by_person.pk])

@@ -13,7 +13,7 @@ from dpportal.privacy.quantiles import quantile_rank_errors
 from dpportal.privacy.spread import spread_intervals
 from releases import lifecycle
 from releases.models import Release
-from releases.public.data import release_public_data
+from releases.public.data import release_public_data, statistic_texts
 from tests.public_builders import build_release
 from tests.stats_builders import add_stats_entries
 from tests.test_public_pages import embedded_data, release_url
@@ -66,7 +66,7 @@ def test_public_page_says_each_in_plain_words_with_its_interval(client, release)
     data = embedded_data(response)
     stats = _by_kind(data)
     mean = stats["grouped_mean"]
-    text = mean["text"]["0.95"]
+    text = statistic_texts(mean)["0.95"]
     # grouped means per group, each with its interval, in words
     assert f'Free / female: <span data-fill="cell-value" data-index="0">{text["value"][0]}' in html
     assert re.search(r"Free / female: <span[^>]*>[^<]+</span> \(between <span", html)
@@ -78,7 +78,7 @@ def test_public_page_says_each_in_plain_words_with_its_interval(client, release)
     assert f"the median is {q['text']['0.95']['value'][1]}: with" in html
     assert f"± {ranks[1]}</td>" in html
     # the standard deviation with its interval
-    sd = stats["stddev"]["text"]["0.95"]["per_cell"]
+    sd = statistic_texts(stats["stddev"])["0.95"]["per_cell"]
     assert re.search(
         r"standard deviation it estimates lies between <span[^>]*>"
         + re.escape(sd["lower"][0])

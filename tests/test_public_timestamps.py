@@ -104,7 +104,7 @@ def test_every_public_page_and_document_gives_days_only(client, published):
     for url in pages:
         response = client.get(url)
         assert response.status_code == 200, url
-        body = response.content.decode()
+        body = response.getvalue().decode()
         match = TIME_OF_DAY.search(body)
         assert match is None, f"{url} shows a time of day: {match.group(0)!r}"
         for document in _embedded_json(body):

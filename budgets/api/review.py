@@ -95,6 +95,7 @@ class SpendStandingSerializer(serializers.Serializer):
     within_pld = serializers.BooleanField()
     within_basic = serializers.BooleanField()
     fit = serializers.IntegerField(allow_null=True)
+    fit_at_least = serializers.BooleanField()
     text = serializers.SerializerMethodField()
 
     def get_text(self, obj: selectors.SpendStanding) -> str:
@@ -102,8 +103,7 @@ class SpendStandingSerializer(serializers.Serializer):
             return "unbounded" if value is None else formatting.budget(value)
 
         fit = (
-            f" {formatting.integer(obj.fit)} releases like this one fit under the cap "
-            "(this one included)."
+            f" {obj.fit_text} releases like this one fit under the cap (this one included)."
             if obj.fit is not None
             else ""
         )

@@ -8,10 +8,15 @@ registry (the public epsilon registry).
 """
 
 from budgets.selectors.accounting import (
+    CAP_CHECK_CACHE_SECONDS,
     CostFit,
+    cap_check_cached,
     committed_records,
+    committed_records_at,
     cost_fits,
     entry_records,
+    fit_text,
+    ledger_state,
     project_cap_check,
 )
 from budgets.selectors.audit import (
@@ -68,10 +73,15 @@ __all__ = [
     "SpendStanding",
     "StatisticLine",
     "budget_request_get_for_member",
+    "CAP_CHECK_CACHE_SECONDS",
     "CostFit",
+    "cap_check_cached",
     "committed_records",
+    "committed_records_at",
     "cost_fits",
     "entry_records",
+    "fit_text",
+    "ledger_state",
     "project_cap_check",
     "budget_request_list_pending_for_reviewer",
     "budget_standing",

@@ -13,31 +13,53 @@ the project stays within (epsilon_cap, delta_cap) when EITHER valid bound shows
 it (dpportal.privacy.pld, module docstring point 4). The basic sums are exact
 and cheap, so they are tried first; the PLD bound is computed only when they
 do not suffice (a correct short cut: the verdict is their OR).
+
+Pages that show the tight spend and the fit count (the builder's preview, a
+request's review) read it through `cap_check_cached`: the check is kept in
+Django's cache under the project's ledger state (its last row id: the ledger is
+append-only), the candidate's records and the caps (public parameters only;
+never data), so a page viewed again reads neither the history nor does any
+accounting, and a new ledger row or cap is a different key. The approval
+itself never reads the cache: it decides under the project lock on what it reads.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
+import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
+from django.conf import settings
+from django.core.cache import cache
+from django.db.models import Max, Q
 from django.utils.translation import gettext
 
 from budgets import amounts
 from budgets.models import LedgerEntry, Project
 from budgets.selectors.summary import BudgetSummary
 from dpportal import formatting
+from dpportal.privacy.headroom import compose_history
 from dpportal.privacy.mechanism_records import MechanismRecord, merge_records
-from dpportal.privacy.pld import CapCheck, within_cap
+from dpportal.privacy.pld import CapCheck, within_cap, within_cap_composed
 
 __all__ = [
+    "CAP_CHECK_CACHE_SECONDS",
     "CostFit",
+    "cap_check_cached",
     "committed_records",
     "cost_fits",
     "entry_records",
     "epsilon_text",
+    "committed_records_at",
+    "fit_text",
     "float_exact",
+    "ledger_state",
+    "rows_records",
     "project_cap_check",
 ]
 
@@ -59,9 +81,24 @@ def committed_records(*, project: Project) -> list[MechanismRecord]:
         .exclude(request_id__in=released)
         .values_list("epsilon", "delta", "mechanisms")
     )
+    return rows_records(rows)
+
+
+def rows_records(rows: Iterable[tuple[object, object, list]]) -> list[MechanismRecord]:
+    """The records of ledger rows (epsilon, delta, mechanisms), equal ones merged.
+
+    Rows with the same stored mechanisms (a design published again and again) are
+    read once and counted: equal to reading each (a record used k times is the
+    record with k times its count), without parsing a long ledger row by row.
+    """
+    counts: dict[str, list] = {}
+    for epsilon, delta, mechanisms in rows:
+        key = json.dumps([str(epsilon), str(delta), mechanisms], sort_keys=True)
+        seen = counts.setdefault(key, [epsilon, delta, mechanisms, 0])
+        seen[3] += 1
     return merge_records(
-        record
-        for epsilon, delta, mechanisms in rows
+        record.times(times)
+        for epsilon, delta, mechanisms, times in counts.values()
         for record in entry_records(epsilon=epsilon, delta=delta, mechanisms=mechanisms)
     )
 
@@ -77,6 +114,105 @@ def project_cap_check(
         delta_cap=project.delta_cap,
         count_fit=count_fit,
     )
+
+
+logger = logging.getLogger(__name__)
+
+#: how long a page's cap check is kept: its key names everything it depends on, so
+#: this only bounds the cache's memory, never how stale an answer can be
+CAP_CHECK_CACHE_SECONDS = 24 * 3600
+_CACHE_VERSION = "cap-check-1"
+
+
+def _records_digest(records: Iterable[MechanismRecord]) -> str:
+    """An order-free digest of records' exact public parameters (equal ones merged)."""
+    parts = sorted(repr((r.key, r.count)) for r in merge_records(records))
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def ledger_state(*, project_id: int, moment: Q | None = None) -> str:
+    """Names the project's ledger rows (matching `moment`): the last row's id, with the
+    moment's condition.
+
+    The ledger is append-only (a database trigger refuses updates and deletes) and
+    ids follow commit order under the project lock, so the rows a moment selects,
+    and so the committed records, are fixed by these two.
+    """
+    moment = moment if moment is not None else Q()
+    rows = LedgerEntry.objects.filter(moment, project_id=project_id)
+    return f"{rows.aggregate(last=Max('pk'))['last'] or 0}|{moment!s}"
+
+
+#: committed records of this many recent (project, ledger state) pairs are kept in
+#: process: reading and parsing a long ledger costs more than composing it
+COMMITTED_RECORDS_KEPT = 16
+
+
+@functools.lru_cache(maxsize=COMMITTED_RECORDS_KEPT)
+def _committed_at(database: str, project_id: int, state: str) -> tuple[MechanismRecord, ...]:
+    del database, state  # key only: the rows are fixed by them (ledger_state)
+    return tuple(committed_records(project=Project(pk=project_id)))
+
+
+def committed_records_at(*, project_id: int, state: str) -> list[MechanismRecord]:
+    """committed_records of the project now, given its `state` (ledger_state, moment now),
+    kept in process for the few most recent states."""
+    database = str(settings.DATABASES["default"].get("NAME", ""))
+    return list(_committed_at(database, project_id, state))
+
+
+def cap_check_cached(
+    *,
+    project_id: int,
+    state: str,
+    history: Callable[[], Sequence[MechanismRecord]],
+    candidate: Sequence[MechanismRecord],
+    epsilon_cap: object,
+    delta_cap: object,
+) -> CapCheck:
+    """`within_cap` with the fit count, kept in Django's cache for pages (module docstring).
+
+    Keyed by the project, `state` (ledger_state: its last ledger row up to the
+    moment measured), the candidate's records and the caps; `history()` reads the
+    committed records only on a miss. A cache that fails is a miss (the check is
+    computed, never refused).
+    """
+    key = ":".join(
+        (
+            _CACHE_VERSION,
+            str(settings.DATABASES["default"].get("NAME", "")),
+            str(project_id),
+            state,
+            _records_digest(candidate),
+            str(epsilon_cap),
+            str(delta_cap),
+        )
+    )
+    key = "cap-check:" + hashlib.sha256(key.encode()).hexdigest()
+    try:
+        hit = cache.get(key)
+    except Exception:  # a cache that fails is a miss; the page still answers
+        logger.warning("cap check cache read failed", exc_info=True)
+        hit = None
+    if isinstance(hit, CapCheck):
+        return hit
+    check = within_cap_composed(
+        compose_history(history()), candidate, epsilon_cap=epsilon_cap, delta_cap=delta_cap
+    )
+    try:
+        cache.set(key, check, CAP_CHECK_CACHE_SECONDS)
+    except Exception:
+        logger.warning("cap check cache write failed", exc_info=True)
+    return check
+
+
+def fit_text(*, fit: int | None, at_least: bool) -> str:
+    """How many releases fit, for a person: "4,096", or "at least 4,096" for a lower bound."""
+    if fit is None:
+        return ""
+    if at_least:
+        return gettext("at least %(count)s") % {"count": formatting.integer(fit)}
+    return formatting.integer(fit)
 
 
 def float_exact(value: float) -> str | None:
@@ -196,6 +332,7 @@ def cost_fits(
     epsilon: Decimal,
     delta: Decimal,
     mechanisms: list | None,
+    cached: bool = False,
 ) -> CostFit:
     """Would committing (epsilon, delta) with these mechanism records keep `project` in its cap?
 
@@ -204,10 +341,23 @@ def cost_fits(
     (MechanismRecord.to_dict); none: a generic (epsilon, delta) mechanism.
     The PLD bound is computed only when the basic sums do not fit (see the
     module docstring): an approval within the plain sums costs no PLD.
+    `cached`: for pages (cap_check_cached); an approval decides on what it reads
+    under the project lock and passes False.
     """
     within_basic = epsilon <= summary.epsilon_remaining and delta <= summary.delta_remaining
     tight = None
     if not within_basic:
         candidate = entry_records(epsilon=epsilon, delta=delta, mechanisms=mechanisms or [])
-        tight = project_cap_check(project=project, candidate=candidate, count_fit=False)
+        if cached:
+            state = ledger_state(project_id=project.pk)
+            tight = cap_check_cached(
+                project_id=project.pk,
+                state=state,
+                history=lambda: committed_records_at(project_id=project.pk, state=state),
+                candidate=candidate,
+                epsilon_cap=project.epsilon_cap,
+                delta_cap=project.delta_cap,
+            )
+        else:
+            tight = project_cap_check(project=project, candidate=candidate, count_fit=False)
     return CostFit(project, summary, epsilon, delta, within_basic, tight)

@@ -234,6 +234,7 @@ def budget_standing(
             epsilon=budget_request.epsilon,
             delta=budget_request.delta,
             mechanisms=budget_request.mechanisms,
+            cached=True,  # a page: kept per ledger state (accounting.cap_check_cached)
         )
         return replace(standing, fits_tight=fit.within)
     reserve = (

@@ -28,12 +28,17 @@ from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
 from budgets.models import BudgetRequest, LedgerEntry
-from budgets.selectors.accounting import entry_records
+from budgets.selectors.accounting import (
+    cap_check_cached,
+    entry_records,
+    fit_text,
+    ledger_state,
+    rows_records,
+)
 from budgets.selectors.budget import MomentLabels, _caps_at
 from dpportal.privacy.errors import PrivacyParameterError
-from dpportal.privacy.headroom import compose_history
 from dpportal.privacy.mechanism_records import MechanismRecord
-from dpportal.privacy.pld import Spend, within_cap_composed
+from dpportal.privacy.pld import Spend
 
 __all__ = ["SpendStanding", "spend_standing"]
 
@@ -52,7 +57,8 @@ class SpendStanding(MomentLabels):
     epsilon_*: the tightest bound (pld.Spend.epsilon); pld_epsilon_*: the tight bound,
     PLD or RDP whichever is smaller (pld.Spend.tight_epsilon; within_pld likewise:
     pld.CapCheck.within_tight); basic_*: the plain sums. None: no finite epsilon at that delta.
-    fit: how many releases like this one (this one included) fit under the cap.
+    fit: how many releases like this one (this one included) fit under the cap;
+    fit_at_least: fit is a lower bound (the search is bounded: pld.MAX_PLD_FIT).
     """
 
     moment: str
@@ -70,6 +76,7 @@ class SpendStanding(MomentLabels):
     within_pld: bool
     within_basic: bool
     fit: int | None
+    fit_at_least: bool = False
 
     LABELS: ClassVar[dict[str, tuple[str, str]]] = {
         "now": (_("Committed now"), _("After approval")),
@@ -77,6 +84,11 @@ class SpendStanding(MomentLabels):
         "rejection": (_("At the rejection"), _("After the rejection (nothing reserved)")),
         "withdrawn": (_("Committed now"), _("After (nothing reserved)")),
     }
+
+    @property
+    def fit_text(self) -> str:
+        """The fit count for a person: "12", or "at least 4,096" for a lower bound."""
+        return fit_text(fit=self.fit, at_least=self.fit_at_least)
 
     @property
     def within(self) -> bool:
@@ -93,11 +105,7 @@ def _committed_records(*, project_id: int, moment: Q) -> list[MechanismRecord]:
         .exclude(request_id__in=released)
         .values_list("epsilon", "delta", "mechanisms")
     )
-    return [
-        record
-        for epsilon, delta, mechanisms in rows
-        for record in entry_records(epsilon=epsilon, delta=delta, mechanisms=mechanisms)
-    ]
+    return rows_records(rows)
 
 
 def _moment(budget_request: BudgetRequest) -> tuple[str, datetime | None, Q, bool]:
@@ -118,24 +126,36 @@ def _moment(budget_request: BudgetRequest) -> tuple[str, datetime | None, Q, boo
 
 
 def spend_standing(*, budget_request: BudgetRequest) -> SpendStanding | None:
-    """The request's SpendStanding (None when the ledger's records cannot be accounted)."""
+    """The request's SpendStanding (None when the ledger's records cannot be accounted).
+
+    Never raises for the accounting: the standing is shown on pages answered after
+    a decision has committed (the review page, the API's answer to an approval),
+    which must state the decision whatever the accountant does.
+    """
     project = budget_request.project
     moment, at, rows, add = _moment(budget_request)
     epsilon_cap, delta_cap = (
         _caps_at(project=project, at=at) if at else (project.epsilon_cap, project.delta_cap)
     )
     try:
-        history = compose_history(_committed_records(project_id=project.pk, moment=rows))
         candidate = entry_records(
             epsilon=budget_request.epsilon,
             delta=budget_request.delta,
             mechanisms=budget_request.mechanisms,
         )
-        check = within_cap_composed(
-            history, candidate, epsilon_cap=epsilon_cap, delta_cap=delta_cap
+        check = cap_check_cached(
+            project_id=project.pk,
+            state=ledger_state(project_id=project.pk, moment=rows),
+            history=lambda: _committed_records(project_id=project.pk, moment=rows),
+            candidate=candidate,
+            epsilon_cap=epsilon_cap,
+            delta_cap=delta_cap,
         )
     except PrivacyParameterError:
         logger.exception("tight accounting failed for budget request %s", budget_request.pk)
+        return None
+    except Exception:  # informational: a page after an approval must still answer
+        logger.exception("tight accounting raised for budget request %s", budget_request.pk)
         return None
     before: Spend = check.before
     after: Spend = check.after if add else check.before
@@ -155,4 +175,5 @@ def spend_standing(*, budget_request: BudgetRequest) -> SpendStanding | None:
         within_pld=check.within_tight,
         within_basic=check.within_basic,
         fit=check.fit,
+        fit_at_least=check.fit_at_least,
     )

@@ -28,10 +28,11 @@ class DatasetRegisterApi(ApiView):
         operation_id="datasets_register",
         summary="Register existing Parquet in place; a worker profiles it (owners with the "
         "register_external permission)",
-        description="The location and schema are checked at once (a refusal creates nothing). "
-        "The data is read-only for dpportal: it is never written or deleted there, and deleting "
-        "the dataset leaves it. Poll the dataset's status until it is 'ready', then declare and "
-        "confirm the unit as for an upload.",
+        description="The location's syntax and the server's allow-list are checked at once (a "
+        "refusal creates nothing); a worker then lists the location, checks the schema and "
+        "profiles the data. Poll the dataset's status until it is 'ready' (or 'failed', with "
+        "the reason), then declare and confirm the unit as for an upload. The data is read-only "
+        "for dpportal: it is never written or deleted there, and deleting the dataset leaves it.",
         request=InputSerializer,
         responses={201: DatasetDetailOutputSerializer, **error_responses(*MEMBER_ERRORS)},
     )

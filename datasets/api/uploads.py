@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from django.http import HttpRequest
 from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
@@ -41,6 +43,8 @@ from dpportal.api import (
     validated_input,
 )
 from dpportal.errors import UploadTooLarge
+
+logger = logging.getLogger(__name__)
 
 
 class DatasetListApi(ApiView):
@@ -133,12 +137,30 @@ class DatasetUploadApi(ApiView):
             read_options=read_options(data),
             review=data["review"],
         )
+        return Response(created_body(dataset, request.user), status=status.HTTP_201_CREATED)
+
+
+def created_body(dataset: Dataset, user) -> dict:
+    """The 201 body of an upload, which cannot fail: the dataset is committed by now, so
+    an error here would answer 500 for a change that was made. The preview reads the
+    upload, which a fast worker may already have ingested and removed; a failed preview
+    is `reading: null`, and a failed detail (the database away) the dataset's id,
+    name and status as known here (both logged by type only: texts may quote data)."""
+    try:
         body = detail(dataset)
-        body["reading"] = None
-        if dataset.source_file and dataset.read_options:
-            preview = services.dataset_read_preview(dataset=dataset, actor=request.user)
+    except Exception as exc:
+        logger.warning("dataset %s: created; detail not read (%s)", dataset.pk, type(exc).__name__)
+        body = {"id": dataset.pk, "name": dataset.name, "status": dataset.status}
+    body["reading"] = None
+    if dataset.source_file and dataset.read_options:
+        try:
+            preview = services.dataset_read_preview(dataset=dataset, actor=user)
             body["reading"] = reading(preview)
-        return Response(body, status=status.HTTP_201_CREATED)
+        except Exception as exc:
+            logger.warning(
+                "dataset %s: created; preview not read (%s)", dataset.pk, type(exc).__name__
+            )
+    return body
 
 
 class DatasetDetailApi(ApiView):

@@ -46,6 +46,15 @@ class IngestLimits:
     max_row_bytes: int = 1 << 20
     #: data rows of a spreadsheet (Excel's own limit is 1,048,575 below a header)
     max_sheet_rows: int = 1_000_000
+    #: cells (rows times columns) read from a spreadsheet: bounds the worker's time
+    xlsx_max_cells: int = 2_000_000
+    #: any part of an .xlsx other than its sheets and shared strings, decompressed
+    xlsx_max_part_bytes: int = 16 << 20
+    #: distinct text values of an .xlsx (held in memory while its sheet is read)
+    xlsx_max_shared_strings: int = 1_000_000
+    #: the shared strings part decompressed, and its strings' size in memory
+    xlsx_max_shared_strings_bytes: int = 64 << 20
+    #: decoded bytes a typed format's reader hands on at a time
     max_batch_bytes: int = 16 << 20
     #: a Parquet page, uncompressed (pyarrow decompresses a page whole)
     max_page_bytes: int = 16 << 20

@@ -105,8 +105,108 @@ def detect_encoding(sample: bytes) -> str:
         return "utf-8"
     except UnicodeDecodeError:
         pass
-    best = from_bytes(body).best()
-    return (normalize_encoding(best.encoding) if best else None) or "utf-8"
+    return best_single_or_multibyte(body) or "utf-8"
+
+
+#: Western European encodings, preferred in this order when a sample reads as plausibly
+#: in one of them as in another (Central European, Baltic) single-byte encoding
+WESTERN = ("cp1252", "latin-1", "iso8859-15")
+
+
+def best_single_or_multibyte(body: bytes) -> str | None:
+    """The allowed encoding that reads `body` (no BOM, no NUL, not UTF-8) most plausibly.
+
+    charset_normalizer proposes the candidates; it is weak on short samples (many tie
+    on no "chaos" and no language coherence), so its ranking is refined:
+
+    - UTF-16/32 are never chosen here: without a byte-order mark, text in them has NUL
+      bytes (ASCII digits, delimiters and line breaks), and `body` has none. Shift-JIS
+      had been read as UTF-16 that way.
+    - a decoding that puts a symbol against a letter ("£ukasz": Polish Ł read as
+      Windows-1252) or a capital inside a lowercase word ("ódŸ") loses;
+    - then one whose accented letters all belong to one language's alphabet
+      (LANGUAGE_LETTERS) beats one that mixes alphabets (Czech read as Windows-1252
+      gives Nordic ø beside Italian ì);
+    - then charset_normalizer's chaos (lower) and coherence (higher);
+    - then, on a tie, a Western encoding wins: "Genève" in Latin-1 decodes as well in
+      Windows-1250 ("Genčve"), both as one language's letters, and nothing in a short
+      sample tells them apart. The owner sees the reading before confirming it.
+    """
+    ranked = []
+    for position, match in enumerate(from_bytes(body)):
+        for alias in [match.encoding, *match.could_be_from_charset]:
+            name = normalize_encoding(alias)
+            if name is None or codecs.lookup(name).name.startswith(("utf-16", "utf-32")):
+                continue
+            try:
+                text = body.decode(name)
+            except UnicodeDecodeError:
+                continue
+            western = WESTERN.index(name) if name in WESTERN else len(WESTERN)
+            ranked.append(
+                (
+                    _implausible(text),
+                    -_one_language_share(text),
+                    match.chaos,
+                    -match.coherence,
+                    western,
+                    position,
+                    name,
+                )
+            )
+    return min(ranked)[-1] if ranked else None
+
+
+#: the accented Latin letters of languages written in the single-byte encodings offered
+LANGUAGE_LETTERS = {
+    language: frozenset(letters)
+    for language, letters in {
+        "french": "àâæçéèêëîïôœùûüÿ",
+        "german": "äöüß",
+        "spanish": "áéíñóúü",
+        "portuguese": "àáâãçéêíóôõú",
+        "italian": "àèéìíîòóù",
+        "dutch": "áéëïóöü",
+        "nordic": "åäæéöø",
+        "icelandic": "áæéíðóöúýþ",
+        "czech": "áčďéěíňóřšťúůýž",
+        "slovak": "áäčďéíĺľňóôŕšťúýž",
+        "polish": "ąćęłńóśźż",
+        "hungarian": "áéíóöőúüű",
+        "croatian": "čćđšž",
+        "romanian": "ăâîșțşţ",
+        "turkish": "çğıöşü",
+    }.items()
+}
+
+
+def _one_language_share(text: str) -> float:
+    """The largest share of the text's distinct accented Latin letters that one language
+    of LANGUAGE_LETTERS writes (1.0 when there are none)."""
+    letters = {c for c in text.lower() if not c.isascii() and c.isalpha() and c <= "\u024f"}
+    if not letters:
+        return 1.0
+    return max(len(letters & alphabet) for alphabet in LANGUAGE_LETTERS.values()) / len(letters)
+
+
+def _implausible(text: str) -> int:
+    """How many non-ASCII characters are unlikely: a symbol touching a letter, a capital
+    letter right after a lowercase one, or a character outside the Basic Multilingual
+    Plane (rare ideographs: Shift-JIS 神戸 read as Big5-HKSCS gives one)."""
+    odd = 0
+    for i, char in enumerate(text):
+        if char.isascii():
+            continue
+        if ord(char) > 0xFFFF:
+            odd += 1
+            continue
+        before = text[i - 1] if i else " "
+        after = text[i + 1] if i + 1 < len(text) else " "
+        if not char.isalpha():
+            odd += char.isprintable() and (before.isalpha() or after.isalpha())
+        elif char.isupper() and before.isalpha() and before.islower():
+            odd += 1
+    return odd
 
 
 def _lines(text: str) -> str:

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from datasets.private_files import private_file
+
 
 class ParquetSink:
     """The interface: open (once per attempt), then commit or discard."""
@@ -47,6 +49,7 @@ class LocalSink(ParquetSink):
 
     def commit(self) -> None:
         if self._temporary is not None:
+            private_file(self._temporary)
             os.replace(self._temporary, self.destination)
             self._temporary = None
 

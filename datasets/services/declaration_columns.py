@@ -20,6 +20,7 @@ from django.utils.translation import gettext, gettext_noop
 
 from datasets.domains import DATE_BINS, DATE_FORMATS, date_bin_labels
 from datasets.models import Column
+from dpportal.bidi import bidi_controls_in, shown
 
 MAX_CATEGORIES = 1000
 MAX_CATEGORY_LENGTH = 200
@@ -143,6 +144,17 @@ def _categorical(column: Column, spec: Mapping[str, object], errors: list[str]) 
             gettext("categories must be at most %(limit)s characters.")
             % {"limit": MAX_CATEGORY_LENGTH}
         )
+    for category in categories:
+        controls = bidi_controls_in(category)
+        if controls:
+            errors.append(
+                gettext(
+                    "category '%(category)s' holds the invisible direction control "
+                    "%(controls)s, which changes how the text around it is displayed: "
+                    "remove it."
+                )
+                % {"category": shown(category[:50]), "controls": ", ".join(controls)}
+            )
     duplicates = sorted({c for c in categories if categories.count(c) > 1})
     if duplicates:
         errors.append(

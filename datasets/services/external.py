@@ -1,11 +1,14 @@
 """Registering Parquet in place, and its profile by the workers.
 
 dataset_register_external checks the owner, the admin-granted permission
-(datasets.register_external), the location (datasets.external) and the schema
-at once; on any refusal nothing is created. The dataset is then `uploaded` and
-the ingest task profiles it (dataset_profile_external, called by
-datasets.services.ingesting): no Parquet copy is written, and the data's own files
-are never written or deleted by dpportal (deleting the dataset leaves them).
+(datasets.register_external) and the location's syntax and allow-list
+(datasets.locations.parse_location) at once; on any refusal nothing is created.
+Nothing is listed or read in the request: the dataset is `uploaded` and the ingest
+task lists the location (within DPPORTAL_EXTERNAL_MAX_FILES), checks its schema and
+profiles it (datasets.external.profile, called by datasets.services.ingesting),
+failing the dataset with the reason when the location is unusable. No Parquet copy
+is written, and the data's own files are never written or deleted by dpportal
+(deleting the dataset leaves them).
 """
 
 from __future__ import annotations
@@ -17,11 +20,10 @@ from django.db import transaction
 from django.utils.translation import gettext
 
 from budgets.models import Project
-from datasets import external
+from datasets import locations
 from datasets.models import Dataset
 from datasets.services.common import require_owner
 from datasets.services.ingest_dispatch import dataset_dispatch_ingest
-from datasets.services.ingesting import ingest_limits
 from dpportal.errors import PermissionDenied, ValidationFailed
 
 logger = logging.getLogger(__name__)
@@ -48,9 +50,7 @@ def dataset_register_external(
     if len(name) > 200:
         raise ValidationFailed(gettext("The dataset's name must be at most 200 characters."))
     # IngestRejected is a ValidationFailed: the owner reads why, and nothing is created
-    where = external.parse_location(location)
-    files = external.list_files(where)
-    external.read_layout(where.kind, files, ingest_limits())
+    where = locations.parse_location(location)
     with transaction.atomic():
         dataset = Dataset.objects.create(
             project=project,
@@ -60,6 +60,8 @@ def dataset_register_external(
             external_location=where.path,
         )
         dataset_id = dataset.pk
-        transaction.on_commit(lambda: dataset_dispatch_ingest(dataset_id=dataset_id))
+        # robust: the dataset is committed by then; a failed send must not fail the
+        # response (the periodic re-dispatch sends it later)
+        transaction.on_commit(lambda: dataset_dispatch_ingest(dataset_id=dataset_id), robust=True)
     logger.info("dataset %s registered in place in project %s", dataset.pk, project.pk)
     return dataset

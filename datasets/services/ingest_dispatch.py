@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
+from django.db import DatabaseError
 from django.utils import timezone
 
 from datasets import dispatch
@@ -23,7 +24,10 @@ def dataset_dispatch_ingest(*, dataset_id: int) -> bool:
     never raised (the periodic re-dispatch sends it later). Returns whether it was sent."""
     if not dispatch.dataset_ingest_send(dataset_id=dataset_id):
         return False
-    Dataset.objects.filter(pk=dataset_id).update(dispatched_at=timezone.now())
+    try:
+        Dataset.objects.filter(pk=dataset_id).update(dispatched_at=timezone.now())
+    except DatabaseError as exc:  # the task went; the note only delays a re-send
+        logger.warning("dataset %s: could not note the send (%s)", dataset_id, type(exc).__name__)
     return True
 
 

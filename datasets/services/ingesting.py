@@ -23,6 +23,8 @@ until its heartbeat is older than STALLED_AFTER.
 A dataset whose ingest keeps dying (e.g. the worker is killed for memory) fails
 after MAX_INGEST_ATTEMPTS starts instead of looping.
 
+The raw upload is deleted once the dataset is ready (committed first, so a retry
+never lacks it); the Parquet is written privately (datasets.private_files).
 A failed upload keeps its row (status, reason, failed_at) so the owner can read
 why, but its files are removed at once; the row goes when the owner dismisses it,
 or after DPPORTAL_FAILED_UPLOAD_RETENTION_DAYS (dataset_cleanup_failed, run by beat).
@@ -56,8 +58,10 @@ from datasets.ingest import (
 )
 from datasets.ingest.formats import ingest_file
 from datasets.models import Column, Dataset
+from datasets.private_files import private_folder
 from datasets.services.common import dataset_folder
 from dpportal import messages
+from dpportal.tasklimits import SoftTimeLimitExceeded, duration, soft_limit
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +86,10 @@ def ingest_limits() -> IngestLimits:
         max_decompression_ratio=settings.DPPORTAL_MAX_DECOMPRESSION_RATIO,
         max_row_bytes=settings.DPPORTAL_MAX_ROW_BYTES,
         max_sheet_rows=settings.DPPORTAL_MAX_SHEET_ROWS,
+        xlsx_max_cells=settings.DPPORTAL_XLSX_MAX_CELLS,
+        xlsx_max_part_bytes=settings.DPPORTAL_XLSX_MAX_PART_BYTES,
+        xlsx_max_shared_strings=settings.DPPORTAL_XLSX_MAX_SHARED_STRINGS,
+        xlsx_max_shared_strings_bytes=settings.DPPORTAL_XLSX_MAX_SHARED_STRINGS_BYTES,
         max_batch_bytes=settings.DPPORTAL_INGEST_BATCH_BYTES,
         max_page_bytes=settings.DPPORTAL_PARQUET_MAX_PAGE_BYTES,
     )
@@ -197,7 +205,28 @@ def dataset_ingest(*, dataset_id: int) -> Dataset | None:
         if dataset is None:
             logger.info("dataset %s: nothing to ingest", dataset_id)
             return Dataset.objects.filter(pk=dataset_id).first()
-        return _run(dataset=dataset)
+        try:
+            return _run(dataset=dataset)
+        except SoftTimeLimitExceeded:
+            # the task's soft limit: record which limit was reached (the partial Parquet
+            # and the raw upload go with the failure); retrying would stop there again
+            logger.warning("dataset %s: ingest stopped at its time limit", dataset_id)
+            return _fail(
+                dataset_id=dataset_id, attempt=dataset.ingest_attempts, reason=time_limit_reason()
+            )
+
+
+def time_limit_reason() -> messages.Message:
+    """Why an ingest stopped at DPPORTAL_INGEST_SOFT_TIME_LIMIT, naming the limit."""
+    return [
+        messages.record(
+            gettext_noop(
+                "The conversion stopped after %(duration)s, the limit for reading one file; "
+                "nothing was stored. Try a smaller file or fewer columns."
+            ),
+            duration=duration(soft_limit("DPPORTAL_INGEST_SOFT_TIME_LIMIT")),
+        )
+    ]
 
 
 def _run(*, dataset: Dataset) -> Dataset | None:
@@ -210,13 +239,15 @@ def _run(*, dataset: Dataset) -> Dataset | None:
         path.unlink(missing_ok=True)
     if stale:
         logger.info("dataset %s: removed %s stale temporary file(s)", dataset_id, len(stale))
+    private_folder(destination.parent)
+    upload = Path(settings.MEDIA_ROOT) / dataset.source_file
     started = time.monotonic()
     stored = f"{storage.dataset_prefix(dataset_id)}/{destination.name}"
     # to a bucket the Parquet streams straight to its object (nothing staged on this disk)
     sink = storage.parquet_sink(stored) if storage.is_remote() else None
     try:
         result = ingest_file(
-            source=Path(settings.MEDIA_ROOT) / dataset.source_file,
+            source=upload,
             sheet=dataset.sheet,
             destination=destination,
             limits=ingest_limits(),
@@ -227,6 +258,8 @@ def _run(*, dataset: Dataset) -> Dataset | None:
     except IngestRejected as exc:
         logger.info("dataset %s rejected", dataset_id)
         return _fail(dataset_id=dataset_id, attempt=attempt, reason=exc.records)
+    except SoftTimeLimitExceeded:
+        raise  # recorded by dataset_ingest as the time limit, not as a damaged file
     except Exception as exc:
         # Log the place, not the message: parser messages may quote cell values.
         logger.error(
@@ -254,16 +287,32 @@ def _run(*, dataset: Dataset) -> Dataset | None:
             dataset.warnings = result.warnings
             dataset.heartbeat_at = timezone.now()
             dataset.parquet_file = stored
+            dataset.source_file = ""
             fields = ["status", "progress", "failure_reason", "failure_record", "warnings"]
-            fields += ["heartbeat_at", "parquet_file"]
+            fields += ["heartbeat_at", "parquet_file", "source_file"]
             dataset.save(update_fields=fields)
     except Exception:
         destination.unlink(missing_ok=True)
         storage.delete(stored)
         raise
+    _remove_upload(dataset_id=dataset_id, upload=upload)
     took = time.monotonic() - started
     logger.info("dataset %s ready in %.1fs (read by %s)", dataset_id, took, result.reader)
     return dataset
+
+
+def _remove_upload(*, dataset_id: int, upload: Path) -> None:
+    """Delete the raw upload once the dataset is committed ready: no later run reads it
+    (a redelivered task finds the dataset ready and does nothing), and a failure before
+    the commit keeps it for the retry. A failed ingest's files go in _mark_failed."""
+    if upload == Path(settings.MEDIA_ROOT) or upload.is_dir():
+        return  # no upload was named
+    try:
+        upload.unlink(missing_ok=True)
+    except OSError as exc:
+        logger.warning(
+            "dataset %s: the upload was not removed (%s)", dataset_id, type(exc).__name__
+        )
 
 
 def _run_external(*, dataset: Dataset) -> Dataset | None:

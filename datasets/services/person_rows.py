@@ -33,9 +33,13 @@ def dataset_person_rows_after_unit(*, dataset: Dataset, id_column_before: str) -
     dataset_id = dataset.pk
     if dataset.id_column != id_column_before:
         # after commit: a rolled-back change must not cost the copy
-        transaction.on_commit(lambda: dataset_person_rows_remove(dataset_id=dataset_id))
+        transaction.on_commit(
+            lambda: dataset_person_rows_remove(dataset_id=dataset_id), robust=True
+        )
     if dataset.id_column and dataset.unit_confirmed_at is not None:
-        transaction.on_commit(lambda: _ask_for_copy(dataset_id))
+        # robust: the declaration is committed; the copy is optional (releases read the
+        # dataset without it), so asking for it must not fail the request
+        transaction.on_commit(lambda: _ask_for_copy(dataset_id), robust=True)
 
 
 def _ask_for_copy(dataset_id: int) -> None:

@@ -149,6 +149,7 @@ def dataset_confirm_reading(
         locked.status = Dataset.Status.UPLOADED
         locked.save(update_fields=["read_options", "status"])
         dataset_id = locked.pk
-        transaction.on_commit(lambda: dataset_dispatch_ingest(dataset_id=dataset_id))
+        # robust: the confirmation is committed; a failed send is re-sent periodically
+        transaction.on_commit(lambda: dataset_dispatch_ingest(dataset_id=dataset_id), robust=True)
     logger.info("dataset %s: reading confirmed, ingest queued", dataset_id)
     return locked

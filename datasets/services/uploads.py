@@ -20,6 +20,7 @@ from datasets import storage
 from datasets.ingest import CsvDialect, human_size
 from datasets.ingest.formats import file_format, source_name
 from datasets.models import Dataset
+from datasets.private_files import open_private
 from datasets.services.common import dataset_folder, require_owner
 from datasets.services.ingest_dispatch import dataset_dispatch_ingest
 from datasets.services.reading import detect_read_options, parse_read_options
@@ -100,8 +101,7 @@ def dataset_create(
             )
             folder = dataset_folder(dataset=dataset)
             target = folder / stored_name
-            folder.mkdir(parents=True, exist_ok=True)
-            with open(target, "wb") as out:
+            with open_private(target) as out:
                 for chunk in uploaded_file.chunks():
                     out.write(chunk)
             dataset.source_file = str(target.relative_to(settings.MEDIA_ROOT))
@@ -116,8 +116,12 @@ def dataset_create(
             dataset.save(update_fields=["source_file", "read_options", "status"])
             if dispatch and dataset.status == Dataset.Status.UPLOADED:
                 dataset_id = dataset.pk
-                # After commit: the worker must find the row.
-                transaction.on_commit(lambda: dataset_dispatch_ingest(dataset_id=dataset_id))
+                # After commit: the worker must find the row. Robust: the dataset is
+                # committed by then, and a failed send must not undo its file or fail
+                # the response (the periodic re-dispatch sends it later).
+                transaction.on_commit(
+                    lambda: dataset_dispatch_ingest(dataset_id=dataset_id), robust=True
+                )
     except Exception:
         if folder is not None:  # the row rolled back: its file must go too
             shutil.rmtree(folder, ignore_errors=True)
@@ -143,7 +147,8 @@ def dataset_delete(*, dataset: Dataset, actor: AbstractBaseUser) -> None:
         locked.delete()
         # Files go only once the row is surely gone.
         dataset_id = dataset.pk
-        transaction.on_commit(lambda: _remove_files(folder, dataset_id))
+        # robust: the row is gone; a file left behind must not turn that into an error
+        transaction.on_commit(lambda: _remove_files(folder, dataset_id), robust=True)
     logger.info("dataset %s deleted", dataset.pk)
 
 

@@ -64,6 +64,10 @@ Decisions:
 - A mechanism whose loss range needs more than MAX_GRID_POINTS grid points
   (eps above ~100) is accounted as generic (eps, delta): valid, and such a
   mechanism gains nothing from tight accounting anyway.
+- How many more releases fit (`CapCheck.fit`) is a bounded search whose cost
+  never depends on the cap's size (dpportal.privacy.fit); past a bound the
+  count is the largest m checked to fit and `fit_at_least` is set. The count
+  is information only; the verdict `within` never depends on it.
 - Comparisons with a cap leave a margin far below display precision and far
   above float error: the PLD is read at delta_cap (1 - 1e-6) and its epsilon
   must be <= epsilon_cap - 1e-9.
@@ -72,7 +76,7 @@ Decisions:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from importlib import metadata
@@ -80,8 +84,10 @@ from importlib import metadata
 import numpy as np
 from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 
+from dpportal.privacy import fit
 from dpportal.privacy.accounting import Cost, compose_sequential
 from dpportal.privacy.errors import PrivacyParameterError, gettext_noop
+from dpportal.privacy.fit import MAX_FIT, MAX_FIT_GRID, MAX_PLD_FIT
 from dpportal.privacy.mechanism_records import MechanismRecord
 from dpportal.privacy.params import check_epsilon, to_fraction
 from dpportal.privacy.pld_pmfs import (
@@ -108,11 +114,13 @@ __all__ = [
     "within_cap",
     "within_cap_composed",
     "releases_that_fit",
+    "MAX_FIT",
+    "MAX_PLD_FIT",
+    "MAX_FIT_GRID",
 ]
 
 DELTA_MARGIN = 1e-6
 EPSILON_MARGIN = 1e-9
-MAX_FIT = 1 << 20
 ACCOUNTANT = {
     "name": "privacy loss distributions, pessimistic connect-the-dots (dp_accounting)",
     "library": "dp-accounting",
@@ -206,7 +214,8 @@ class CapCheck:
     epsilon after is within epsilon_cap at delta_cap; within_rdp: the RDP
     epsilon is; within_basic: both basic sums after are within the caps; within:
     any. fit: how many releases like the candidate (the candidate included) fit
-    under the cap, by any bound.
+    under the cap, by any bound; fit_at_least: fit is a lower bound (a search
+    reached its bound with more possibly fitting; module docstring, Decisions).
     """
 
     before: Spend
@@ -215,6 +224,7 @@ class CapCheck:
     within_basic: bool
     fit: int | None
     within_rdp: bool = False
+    fit_at_least: bool = False
 
     @property
     def within_tight(self) -> bool:
@@ -241,16 +251,6 @@ def _basic_within(cost: Cost, epsilon_cap: Fraction, delta_cap: Fraction) -> boo
     return cost.epsilon <= epsilon_cap and cost.delta <= delta_cap
 
 
-def _basic_fit(history: Cost, one: Cost, epsilon_cap: Fraction, delta_cap: Fraction) -> int:
-    """The largest m with history + m * one within both caps, exactly (0 if none)."""
-    if not _basic_within(history, epsilon_cap, delta_cap):
-        return 0
-    fits = (epsilon_cap - history.epsilon) // one.epsilon
-    if one.delta > 0:
-        fits = min(fits, (delta_cap - history.delta) // one.delta)
-    return int(min(fits, MAX_FIT))
-
-
 def _compose_pair(
     a: PrivacyLossDistribution | None, b: PrivacyLossDistribution | None
 ) -> PrivacyLossDistribution | None:
@@ -259,54 +259,30 @@ def _compose_pair(
     return a.compose(b, tail_mass_truncation=TAIL_TRUNCATION)
 
 
-def _pld_fit(
-    history: PrivacyLossDistribution | None,
-    candidate: PrivacyLossDistribution,
+def _fit(
+    history: ComposedHistory,
+    candidate: Sequence[MechanismRecord],
+    candidate_pld: PrivacyLossDistribution | None,
+    candidate_rdp: np.ndarray,
     epsilon_cap: Fraction,
     delta_cap: Fraction,
-    start: int,
-) -> int:
-    """The largest m with history + m candidates within the cap by PLD (monotone in m).
+    *,
+    within_pld: bool,
+    within_rdp: bool,
+) -> fit.Fit:
+    """How many like the candidate fit by each bound (dpportal.privacy.fit), the largest."""
+    by_basic = fit.basic_fit(history.basic, basic_cost(candidate), epsilon_cap, delta_cap)
+    by_pld: tuple[int, bool] = (0, True)
+    if within_pld and candidate_pld is not None:
 
-    Doubling from `start` (known to fit, or 0) to the first m that does not fit,
-    then bisection: about 2 log2(m) PLD evaluations.
-    """
+        def pld_fits(composed: PrivacyLossDistribution) -> bool:
+            return _pld_within(_compose_pair(history.pld, composed), epsilon_cap, delta_cap)
 
-    def fits(m: int) -> bool:
-        return m == 0 or _pld_within(
-            _compose_pair(history, candidate.self_compose(m, TAIL_TRUNCATION)),
-            epsilon_cap,
-            delta_cap,
-        )
-
-    return _largest_fitting(fits, start)
-
-
-def _largest_fitting(fits: Callable[[int], bool], start: int) -> int:
-    """The largest m <= MAX_FIT with fits(m), for fits monotone in m and fits(start) true:
-    doubling from `start` to the first m that does not fit, then bisection."""
-    good, bad = start, max(2 * start, 1)
-    while bad <= MAX_FIT and fits(bad):
-        good, bad = bad, 2 * bad
-    if bad > MAX_FIT:
-        return MAX_FIT
-    while bad - good > 1:
-        mid = (good + bad) // 2
-        good, bad = (mid, bad) if fits(mid) else (good, mid)
-    return good
-
-
-def _rdp_fit(
-    history: np.ndarray, one: np.ndarray, epsilon_cap: Fraction, delta_cap: Fraction
-) -> int:
-    """The largest m with history + m * one within the cap by RDP (monotone in m)."""
-
-    def fits(m: int) -> bool:
-        return rdp_within(history + m * one, epsilon_cap, delta_cap)
-
-    if not fits(1):
-        return 0
-    return _largest_fitting(fits, 1)
+        by_pld = fit.pld_fit(pld_fits, candidate_pld, max(by_basic[0], 1))
+    by_rdp = (0, True)
+    if within_rdp:
+        by_rdp = fit.rdp_fit(history.rdp, candidate_rdp, epsilon_cap, delta_cap)
+    return fit.Fit.of(by_basic, by_pld, by_rdp)
 
 
 def releases_that_fit(
@@ -316,16 +292,14 @@ def releases_that_fit(
     epsilon_cap: object,
     delta_cap: object,
 ) -> int:
-    """How many releases like `candidate` fit under the cap after `records` (either bound)."""
-    eps_cap, dlt_cap = check_epsilon(epsilon_cap, "epsilon_cap"), _check_delta_cap(delta_cap)
+    """How many releases like `candidate` fit under the cap after `records` (any bound).
+
+    A lower bound when a search reached its bound (`CapCheck.fit_at_least`).
+    """
     if not candidate:
         raise PrivacyParameterError(gettext_noop("the candidate release has no statistics"))
-    by_basic = _basic_fit(basic_cost(records), basic_cost(candidate), eps_cap, dlt_cap)
-    by_pld = _pld_fit(
-        compose_records(records), compose_records(candidate), eps_cap, dlt_cap, by_basic
-    )
-    by_rdp = _rdp_fit(compose_rdp(records), compose_rdp(candidate), eps_cap, dlt_cap)
-    return max(by_basic, by_pld, by_rdp)
+    check = within_cap(records, candidate, epsilon_cap=epsilon_cap, delta_cap=delta_cap)
+    return check.fit if check.fit is not None else 0
 
 
 def within_cap(
@@ -388,10 +362,22 @@ def within_cap_composed(
     within_basic = _basic_within(after.basic, eps_cap, dlt_cap)
     fit = None
     if count_fit and candidate:
-        by_basic = _basic_fit(before.basic, basic_cost(candidate), eps_cap, dlt_cap)
-        by_pld = 0
-        if within_pld:
-            by_pld = _pld_fit(history.pld, candidate_pld, eps_cap, dlt_cap, max(by_basic, 1))
-        by_rdp = _rdp_fit(history.rdp, candidate_rdp, eps_cap, dlt_cap) if within_rdp else 0
-        fit = max(by_basic, by_pld, by_rdp)
-    return CapCheck(before, after, within_pld, within_basic, fit, within_rdp)
+        fit = _fit(
+            history,
+            candidate,
+            candidate_pld,
+            candidate_rdp,
+            eps_cap,
+            dlt_cap,
+            within_pld=within_pld,
+            within_rdp=within_rdp,
+        )
+    return CapCheck(
+        before,
+        after,
+        within_pld,
+        within_basic,
+        fit.count if fit else None,
+        within_rdp,
+        fit_at_least=fit.at_least if fit else False,
+    )

@@ -108,7 +108,7 @@ class ReleaseDataOutputSerializer(serializers.Serializer):
 
 
 def release_data(release: Release, *, confidence: str) -> dict:
-    data = public_data.release_public_data(release=release)
+    data = public_data.release_public_data(release=release, levels=(confidence,))
     return ReleaseDataOutputSerializer(
         downloads.release_download_data(data=data, confidence=confidence)
     ).data

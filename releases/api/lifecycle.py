@@ -1,10 +1,14 @@
 """The moves of a release's state machine, one small APIView each (releases.lifecycle).
 
-Every move answers the release's detail. Owners' moves (submit, withdraw, publish)
-take no body; reviewers' decisions (approve, reject) take a comment.
+Every move answers the release's detail (or, should reading it fail after the move
+committed, the release's id and new status: a committed move never answers an error).
+Owners' moves (submit, withdraw, publish) take no body; reviewers' decisions (approve,
+reject) take a comment.
 """
 
 from __future__ import annotations
+
+import logging
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -14,10 +18,26 @@ from rest_framework.response import Response
 from dpportal.api import MEMBER_ERRORS, ApiView, error_responses, validated_input
 from releases import lifecycle, selectors
 from releases.api.common import ReleaseDetailOutputSerializer, release_detail
+from releases.models import Release
+
+logger = logging.getLogger(__name__)
 
 
 class CommentInputSerializer(serializers.Serializer):
     comment = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
+
+
+def _detail_after_commit(moved: Release) -> dict:
+    """The release's detail after a move has committed; never an error from here on.
+
+    If the detail cannot be read, the answer is the release's id and new status
+    (what the move did), and the failure is logged.
+    """
+    try:
+        return release_detail(moved)
+    except Exception:
+        logger.exception("release %s moved to %s; its detail failed", moved.pk, moved.status)
+        return {"id": moved.pk, "status": moved.status, "detail": None}
 
 
 def _release_move_api(
@@ -45,7 +65,7 @@ def _release_move_api(
             )
         else:
             moved = getattr(lifecycle, move)(release=release, actor=request.user)
-        return Response(release_detail(moved))
+        return Response(_detail_after_commit(moved))
 
     return type(name, (ApiView,), {"post": post, "__module__": __name__, "__doc__": summary})
 

@@ -7,6 +7,8 @@ releases.services.review.budget_request_decide, which the reviewer's page calls 
 
 from __future__ import annotations
 
+import logging
+
 from django.contrib.auth.models import AbstractBaseUser
 from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers
@@ -21,11 +23,15 @@ from dpportal.api import MEMBER_ERRORS, ApiView, error_responses, validated_inpu
 from releases.review.selectors import review_document_get
 from releases.services.review import budget_request_decide
 
+logger = logging.getLogger(__name__)
+
 
 class BudgetRequestDetailSerializer(BudgetRequestOutputSerializer):
     """A budget request with its review document."""
 
-    review = ReviewDocumentSerializer()
+    review = ReviewDocumentSerializer(
+        allow_null=True, help_text="Null only when a decision's answer could not build it."
+    )
 
     def to_representation(self, instance: BudgetRequest) -> dict:
         document = review_document_get(budget_request=instance)
@@ -37,17 +43,29 @@ class BudgetRequestDetailSerializer(BudgetRequestOutputSerializer):
 
 def _decided(
     *, budget_request_id: int, user: AbstractBaseUser, approve: bool, comment: str
-) -> BudgetRequest:
-    """Decide as `user` (a member's request, else NotFound), then read the request again."""
+) -> dict:
+    """Decide as `user` (a member's request, else NotFound), then the request's detail.
+
+    The decision commits inside budget_request_decide; nothing after it may turn the
+    answer into an error. If the detail with its review document cannot be built,
+    the answer is the request itself (its new status) with `review` null, and the
+    failure is logged.
+    """
     budget_request = budget_selectors.budget_request_get_for_member(
         budget_request_id=budget_request_id, user=user
     )
     budget_request_decide(
         budget_request=budget_request, reviewer=user, approve=approve, comment=comment
     )
-    return budget_selectors.budget_request_get_for_member(
-        budget_request_id=budget_request.pk, user=user
-    )
+    try:
+        decided = budget_selectors.budget_request_get_for_member(
+            budget_request_id=budget_request.pk, user=user
+        )
+        return BudgetRequestDetailSerializer(decided).data
+    except Exception:
+        logger.exception("budget request %s decided; its detail failed", budget_request.pk)
+    budget_request.refresh_from_db(fields=["status", "decided_by", "decided_at", "comment"])
+    return {**BudgetRequestOutputSerializer(budget_request).data, "review": None}
 
 
 class BudgetRequestDetailApi(ApiView):
@@ -77,13 +95,13 @@ class BudgetRequestApproveApi(ApiView):
     )
     def post(self, request: Request, budget_request_id: int) -> Response:
         data = validated_input(DecisionInputSerializer, request)
-        budget_request = _decided(
+        detail = _decided(
             budget_request_id=budget_request_id,
             user=request.user,
             approve=True,
             comment=data["comment"],
         )
-        return Response(BudgetRequestDetailSerializer(budget_request).data)
+        return Response(detail)
 
 
 class BudgetRequestRejectApi(ApiView):
@@ -99,10 +117,10 @@ class BudgetRequestRejectApi(ApiView):
     )
     def post(self, request: Request, budget_request_id: int) -> Response:
         data = validated_input(self.InputSerializer, request)
-        budget_request = _decided(
+        detail = _decided(
             budget_request_id=budget_request_id,
             user=request.user,
             approve=False,
             comment=data["comment"],
         )
-        return Response(BudgetRequestDetailSerializer(budget_request).data)
+        return Response(detail)

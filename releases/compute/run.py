@@ -55,7 +55,16 @@ def release_verify_spec(*, release: Release) -> None:
         raise SpecMismatch(
             gettext_noop("The release's stored specification does not match its approval.")
         )
-    if spec_hash(release_spec_build(release=release)) != approved:
+    rebuilt = release_spec_build(release=release)
+    if spec_hash(rebuilt) != approved:
+        if rebuilt.get("external") != release.spec.get("external"):
+            raise SpecMismatch(
+                gettext_noop(
+                    "A file of the data registered in place was changed, replaced, added or "
+                    "removed after approval, or can no longer be read: the release is not "
+                    "computed on data other than what was approved."
+                )
+            )
         raise SpecMismatch(
             gettext_noop(
                 "The release's statistics or its columns' declared domains changed after approval."

@@ -72,6 +72,9 @@ class GroupedKind(StatisticKind):
     bounded = True
     fields = "grouped"
 
+    def value_cells(self, stat: StatisticPlan) -> int:
+        return group_count(stat)
+
     def _common(self, plan: ReleasePlan, stat: StatisticPlan, epsilon: object) -> dict[str, Any]:
         return {
             "mechanism": plan.mechanism,
@@ -220,6 +223,8 @@ class GroupedSumKind(SymmetricIntervals, GroupedKind):
 class GroupedMeanKind(SumAndCountParts, GroupedSumKind):
     name = "grouped_mean"
     aggregate = "sum_count"
+    # each group's interval inverts a pivot (mean_pivot): dearer to read back than a sum
+    cell_limit_setting = "RELEASE_MAX_GROUPED_MEAN_CELLS"
     sum_share = GROUPED_SUM_SHARE
 
     def noise(self, *, plan: ReleasePlan, stat: StatisticPlan) -> tuple[NoiseSpec, ...]:

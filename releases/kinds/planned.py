@@ -38,6 +38,9 @@ class PlannedKind(StatisticKind):
         """The number of cells the mechanism will noise."""
         return 1
 
+    def value_cells(self, stat: StatisticPlan) -> int:
+        return self.cells(stat)
+
     def planning_parameters(self, *, plan: ReleasePlan, stat: StatisticPlan) -> dict[str, Any]:
         """The public parameters of `stat` exactly as the mechanism will see them."""
         return {

@@ -146,6 +146,9 @@ class QuantilesKind(StatisticKind):
             "explanation": result.to_dict(),
         }  # fmt: skip
 
+    def value_cells(self, stat: StatisticPlan) -> int:
+        return len(stat.quantiles)
+
     def part_units(self, *, granularity: Fraction) -> list[tuple[str, str, Fraction]]:
         return []
 

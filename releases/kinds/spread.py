@@ -32,6 +32,9 @@ class SpreadKind(GroupedKind):
     aggregate = "spread"
     grouped = True
     value_key = "sd"
+    # each cell's interval inverts the joint law of three parts (spread_interval):
+    # far dearer to read back than a histogram's, so fewer cells keep pages fast
+    cell_limit_setting = "RELEASE_MAX_SPREAD_CELLS"
 
     def granularity(self, *, lower, upper, epsilon, contribution_bound: int) -> Fraction:
         return spread_granularity(

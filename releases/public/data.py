@@ -6,10 +6,12 @@ delta, granularity). Intervals at any confidence level are recomputed from that
 stored explanation with `dpportal.privacy.accuracy` -- never from data -- so
 switching the confidence level is post-processing of public values.
 
-Numbers for people are formatted here, once, by dpportal.formatting (the `text`
-of each statistic: values at the precision their half-width justifies, one set
-per confidence level and interval kind), so the page, its script and the CSV
-show the same digits; the exact values stay beside them for JSON.
+Numbers for people are formatted here by dpportal.formatting (`statistic_texts`:
+values at the precision their half-width justifies, one set per confidence level
+and interval kind), so the page, its script and the CSV show the same digits; the
+exact values stay beside them for JSON. The cached public data holds no texts: a
+page formats only the cells it shows (releases.public.paging), so its cost stays
+bounded whatever the release's size.
 """
 
 from __future__ import annotations
@@ -36,9 +38,15 @@ from releases.public.options import (
 
 #: The shape of the cached public data: part of its cache key, so that a deploy that
 #: changes the shape never reads an entry cached by the code before it.
-FORMAT = 3
+FORMAT = 5
 
-__all__ = ["FORMAT", "HEATMAP_MAX_CELLS", "HEATMAP_MAX_LABELS", "release_public_data"]
+__all__ = [
+    "FORMAT",
+    "HEATMAP_MAX_CELLS",
+    "HEATMAP_MAX_LABELS",
+    "release_public_data",
+    "statistic_texts",
+]
 
 MECHANISM_LABELS = {
     "laplace": "Laplace mechanism (pure epsilon-differential privacy)",
@@ -47,14 +55,17 @@ MECHANISM_LABELS = {
 }
 
 
-def _intervals(entry: dict) -> tuple[dict[str, dict[str, dict[str, list]]], bool]:
-    """For each confidence level and interval kind: per-cell half-widths, lower and upper
-    (and a quantile's rank errors), as the statistic's kind states them; and whether a
-    cell's noisy count was not positive (at the default level, read from the same cells)."""
+def _intervals(
+    entry: dict, levels: tuple[str, ...]
+) -> tuple[dict[str, dict[str, dict[str, list]]], bool]:
+    """For each confidence level of `levels` and each interval kind: per-cell half-widths,
+    lower and upper (and a quantile's rank errors), as the statistic's kind states them;
+    and whether a cell's noisy count was not positive (a fact of the noisy values, the
+    same at every level: read from the first level's cells)."""
     kind = kinds.get(entry["kind"])
     out: dict[str, dict[str, dict[str, list]]] = {}
     nonpositive = False
-    for level in CONFIDENCE_LEVELS:
+    for level in levels:
         out[level] = {}
         for interval_kind in INTERVAL_KINDS:
             cells = kind.intervals(
@@ -67,7 +78,7 @@ def _intervals(entry: dict) -> tuple[dict[str, dict[str, dict[str, list]]], bool
             }
             if any(c.rank_error is not None for c in cells):
                 out[level][interval_kind]["rank_errors"] = [c.rank_error for c in cells]
-            if level == DEFAULT_CONFIDENCE and interval_kind == "per_cell":
+            if level == levels[0] and interval_kind == "per_cell":
                 nonpositive = any(c.flag == "count_nonpositive" for c in cells)
     return out, nonpositive
 
@@ -79,8 +90,11 @@ def _precision(value: float, lower: float, upper: float, halfwidth: float | None
     return max(upper - value, value - lower)
 
 
-def _texts(stat: dict[str, Any]) -> dict[str, Any]:
+def statistic_texts(stat: dict[str, Any]) -> dict[str, Any]:
     """The statistic's numbers as people read them, for every option of the page.
+
+    Linear in the statistic's cells (about 20 texts each): call it on the page's
+    slice of a statistic (releases.public.paging), not on a whole large one.
 
     {level: {"value": [...], "per_cell": {"lower", "upper", "halfwidth"},
     "simultaneous": {...}}, "rounded": [...]}: a value keeps the precision its
@@ -93,7 +107,7 @@ def _texts(stat: dict[str, Any]) -> dict[str, Any]:
         return out
     if stat["kind"] == "quantiles":
         return _quantile_texts(stat)
-    for level in CONFIDENCE_LEVELS:
+    for level in stat["intervals"]:
         per_cell = stat["intervals"][level]["per_cell"]
         texts: dict[str, Any] = {
             "value": [
@@ -126,7 +140,7 @@ def _texts(stat: dict[str, Any]) -> dict[str, Any]:
 def _quantile_texts(stat: dict[str, Any]) -> dict[str, Any]:
     """Quantiles: the chosen candidates exactly, and the rank error in records (no interval)."""
     out: dict[str, Any] = {}
-    for level in CONFIDENCE_LEVELS:
+    for level in stat["intervals"]:
         texts: dict[str, Any] = {"value": [formatting.exact(v) for v in stat["exact_values"]]}
         for interval_kind in INTERVAL_KINDS:
             errors = stat["intervals"][level][interval_kind]["rank_errors"]
@@ -141,14 +155,19 @@ def _quantile_texts(stat: dict[str, Any]) -> dict[str, Any]:
 
 
 def _statistic_data(
-    entry: dict, *, spec: dict[str, Any] | None, unit_note: list, mechanism: str
+    entry: dict,
+    *,
+    spec: dict[str, Any] | None,
+    unit_note: list,
+    mechanism: str,
+    levels: tuple[str, ...] = CONFIDENCE_LEVELS,
 ) -> dict[str, Any]:
     kind = entry["kind"]
     statistic_kind = kinds.get(kind)
     explanation = entry.get("explanation") or {}
     columns = list(entry.get("columns") or [])
     values = statistic_kind.values(entry)
-    intervals, count_nonpositive = _intervals(entry)
+    intervals, count_nonpositive = _intervals(entry, levels)
     cells = [str(c) for c in entry.get("cells") or []]
     if kind in ("sum", "mean") or (kind == "count" and not cells):
         cells = [entry.get("label") or kind]
@@ -193,7 +212,6 @@ def _statistic_data(
     # which translate them when they are rendered (this data is cached for every language)
     data["note_records"] = notes.statistic_notes(entry=entry, spec=spec, unit=unit_note)
     data["notes"] = [notes.english(record) for record in data["note_records"]]
-    data["text"] = _texts(data)
     if stats_data.handles(kind):  # chart fields of the grouped kinds
         data.update(stats_data.chart_fields(entry, data["intervals"]))
     return data
@@ -229,20 +247,29 @@ def _frozen_unit(*, release: Release) -> dict[str, Any]:
     return {"id_column": dataset.id_column or None, "bound": int(dataset.contribution_bound)}
 
 
-def release_public_data(*, release: Release) -> dict[str, Any]:
+def release_public_data(
+    *, release: Release, levels: tuple[str, ...] = CONFIDENCE_LEVELS
+) -> dict[str, Any]:
     """Everything the public may know about a published release, as JSON-ready data.
 
-    The statistics carry their noisy values and, for every confidence level and
-    for per-cell and simultaneous intervals, the intervals computed from the
-    stored noise parameters.
+    The statistics carry their noisy values and, for each confidence level of
+    `levels` and for per-cell and simultaneous intervals, the intervals computed
+    from the stored noise parameters. Some kinds' intervals cost milliseconds a
+    cell to compute, so a page or a download asks for the one level it shows.
     """
+    if not levels or any(level not in CONFIDENCE_LEVELS for level in levels):
+        raise ValueError("levels must be confidence levels of the page")
     payload = release.result.payload
     mechanism = payload.get("mechanism") or release.mechanism
     specs = _frozen_statistics(release=release)
     unit_note = notes.unit_note(**_frozen_unit(release=release))
     statistics = [
         _statistic_data(
-            entry, spec=specs.get(int(entry["position"])), unit_note=unit_note, mechanism=mechanism
+            entry,
+            spec=specs.get(int(entry["position"])),
+            unit_note=unit_note,
+            mechanism=mechanism,
+            levels=levels,
         )
         for entry in sorted(payload.get("statistics", []), key=lambda e: int(e["position"]))
     ]
@@ -263,7 +290,8 @@ def release_public_data(*, release: Release) -> dict[str, Any]:
         "privacy_unit_records": privacy_unit_records(release=release),
         "approval": approval,
         "published_at": day_text(release.published_at),
-        "default_confidence": DEFAULT_CONFIDENCE,
+        "default_confidence": DEFAULT_CONFIDENCE if DEFAULT_CONFIDENCE in levels else levels[0],
+        "levels": list(levels),
         "confidence_levels": [
             {"value": level, "label": CONFIDENCE_LABELS[level]} for level in CONFIDENCE_LEVELS
         ],

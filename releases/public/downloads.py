@@ -10,6 +10,7 @@ import csv
 import io
 import math
 import re
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from django.utils.translation import gettext
@@ -78,9 +79,7 @@ def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str,
             "delta": data["delta"],
             "privacy_unit": data["privacy_unit"],
             "approval": (
-                {k: data["approval"][k] for k in ("reviewer", "decided_at")}
-                if data["approval"]
-                else None
+                {k: data["approval"][k] for k in ("by", "decided_at")} if data["approval"] else None
             ),
             "published_at": data["published_at"],
         },
@@ -185,11 +184,19 @@ def bom_parse(*, value: str | None, language: str | None) -> bool:
     return choice
 
 
-def release_download_csv(*, data: dict[str, Any], confidence: str, bom: bool = False) -> str:
-    """The CSV download: one row per published value (the argmax: one row with its label).
+#: CSV rows per streamed chunk (tens of kilobytes)
+CSV_CHUNK_ROWS = 250
+
+
+def release_download_csv_chunks(
+    *, data: dict[str, Any], confidence: str, bom: bool = False
+) -> Iterator[str]:
+    """The CSV download as consecutive chunks of text, formatted as they are read: one
+    row per published value (the argmax: one row with its label).
 
     With `bom`, the text starts with a UTF-8 byte-order mark so that Excel opens it right.
     The column names are machine names (the same in every language), like the JSON's keys.
+    Memory and time to the first byte stay small however many cells the release has.
     """
     record = release_download_data(data=data, confidence=confidence)
     meta = record["release"]
@@ -199,6 +206,7 @@ def release_download_csv(*, data: dict[str, Any], confidence: str, bom: bool = F
         buffer.write(BOM)
     writer = csv.writer(buffer, lineterminator="\r\n")
     writer.writerow(CSV_COLUMNS)
+    pending = 0
     for stat in record["statistics"]:
         noise = stat["noise"] or {}
         common = {
@@ -218,15 +226,28 @@ def release_download_csv(*, data: dict[str, Any], confidence: str, bom: bool = F
             "epsilon": formatting.budget(stat["epsilon"], group=False),
             "delta": formatting.budget(stat["delta"], group=False),
             "privacy_unit": meta["privacy_unit"],
-            "approved_by": approval.get("reviewer"),
+            "approved_by": approval.get("by"),
             "approved_at": approval.get("decided_at"),
             "published_at": meta["published_at"],
         }
         common["notes"] = " ".join(stat["notes"])
-        rows = [_cell_text(cell) for cell in stat["cells"]]
+        cells: Iterable[dict[str, Any]] = (_cell_text(cell) for cell in stat["cells"])
         if stat["kind"] == "argmax":
-            rows = [{"cell": "most common", "value": (stat["argmax"] or {}).get("label")}]
-        for cell in rows:
+            cells = [{"cell": "most common", "value": (stat["argmax"] or {}).get("label")}]
+        for cell in cells:
             row = {**common, **cell}
             writer.writerow([csv_cell(row.get(name)) for name in CSV_COLUMNS])
-    return buffer.getvalue()
+            pending += 1
+            if pending >= CSV_CHUNK_ROWS:
+                yield buffer.getvalue()
+                buffer.seek(0)
+                buffer.truncate()
+                pending = 0
+    tail = buffer.getvalue()
+    if tail:
+        yield tail
+
+
+def release_download_csv(*, data: dict[str, Any], confidence: str, bom: bool = False) -> str:
+    """The whole CSV download as one text (release_download_csv_chunks joined)."""
+    return "".join(release_download_csv_chunks(data=data, confidence=confidence, bom=bom))

@@ -97,14 +97,15 @@ def privacy_unit_text(*, release: Release) -> str:
     return " ".join(notes.english(r) for r in privacy_unit_records(release=release))
 
 
+#: who approved a published release, as public output states it (a role, never a name)
+APPROVER_ROLE = "a reviewer of the project"
+
+
 def release_approval(*, release: Release) -> dict[str, str] | None:
-    """Who approved the release's budget and on which day (None when not recorded)."""
+    """That a reviewer of the project approved the release's budget, and on which day
+    (None when not recorded). The reviewer is named by role only: public output never
+    carries a username, which would hand an attacker a login to guess or lock out."""
     request = release.budget_request
-    if request is None or request.decided_by is None or request.status != "approved":
+    if request is None or request.decided_by_id is None or request.status != "approved":
         return None
-    reviewer = request.decided_by
-    name = (reviewer.get_full_name() or reviewer.get_username()).strip()
-    return {
-        "reviewer": name,
-        "decided_at": day_text(request.decided_at),
-    }
+    return {"by": APPROVER_ROLE, "decided_at": day_text(request.decided_at)}

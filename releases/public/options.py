@@ -23,10 +23,11 @@ class ViewOptions:
     confidence: str = DEFAULT_CONFIDENCE
     intervals: str = "per_cell"
     display: str = "raw"
+    page: int = 1  # of each long statistic's cells (releases.public.paging)
 
     @property
     def cache_variant(self) -> str:
-        return f"{self.confidence}:{self.intervals}:{self.display}"
+        return f"{self.confidence}:{self.intervals}:{self.display}:{self.page}"
 
 
 def confidence_parse(*, value: str | None) -> str:
@@ -62,4 +63,20 @@ def view_options_parse(*, query: dict[str, str]) -> ViewOptions:
     display = (query.get("display") or "raw").strip()
     if display not in DISPLAY_MODES:
         raise ValidationFailed(gettext("display must be 'raw' or 'rounded'."))
-    return ViewOptions(confidence=confidence, intervals=intervals, display=display)
+    return ViewOptions(
+        confidence=confidence, intervals=intervals, display=display, page=page_parse(query=query)
+    )
+
+
+#: the largest page number accepted (a page past a statistic's last shows its last)
+MAX_PAGE = 1_000_000
+
+
+def page_parse(*, query: dict[str, str]) -> int:
+    """The `page` query parameter: a whole number from 1 (default 1)."""
+    text = (query.get("page") or "1").strip()
+    if not text.isascii() or not text.isdigit() or not (1 <= int(text) <= MAX_PAGE):
+        raise ValidationFailed(
+            gettext("page must be a whole number from 1 to %(max)s.") % {"max": f"{MAX_PAGE:,}"}
+        )
+    return int(text)

@@ -8,12 +8,13 @@ option without formatting anything itself.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext
 
-from dpportal import words
+from dpportal import formatting, words
 from releases.public import notes, page_words, stats_text
 from releases.public.options import CONFIDENCE_LABELS, ViewOptions
 
@@ -174,6 +175,39 @@ def captions() -> dict[str, str]:
     }
 
 
+def _page_query(options: ViewOptions, page: int) -> str:
+    return "?" + urlencode(
+        {"confidence": options.confidence, "intervals": options.intervals,
+         "display": options.display, "page": page}
+    )  # fmt: skip
+
+
+def paging_context(stat: dict[str, Any], *, options: ViewOptions) -> dict[str, Any] | None:
+    """ "Page p of N" of a statistic cut by releases.public.paging, with the links to the
+    pages before and after (None when the statistic fits on one page)."""
+    paging = stat.get("paging") or {}
+    pages = int(paging.get("pages") or 1)
+    if pages <= 1:
+        return None
+    current = int(paging["page"])
+    return {
+        **paging,
+        "text": gettext(
+            "Page %(page)s of %(pages)s: cells %(first)s to %(last)s of %(total)s. Every cell is "
+            "in data.csv and data.json."
+        )
+        % {
+            "page": words.number_text(formatting.integer(current)),
+            "pages": words.number_text(formatting.integer(pages)),
+            "first": words.number_text(formatting.integer(paging["first"])),
+            "last": words.number_text(formatting.integer(paging["last"])),
+            "total": words.number_text(formatting.integer(paging["total"])),
+        },
+        "previous": _page_query(options, current - 1) if current > 1 else "",
+        "next": _page_query(options, current + 1) if current < pages else "",
+    }
+
+
 def statistic_context(
     stat: dict[str, Any], *, data: dict[str, Any], options: ViewOptions
 ) -> dict[str, Any]:
@@ -194,6 +228,7 @@ def statistic_context(
         "two_way": bool(rows) and "row_label" in rows[0],
         "warnings": stats_text.warnings(stat) if stats_text.handles(stat["kind"]) else [],
         "quantile_rows": stats_text.quantile_rows(stat, options=options),
+        "paging": paging_context(stat, options=options),
     }
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from dpportal import formatting
 from dpportal.privacy.quantiles import rank_error_percent
 from releases import kinds
-from releases.public.options import CONFIDENCE_LEVELS, INTERVAL_KINDS
+from releases.public.options import INTERVAL_KINDS
 
 
 def handles(kind: str) -> bool:
@@ -87,7 +87,7 @@ def quantile_extra(entry: dict[str, Any], ivs: dict[str, Any]) -> dict[str, Any]
                 kind: _band(percents, ivs[level][kind]["rank_errors"], count)
                 for kind in INTERVAL_KINDS
             }
-            for level in CONFIDENCE_LEVELS
+            for level in ivs
         },
     }
 

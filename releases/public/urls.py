@@ -1,6 +1,5 @@
 from django.urls import path
 
-from dpportal.csp import plotly_styles
 from releases.public import views as public_views
 
 app_name = "public"
@@ -10,7 +9,7 @@ urlpatterns = [
     path("p/<uslug:slug>/", public_views.ProjectDashboardView.as_view(), name="project"),
     path(
         "p/<uslug:slug>/releases/<int:release_id>/",
-        plotly_styles(public_views.ReleasePageView.as_view()),
+        public_views.ReleasePageView.as_view(),
         name="release",
     ),
     path(

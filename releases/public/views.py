@@ -12,12 +12,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 from typing import Any
 
 from django.core.cache import cache
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.templatetags.static import static
@@ -32,7 +32,7 @@ from dpportal import formatting
 from dpportal.errors import ValidationFailed
 from releases.models import Release
 from releases.public import data as public_data
-from releases.public import downloads, facts, page, page_words
+from releases.public import downloads, facts, page, page_words, paging
 from releases.public import options as public_options
 from releases.public import selectors as public
 
@@ -108,7 +108,7 @@ def _cached(
     slug: str,
     release_id: int,
     variant: str,
-    build: Callable[[Release], tuple[str, str, dict[str, str]]],
+    build: Callable[[Release], tuple[str | Iterable[str], str, dict[str, str]]],
 ) -> HttpResponse:
     """Answer from the cache (or build once): 304 on a matching If-None-Match."""
     version = _published_version(slug=slug, release_id=release_id)
@@ -127,20 +127,57 @@ def _cached(
             version, etag = fresh, _etag(fresh, variant)
             key = "public:" + hashlib.sha256(f"{version}|{variant}".encode()).hexdigest()
         entry = build(release)
-        cache.set(key, entry, CACHE_SECONDS)
+        if not isinstance(entry[0], str):  # chunks: streamed, and cached as they go
+            body, content_type, headers = entry
+            entry = (_stream_and_cache(key, body, content_type, headers), content_type, headers)
+        else:
+            cache.set(key, entry, CACHE_SECONDS)
     body, content_type, headers = entry
-    response = HttpResponse(body, content_type=content_type)
+    response: HttpResponse | StreamingHttpResponse
+    if isinstance(body, str) and not isinstance(body, Streamed):
+        response = HttpResponse(body, content_type=content_type)
+    else:
+        response = StreamingHttpResponse(_slices(body), content_type=content_type)
     for name, value in headers.items():
         response[name] = value
     return _public_headers(response, etag)
 
 
-def _release_data(*, release: Release) -> dict[str, Any]:
-    """The release's public data, computed once per publication and cached."""
-    key = f"public:data:{public_data.FORMAT}:" + public.release_version_key(release=release)
+class Streamed(str):
+    """A cached download's whole text, sent back in slices as a streamed response."""
+
+
+#: characters per slice of a streamed download
+STREAM_SLICE = 64 * 1024
+
+
+def _slices(body: str | Iterable[str]) -> Iterator[str]:
+    if isinstance(body, str):
+        for start in range(0, len(body), STREAM_SLICE):
+            yield body[start : start + STREAM_SLICE]
+    else:
+        yield from body
+
+
+def _stream_and_cache(
+    key: str, chunks: Iterable[str], content_type: str, headers: dict[str, str]
+) -> Iterator[str]:
+    """Yield each chunk as it is made; once the last is sent, cache the whole text as one
+    entry (so a cached download is all there or not at all)."""
+    sent = []
+    for chunk in chunks:
+        sent.append(chunk)
+        yield chunk
+    cache.set(key, (Streamed("".join(sent)), content_type, headers), CACHE_SECONDS)
+
+
+def _release_data(*, release: Release, level: str) -> dict[str, Any]:
+    """The release's public data with its intervals at confidence `level`, computed once
+    per publication and level, and cached."""
+    key = f"public:data:{public_data.FORMAT}:{level}:" + public.release_version_key(release=release)
     data = cache.get(key)
     if data is None:
-        data = public_data.release_public_data(release=release)
+        data = public_data.release_public_data(release=release, levels=(level,))
         cache.set(key, data, CACHE_SECONDS)
     return data
 
@@ -249,7 +286,9 @@ class ReleasePageView(View):
         template: str = "public/release.html",
         extra: dict[str, Any] | None = None,
     ) -> str:
-        data = page_words.localised(_release_data(release=release) if data is None else data)
+        if data is None:
+            data = _release_data(release=release, level=options.confidence)
+        data = _page_data(data, page=options.page)
         context = {
             "project": release.project,
             "release": release,
@@ -259,6 +298,7 @@ class ReleasePageView(View):
                 "confidence_label": public_options.CONFIDENCE_LABELS[options.confidence],
                 "intervals": options.intervals,
                 "display": options.display,
+                "page": options.page,
             },
             "statistics": [
                 page.statistic_context(stat, data=data, options=options)
@@ -271,6 +311,17 @@ class ReleasePageView(View):
         return render_to_string(template, {**context, **(extra or {})}, request=request)
 
 
+def _page_data(data: dict[str, Any], *, page: int) -> dict[str, Any]:
+    """The public data as one HTML page shows it: each statistic cut to its page of cells,
+    with the texts of those cells only, in the reader's language."""
+    statistics = []
+    for stat in data["statistics"]:
+        shown = paging.statistic_page(stat, page=page)
+        shown["text"] = public_data.statistic_texts(shown)
+        statistics.append(shown)
+    return page_words.localised({**data, "statistics": statistics})
+
+
 def _download(request: HttpRequest, slug: str, release_id: int, *, fmt: str) -> HttpResponse:
     _published_version(slug=slug, release_id=release_id)  # 404 before 400
     try:
@@ -281,9 +332,9 @@ def _download(request: HttpRequest, slug: str, release_id: int, *, fmt: str) -> 
     except ValidationFailed as error:
         return _bad_request(request, error, as_json=True)
 
-    def build(release: Release) -> tuple[str, str, dict[str, str]]:
+    def build(release: Release) -> tuple[str | Iterable[str], str, dict[str, str]]:
         filename = f"{release.project.slug}-release-{release.pk}"
-        data = _release_data(release=release)
+        data = _release_data(release=release, level=confidence)
         if fmt == "json":
             record = downloads.release_download_data(data=data, confidence=confidence)
             return (
@@ -292,7 +343,7 @@ def _download(request: HttpRequest, slug: str, release_id: int, *, fmt: str) -> 
                 {"Content-Disposition": content_disposition_header(False, f"{filename}.json")},
             )
         return (
-            downloads.release_download_csv(data=data, confidence=confidence, bom=bom),
+            downloads.release_download_csv_chunks(data=data, confidence=confidence, bom=bom),
             "text/csv; charset=utf-8",
             # a slug in any script: filename*=utf-8'' (RFC 6266) when it is not ASCII
             {"Content-Disposition": content_disposition_header(True, f"{filename}.csv")},
@@ -326,7 +377,7 @@ def release_preview_html(
         request,
         release=release,
         options=options,
-        data=public_data.release_public_data(release=release),
+        data=public_data.release_public_data(release=release, levels=(options.confidence,)),
         template=template,
         extra=extra,
     )

@@ -24,6 +24,9 @@ from releases.services.plan import (
     MAX_STATISTICS,
     ReleasePlan,
     StatisticPlan,
+    plan_cell_limits,
+    plan_cells_text,
+    plan_check_cells,
     release_plan_parse,
 )
 from releases.services.preview import plan_preview, release_preview
@@ -43,6 +46,9 @@ __all__ = [
     "release_clone",
     "release_form_data",
     "release_freeze",
+    "plan_cell_limits",
+    "plan_cells_text",
+    "plan_check_cells",
     "release_plan_parse",
     "release_preview",
     "release_save_draft",

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from django.conf import settings
 from django.utils.translation import gettext, pgettext
 
 from budgets.models import Project
 from budgets.services import parse_delta, parse_epsilon
 from datasets.models import Column, Dataset
 from datasets.selectors import dataset_usability_problem
+from dpportal import formatting
 from dpportal.errors import ValidationFailed
 from releases import kinds
 from releases.models import Release, Statistic
@@ -148,6 +150,90 @@ def _default_label(plan: StatisticPlan) -> str:
     }[plan.kind]
 
 
+def plan_cell_limits() -> dict[str, str]:
+    """The cell limits as the builder states them (formatted whole numbers): "statistic"
+    and "release" for every kind; "kinds": each lower limit by kind label (for one
+    statistic and for all of that kind in a release)."""
+    lowered = {
+        str(Statistic.Kind(name).label).lower(): formatting.integer(kind.cell_limit())
+        for name, kind in kinds.REGISTRY.items()
+        if kind.cell_limit() < int(settings.RELEASE_MAX_CELLS_PER_STATISTIC)
+    }
+    return {
+        "statistic": formatting.integer(settings.RELEASE_MAX_CELLS_PER_STATISTIC),
+        "release": formatting.integer(settings.RELEASE_MAX_CELLS_PER_RELEASE),
+        "kinds": ", ".join(
+            gettext("%(limit)s for %(kind)s") % {"limit": limit, "kind": label}
+            for label, limit in lowered.items()
+        ),
+    }
+
+
+def plan_cells_text(*, statistics: list[StatisticPlan]) -> str:
+    """The builder's line on a valid plan's cells: its count beside the release's limit."""
+    return gettext("Cells: %(cells)s of at most %(limit)s per release.") % {
+        "cells": formatting.integer(plan_check_cells(statistics=statistics)),
+        "limit": formatting.integer(settings.RELEASE_MAX_CELLS_PER_RELEASE),
+    }
+
+
+def plan_check_cells(*, statistics: list[StatisticPlan]) -> int:
+    """The release's cells in all, once each statistic is within its kind's cell limit, the
+    cells of each dearer kind within that kind's limit (StatisticKind.cell_limit_setting)
+    and the total within RELEASE_MAX_CELLS_PER_RELEASE; ValidationFailed naming the
+    limit and the count otherwise. Every surface of a result reads each cell, so these
+    bound the cost of its pages and downloads (a cell: StatisticKind.cell_count)."""
+    total = 0
+    by_setting: dict[str, tuple[int, list[str]]] = {}
+    for stat in statistics:
+        kind = kinds.get(stat.kind)
+        cells, limit = kind.cell_count(stat), kind.cell_limit()
+        label = str(Statistic.Kind(stat.kind).label).lower()
+        if cells > limit:
+            raise ValidationFailed(
+                gettext(
+                    "Statistic %(number)s (%(kind)s): at most %(limit)s cells per statistic of "
+                    "this kind; this one has %(cells)s. Declare fewer categories or bins, or "
+                    "group by fewer columns."
+                )
+                % {
+                    "number": stat.position + 1,
+                    "kind": label,
+                    "limit": formatting.integer(limit),
+                    "cells": formatting.integer(cells),
+                }
+            )
+        total += cells
+        if kind.cell_limit_setting is not None:
+            count, labels = by_setting.get(kind.cell_limit_setting, (0, []))
+            by_setting[kind.cell_limit_setting] = (
+                count + cells,
+                labels if label in labels else [*labels, label],
+            )
+            if count + cells > limit:
+                raise ValidationFailed(
+                    gettext(
+                        "At most %(limit)s cells per release in statistics of this kind "
+                        "(%(kinds)s); this one has %(cells)s."
+                    )
+                    % {
+                        "limit": formatting.integer(limit),
+                        "kinds": ", ".join(by_setting[kind.cell_limit_setting][1]),
+                        "cells": formatting.integer(count + cells),
+                    }
+                )
+    limit = int(settings.RELEASE_MAX_CELLS_PER_RELEASE)
+    if total > limit:
+        raise ValidationFailed(
+            gettext(
+                "At most %(limit)s cells per release; this one has %(cells)s. Split it into "
+                "several releases or remove statistics."
+            )
+            % {"limit": formatting.integer(limit), "cells": formatting.integer(total)}
+        )
+    return total
+
+
 def _selections_only(raw_statistics: object) -> bool:
     """Every statistic asked for is of a pure epsilon-DP kind (no delta to spend)."""
     if not isinstance(raw_statistics, list) or not raw_statistics:
@@ -205,6 +291,11 @@ def release_plan_parse(*, project: Project, data: dict) -> ReleasePlan:
             gettext("A release may hold at most %(limit)s statistics.") % {"limit": MAX_STATISTICS}
         )
     columns = {c.name: c for c in dataset.columns.all()}
+    statistics = [
+        _parse_statistic(raw, position=i, dataset=dataset, columns=columns)
+        for i, raw in enumerate(raw_statistics)
+    ]
+    plan_check_cells(statistics=statistics)
     plan = ReleasePlan(
         project=project,
         dataset=dataset,
@@ -217,10 +308,7 @@ def release_plan_parse(*, project: Project, data: dict) -> ReleasePlan:
         confidence=confidence,
         epsilon=epsilon,
         delta=delta,
-        statistics=[
-            _parse_statistic(raw, position=i, dataset=dataset, columns=columns)
-            for i, raw in enumerate(raw_statistics)
-        ],
+        statistics=statistics,
     )
     allocate(plan)
     return plan

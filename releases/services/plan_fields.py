@@ -10,6 +10,7 @@ from django.utils.translation import gettext, gettext_noop, pgettext_lazy
 from budgets.services import _parse_decimal
 from datasets.models import Column, Dataset
 from dpportal import formatting
+from dpportal.bidi import bidi_controls_in
 from dpportal.errors import ValidationFailed
 
 #: what a statistic's column is for, by statistic kind ("grouping": a grouping column), in
@@ -37,6 +38,15 @@ def _text(value: object, *, field: str, max_length: int, required: bool = False)
         raise ValidationFailed(
             gettext("The %(field)s may be at most %(max_length)s characters.")
             % {"field": field, "max_length": max_length}
+        )
+    controls = bidi_controls_in(text)
+    if controls:
+        raise ValidationFailed(
+            gettext(
+                "The %(field)s holds the invisible direction control %(controls)s, which "
+                "changes how the text around it is displayed: remove it."
+            )
+            % {"field": field, "controls": ", ".join(controls)}
         )
     return text
 

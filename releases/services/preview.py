@@ -11,12 +11,21 @@ from django.utils.translation import gettext
 
 from budgets.amounts import fmt
 from budgets.models import Project
-from budgets.selectors import BudgetSummary, CostFit, budget_summary, committed_records, cost_fits
+from budgets.selectors import (
+    BudgetSummary,
+    CostFit,
+    budget_summary,
+    cap_check_cached,
+    committed_records_at,
+    cost_fits,
+    fit_text,
+    ledger_state,
+)
 from dpportal import formatting
 from dpportal.errors import BudgetExceeded
 from dpportal.privacy.errors import PrivacyParameterError
 from dpportal.privacy.headroom import compose_history
-from dpportal.privacy.pld import CapCheck, Spend, within_cap_composed
+from dpportal.privacy.pld import CapCheck, Spend
 from releases import dp
 from releases.services.plan import ReleasePlan, release_plan_parse
 from releases.services.tradeoff import plan_records, plan_tradeoff
@@ -67,7 +76,8 @@ def spend_json(*, check: CapCheck, epsilon_cap: Decimal, delta_cap: Decimal) -> 
 
     `epsilon` is the tightest of the bounds (PLD, RDP, basic) at the cap's delta
     (pld.Spend.epsilon);
-    `fit`: how many releases like this one, this one included, fit under the cap.
+    `fit`: how many releases like this one, this one included, fit under the cap
+    (a lower bound when `fit_at_least`: the search is bounded, pld.MAX_PLD_FIT).
     """
     return {
         "delta": formatting.exact(check.before.delta),
@@ -82,7 +92,8 @@ def spend_json(*, check: CapCheck, epsilon_cap: Decimal, delta_cap: Decimal) -> 
         "within_rdp": check.within_rdp,
         "within_basic": check.within_basic,
         "fit": check.fit,
-        "fit_text": formatting.integer(check.fit) if check.fit is not None else "",
+        "fit_at_least": check.fit_at_least,
+        "fit_text": fit_text(fit=check.fit, at_least=check.fit_at_least),
     }
 
 
@@ -90,11 +101,14 @@ def _accounting(*, plan: ReleasePlan, chart: bool) -> dict[str, Any]:
     """The tight spend and the accuracy-versus-epsilon chart (the project's committed records)."""
     project = plan.project
     try:
-        # the committed records composed once for both (the expensive part of a long history)
-        history = compose_history(committed_records(project=project))
-        check = within_cap_composed(
-            history,
-            plan_records(plan=plan),
+        # the check (with its fit count) is kept per project state for page views
+        # again; the chart's composed history is compose_history's own cache
+        state = ledger_state(project_id=project.pk)
+        check = cap_check_cached(
+            project_id=project.pk,
+            state=state,
+            history=lambda: committed_records_at(project_id=project.pk, state=state),
+            candidate=plan_records(plan=plan),
             epsilon_cap=project.epsilon_cap,
             delta_cap=project.delta_cap,
         )
@@ -102,7 +116,18 @@ def _accounting(*, plan: ReleasePlan, chart: bool) -> dict[str, Any]:
             "spend": spend_json(
                 check=check, epsilon_cap=project.epsilon_cap, delta_cap=project.delta_cap
             ),
-            **({"tradeoff": plan_tradeoff(plan=plan, history=history)} if chart else {}),
+            **(
+                {
+                    "tradeoff": plan_tradeoff(
+                        plan=plan,
+                        history=compose_history(
+                            committed_records_at(project_id=project.pk, state=state)
+                        ),
+                    )
+                }
+                if chart
+                else {}
+            ),
         }
     except PrivacyParameterError:
         logger.exception("tight accounting failed for a preview in project %s", project.pk)

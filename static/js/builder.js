@@ -212,7 +212,9 @@
       }),
     ]);
     if (!p.fits) cost.append(" ", el("strong", { class: "error", text: T.no_fit }));
-    return [el("table", {}, [el("thead", {}, [head]), body]), cost, ...spendBlock(p.spend)];
+    // the release's cells beside the limit the server refuses it over (translated there)
+    const cells = el("p", { class: "muted", id: "preview-cells", text: p.cells_text || "" });
+    return [el("table", {}, [el("thead", {}, [head]), body]), cost, cells, ...spendBlock(p.spend)];
   }
 
   /** The project's privacy loss before and after, tight and basic (texts from the server). */

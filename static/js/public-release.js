@@ -1,8 +1,8 @@
 /* Charts of a published release, drawn with the locally served plotly.js.
  *
  * Every number comes from the page's embedded JSON (#release-data): the noisy
- * values and, for each confidence level and interval kind, the intervals the
- * server computed from the stored noise parameters, and the same numbers as text
+ * values and, for the page's confidence level (release.levels) and each interval
+ * kind, the intervals the server computed from the stored noise parameters, and the same numbers as text
  * (stat.text), formatted once on the server by dpportal/formatting.py. The
  * controls only switch between those precomputed public numbers and strings;
  * nothing is recomputed or formatted here.
@@ -383,8 +383,19 @@
     });
   }
 
+  // The page carries one confidence level's numbers (the server computes each level's
+  // intervals on demand): choosing another one asks the server for that page.
+  function onChange() {
+    var st = state();
+    if ((release.levels || []).indexOf(st.confidence) === -1) {
+      form.submit();
+      return;
+    }
+    render();
+  }
+
   if (form) {
-    form.addEventListener("change", render);
+    form.addEventListener("change", onChange);
     form.addEventListener("submit", function (event) {
       event.preventDefault();
       render();

@@ -159,24 +159,28 @@ def ingest_file(
 
 def _ingest_typed(fmt, path, sink, limits, on_progress, sheet) -> IngestResult:
     if fmt == "xlsx":
-        reader = ExcelReader(path, limits, sheet)
+        reader = ExcelReader(path, limits, sheet, on_progress)
     elif fmt == "parquet":
         reader = ParquetReader(path, limits)
     else:
         reader = StatsReader(path, limits, fmt)
-    layout = reader.read_layout()
-    for _ in range(MAX_WIDEN_PASSES + 1):
-        try:
-            profiles = write_batches(
-                layout=layout,
-                batches=reader.batches(layout.types),
-                sink=sink,
-                on_progress=on_progress,
-                limits=limits,
-            )
-            return IngestResult(profiles=profiles, warnings=unreadable_warnings(profiles))
-        except Widen as widen:
-            layout.types.update(dict.fromkeys(widen.names, "float"))
+    try:
+        layout = reader.read_layout()
+        for _ in range(MAX_WIDEN_PASSES + 1):
+            try:
+                profiles = write_batches(
+                    layout=layout,
+                    batches=reader.batches(layout.types),
+                    sink=sink,
+                    on_progress=on_progress,
+                    limits=limits,
+                )
+                return IngestResult(profiles=profiles, warnings=unreadable_warnings(profiles))
+            except Widen as widen:
+                layout.types.update(dict.fromkeys(widen.names, "float"))
+    finally:
+        if hasattr(reader, "close"):
+            reader.close()
     raise IngestRejected(
         gettext_noop("The file's numeric columns could not be typed: save it as CSV.")
     )
