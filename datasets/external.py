@@ -8,7 +8,10 @@ Where a location may be, and how its files are listed, is datasets.locations.
 
 The files must share one schema, flat columns of the types compute reads as they
 are stored: integers, floating point numbers and text (the Parquet upload's checks
-refuse nested and binary columns first). Read-only: nothing here writes or deletes.
+refuse nested and binary columns first), and they are read as an upload is: footers
+checked first, then bounded batches, with the decoded-size and per-value limits
+counted over all the files (datasets.ingest.formats.parquet). Read-only: nothing
+here writes or deletes.
 Messages name the location and columns, never cell values.
 """
 
@@ -24,25 +27,37 @@ from django.utils.translation import gettext_noop
 from datasets import storage
 from datasets.ingest.common import IngestLimits, IngestRejected
 from datasets.ingest.formats.batches import Layout, check_names
-from datasets.ingest.formats.parquet import BATCH_ROWS, _kind
+from datasets.ingest.formats.parquet import (
+    Decoded,
+    _kind,
+    batch_rows,
+    bounded_batches,
+    check_footer,
+    open_bounded,
+)
 from datasets.ingest.profile import ColumnProfile, profile_update
 from datasets.locations import Location, list_files
 
 
-def _open(kind: str, path: str) -> pq.ParquetFile:
+def _open(
+    kind: str, path: str, limits: IngestLimits
+) -> tuple[pq.ParquetFile, pa.Schema, Callable[[int, int], bytes]]:
+    damaged = gettext_noop("A file at that location is not a readable Parquet file.")
     try:
-        return pq.ParquetFile(storage.external_filesystem(kind).open_input_file(path))
+        source = storage.external_filesystem(kind).open_input_file(path)
     except (pa.ArrowInvalid, OSError):
-        raise IngestRejected(
-            gettext_noop("A file at that location is not a readable Parquet file.")
-        ) from None
+        raise IngestRejected(damaged) from None
+    return open_bounded(source, limits=limits, damaged=damaged)
 
 
 def read_layout(kind: str, files: list[dict[str, Any]], limits: IngestLimits) -> Layout:
-    """The columns and our types of the files' one schema; refused when mixed or not ours."""
-    schema = _open(kind, files[0]["path"]).schema_arrow
+    """The columns and our types of the files' one schema; refused when mixed or not ours,
+    or when their footers declare more than the limits allow."""
+    parquet, schema, read_at = _open(kind, files[0]["path"], limits)
+    declared = check_footer(parquet, read_at, limits)[0]
     for f in files[1:]:
-        other = _open(kind, f["path"]).schema_arrow
+        parquet, other, read_at = _open(kind, f["path"], limits)
+        declared += check_footer(parquet, read_at, limits, already=declared)[0]
         if not other.equals(schema, check_metadata=False):
             raise IngestRejected(
                 gettext_noop(
@@ -73,23 +88,24 @@ def read_layout(kind: str, files: list[dict[str, Any]], limits: IngestLimits) ->
     return Layout(names=names, types=types)
 
 
-def batches(kind: str, files: list[dict[str, Any]]) -> Iterator[tuple[pa.RecordBatch, float]]:
-    """(batch, fraction of the files read) over every file, row group by row group."""
+def batches(
+    kind: str, files: list[dict[str, Any]], limits: IngestLimits
+) -> Iterator[tuple[pa.RecordBatch, float]]:
+    """(batch, fraction of the files read) over every file, in bounded batches; the
+    decoded-size limit counts every file's values together."""
     total = max(sum(f["size"] for f in files), 1)
     done = 0
+    decoded = Decoded(limits)
+    damaged = gettext_noop("A Parquet file is damaged: a row group is unreadable.")
     for f in files:
-        parquet = _open(kind, f["path"])
-        groups = max(parquet.num_row_groups, 1)
-        for group in range(parquet.num_row_groups):
-            try:
-                table = parquet.read_row_group(group)
-            except (pa.ArrowInvalid, OSError):
-                raise IngestRejected(
-                    gettext_noop("A Parquet file is damaged: a row group is unreadable.")
-                )
-            fraction = (done + f["size"] * (group + 1) / groups) / total
-            for batch in table.to_batches(BATCH_ROWS):
-                yield batch, fraction
+        parquet, _, read_at = _open(kind, f["path"], limits)
+        with parquet:
+            _, widest = check_footer(parquet, read_at, limits)
+            size = f["size"]
+            yield from bounded_batches(
+                parquet, decoded, batch_rows(widest, limits),
+                lambda share, done=done, size=size: (done + size * share) / total, damaged,
+            )  # fmt: skip
         done += f["size"]
 
 
@@ -114,7 +130,7 @@ def profile(
     layout = read_layout(kind, files, limits)
     profiles = [ColumnProfile(n, i, layout.types[n]) for i, n in enumerate(layout.names)]
     rows = 0
-    for batch, fraction in batches(kind, files):
+    for batch, fraction in batches(kind, files, limits):
         for i, column in enumerate(profiles):
             profile_update(column, batch.column(i))
         rows += batch.num_rows

@@ -539,3 +539,14 @@ RELEASE_MAX_GROUPED_MEAN_CELLS = env_int("RELEASE_MAX_GROUPED_MEAN_CELLS", 600)
 # statistic is paged ("page 1 of N"; a two-way table shows whole rows, at least one);
 # data.csv and data.json hold every cell
 RESULT_PAGE_CELLS = env_int("RESULT_PAGE_CELLS", 300)
+
+# --- Bounded reading of Parquet and statistical files (binary formats) -------------
+# Parquet, Stata, SPSS and SAS rows are read and written in batches of about this many
+# decoded bytes (the rows per batch follow from the row width the file declares), so a
+# small file that decodes to gigabytes never sits in memory whole. Their total decoded
+# size is held to DPPORTAL_MAX_DECOMPRESSED_BYTES and each value to DPPORTAL_MAX_ROW_BYTES.
+DPPORTAL_INGEST_BATCH_BYTES = env_int("DPPORTAL_INGEST_BATCH_BYTES", 16 * 1024**2)
+# pyarrow decompresses a Parquet page whole, and the footer does not say how large the
+# pages are: a large column chunk's page headers are read, and a page may hold at most
+# this much uncompressed (writers make pages of about 1 MiB).
+DPPORTAL_PARQUET_MAX_PAGE_BYTES = env_int("DPPORTAL_PARQUET_MAX_PAGE_BYTES", 16 * 1024**2)

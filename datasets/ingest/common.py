@@ -34,7 +34,10 @@ class IngestLimits:
     """What an upload may be. A gzip upload may expand to at most
     `max_decompression_ratio` times its own size, and never past
     `max_decompressed_bytes`; no line (the header included) may be longer than
-    `max_row_bytes`."""
+    `max_row_bytes`, and no value of a typed format (Parquet, Excel, Stata, SPSS, SAS)
+    either. A typed format's reader hands on rows in batches of about
+    `max_batch_bytes` decoded, and reads no more than `max_decompressed_bytes` of
+    decoded values from one upload (however small its file)."""
 
     max_upload_bytes: int
     max_decompressed_bytes: int
@@ -51,6 +54,10 @@ class IngestLimits:
     xlsx_max_shared_strings: int = 1_000_000
     #: the shared strings part decompressed, and its strings' size in memory
     xlsx_max_shared_strings_bytes: int = 64 << 20
+    #: decoded bytes a typed format's reader hands on at a time
+    max_batch_bytes: int = 16 << 20
+    #: a Parquet page, uncompressed (pyarrow decompresses a page whole)
+    max_page_bytes: int = 16 << 20
 
     def decompressed_limit(self, compressed_size: int) -> int:
         return min(self.max_decompressed_bytes, self.max_decompression_ratio * compressed_size)

@@ -43,6 +43,9 @@ SUGGEST_MIN_ROWS = 50
 SUGGEST_MAX_VALUES = 50
 #: values are counted only while a column has at most this many distinct ones
 TRACK_LIMIT = 1000
+#: ... and while they hold at most this many characters together (long distinct texts
+#: are no categories, and a thousand of a megabyte each would hold a gigabyte)
+TRACK_BYTES = 1 << 20
 
 #: a text column's unreadable share is kept when at least this share of its cells are numbers
 MOSTLY_NUMERIC = 0.5
@@ -69,6 +72,7 @@ class ColumnProfile:
     cells: int = 0  # non-empty cells (numeric columns: the readable ones)
     readable: int | None = 0  # text columns: cells that read as finite numbers; None: few
     value_labels: list[list[str]] | None = None  # from the file's metadata, not the rows
+    counted_bytes: int = 0  # the characters of the keys of `counts`
 
     def __post_init__(self) -> None:
         if self.suggested_type == FLOAT:
@@ -149,14 +153,17 @@ def profile_update(profile: ColumnProfile, array: pa.Array) -> None:
         _count_readable(profile, present)
     if profile.counts is not None and len(present):
         counted = pc.value_counts(present)
-        values = counted.field("values").to_pylist()
-        if len(values) > TRACK_LIMIT:
+        distinct = counted.field("values")
+        if len(distinct) > TRACK_LIMIT or _text_bytes(distinct) > TRACK_BYTES:
             profile.counts = None
         else:
+            values = distinct.to_pylist()
             for value, n in zip(values, counted.field("counts").to_pylist(), strict=True):
                 key = _as_text(value)
+                if key not in profile.counts:
+                    profile.counted_bytes += len(key)
                 profile.counts[key] = profile.counts.get(key, 0) + n
-            if len(profile.counts) > TRACK_LIMIT:
+            if len(profile.counts) > TRACK_LIMIT or profile.counted_bytes > TRACK_BYTES:
                 profile.counts = None
     if profile.suggested_type in (INTEGER, FLOAT) and len(present):
         k = SUGGEST_MIN_ROWS
@@ -164,6 +171,13 @@ def profile_update(profile: ColumnProfile, array: pa.Array) -> None:
         high = present.take(pc.select_k_unstable(present, k=k, sort_keys=[("", "descending")]))
         profile.lows = sorted(profile.lows + low.to_pylist())[:k]
         profile.highs = sorted(profile.highs + high.to_pylist())[-k:]
+
+
+def _text_bytes(values: pa.Array) -> int:
+    """The bytes of a text array's values (0 for numbers, whose keys are short)."""
+    if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+        return pc.sum(pc.binary_length(values)).as_py() or 0
+    return 0
 
 
 def _count_readable(profile: ColumnProfile, present: pa.Array) -> None:

@@ -90,6 +90,8 @@ def ingest_limits() -> IngestLimits:
         xlsx_max_part_bytes=settings.DPPORTAL_XLSX_MAX_PART_BYTES,
         xlsx_max_shared_strings=settings.DPPORTAL_XLSX_MAX_SHARED_STRINGS,
         xlsx_max_shared_strings_bytes=settings.DPPORTAL_XLSX_MAX_SHARED_STRINGS_BYTES,
+        max_batch_bytes=settings.DPPORTAL_INGEST_BATCH_BYTES,
+        max_page_bytes=settings.DPPORTAL_PARQUET_MAX_PAGE_BYTES,
     )
 
 

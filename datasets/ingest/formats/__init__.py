@@ -173,6 +173,7 @@ def _ingest_typed(fmt, path, sink, limits, on_progress, sheet) -> IngestResult:
                     batches=reader.batches(layout.types),
                     sink=sink,
                     on_progress=on_progress,
+                    limits=limits,
                 )
                 return IngestResult(profiles=profiles, warnings=unreadable_warnings(profiles))
             except Widen as widen:

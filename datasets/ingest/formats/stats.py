@@ -1,6 +1,13 @@
 """Stata (.dta), SPSS (.sav, .zsav) and SAS (.sas7bdat, .xpt) files, read in chunks.
 
-pyreadstat reads CHUNK_ROWS rows at a time (memory flat in rows). Codes are kept
+pyreadstat reads a chunk of rows at a time: as many as fit the batch budget
+(IngestLimits.max_batch_bytes) at the row width the file declares (each variable's
+storage width; text is held as Python strings, so each text value counts
+TEXT_OVERHEAD_BYTES more), at most CHUNK_ROWS. So a file of long compressed strings
+is read a few rows at a time and memory stays flat whatever the rows' width. The
+values read in all are held to the decoded-size limit
+(IngestLimits.max_decompressed_bytes), and each text value to the per-value limit
+(see batches.write_batches). Codes are kept
 as stored (value labels are not applied to the data); the labels the file declares
 become a suggestion in the column's private profile (see profile.py). Text
 columns stay text, dates become ISO 8601 text, numbers stay numbers: integer when
@@ -19,10 +26,21 @@ import pyarrow.compute as pc
 import pyreadstat
 from django.utils.translation import gettext_noop
 
-from datasets.ingest.common import FLOAT, INTEGER, STRING, IngestLimits, IngestRejected
+from datasets.ingest.common import (
+    FLOAT,
+    INTEGER,
+    STRING,
+    IngestLimits,
+    IngestRejected,
+    human_size,
+)
 from datasets.ingest.formats.batches import Layout, check_names
 
 CHUNK_ROWS = 100_000
+#: what a Python string costs beyond its characters (object header, pandas pointer)
+TEXT_OVERHEAD_BYTES = 64
+#: the width counted for a numeric variable (a float64 in the chunk)
+NUMBER_BYTES = 8
 SAMPLE_ROWS = 1_000
 INTEGER_STORAGE = {"int8", "int16", "int32", "int64"}
 MAX_LABELS = 1000
@@ -58,15 +76,19 @@ class StatsReader:
 
     def read_layout(self) -> Layout:
         try:
-            sample, meta = self.read(str(self.path), row_limit=SAMPLE_ROWS)
+            _, declared = self.read(str(self.path), metadataonly=True)
+            columns = list(declared.column_names or [])
+            if len(columns) > self.limits.max_columns:
+                raise IngestRejected(
+                    gettext_noop("The file has %(count)s columns; at most %(limit)s are allowed."),
+                    count=len(columns),
+                    limit=self.limits.max_columns,
+                )
+            self.chunk_rows = chunk_rows(declared, columns, self.limits)
+            rows = min(SAMPLE_ROWS, self.chunk_rows)
+            sample, meta = self.read(str(self.path), row_limit=rows)
         except ERRORS:
             raise self._refused()
-        if len(sample.columns) > self.limits.max_columns:
-            raise IngestRejected(
-                gettext_noop("The file has %(count)s columns; at most %(limit)s are allowed."),
-                count=len(sample.columns),
-                limit=self.limits.max_columns,
-            )
         names = check_names(list(sample.columns), self.limits)
         if len(sample) == 0:
             raise IngestRejected(gettext_noop("The file has variables but no observations."))
@@ -91,8 +113,10 @@ class StatsReader:
         return Layout(names=names, types=types, value_labels=labels)
 
     def batches(self, types: dict[str, str]) -> Iterator[tuple[pa.RecordBatch, float]]:
-        chunks = pyreadstat.read_file_in_chunks(self.read, str(self.path), chunksize=CHUNK_ROWS)
-        done = 0
+        chunks = pyreadstat.read_file_in_chunks(
+            self.read, str(self.path), chunksize=self.chunk_rows
+        )
+        done = decoded = 0
         while True:
             try:
                 chunk, _ = next(chunks)
@@ -102,7 +126,33 @@ class StatsReader:
                 raise self._refused()
             done += len(chunk)
             fraction = min(done / self.total, 1.0) if self.total else 0.0
-            yield from ((b, fraction) for b in _arrow(chunk).to_batches())
+            table = _arrow(chunk)
+            del chunk
+            decoded += table.nbytes
+            if decoded > self.limits.max_decompressed_bytes:
+                raise IngestRejected(
+                    gettext_noop(
+                        "The data is too large once decoded: at most %(size)s of values can "
+                        "be read from one upload (the limit on decoded size)."
+                    ),
+                    size=human_size(self.limits.max_decompressed_bytes),
+                )
+            for batch in table.to_batches():
+                yield batch, fraction
+
+
+def chunk_rows(meta, names: list[str], limits: IngestLimits) -> int:
+    """Rows per chunk: as many as fit the batch budget at the declared row width (the
+    type inference's sample is no larger)."""
+    widths = meta.variable_storage_width or {}
+    kinds = meta.readstat_variable_types or {}
+    row = 0
+    for name in names:
+        if kinds.get(name) == "string":
+            row += max(int(widths.get(name) or 0), 1) + TEXT_OVERHEAD_BYTES
+        else:
+            row += NUMBER_BYTES
+    return max(1, min(CHUNK_ROWS, limits.max_batch_bytes // max(row, 1)))
 
 
 def _arrow(frame: pd.DataFrame) -> pa.Table:
