@@ -19,7 +19,7 @@ Each run files a Gaussian candidate (a count and a mean), times
 budget_request_approve (row lock, ledger sums, committed records, PLD check,
 RESERVE), then withdraws it (RELEASE) so the next run sees the same history.
 Reports the median over --repeat runs, cold (the per-mechanism PLD cache
-cleared before the run: a fresh worker) and warm. Goal (issue 13): < 1 s at
+cleared before the run: a fresh worker) and warm. Goal: < 1 s at
 1,000 earlier releases.
 
 Then, for 1,000 earlier releases, the same history under caps from 0.01 to 1e6
@@ -28,7 +28,7 @@ the preview's budget check with the fit count (budgets.selectors.cap_check_cache
 what the builder's preview adds to its half-widths) and the reviewer's page of a
 pending request (GET through Django's test client, the whole page rendered),
 each cold (every accounting cache cleared: PLD cache, composed histories,
-Django's cache) and warm (viewed again). Goal (issue 26): every one < 1 s for
+Django's cache) and warm (viewed again). Goal: every one < 1 s for
 every cap, printed beside each row.
 """
 

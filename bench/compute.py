@@ -125,7 +125,7 @@ def main() -> None:
     parser.add_argument("--dir", default="/tmp/dpportal-bench")
     parser.add_argument(
         "--suite", choices=["base", "stats"], default="base",
-        help="base: histograms, sum, mean (issue 16); stats (issue 14): grouped mean over 50 "
+        help="base: histograms, sum, mean; stats: grouped mean over 50 "
         "groups and three quantiles, ours and the floor interleaved --repeat times",
     )  # fmt: skip
     parser.add_argument("--repeat", type=int, default=3)

@@ -30,7 +30,7 @@ ROW_GROUP = 262_144
 def generate(path: Path, rows: int) -> None:
     """N rows: cat50 (50 categories + one other), cat16, x (1 % missing), y, person.
 
-    person: drawn from 1.8 N IDs, so about 0.77 N people (7.7M at 10M rows), as in issue 16.
+    person: drawn from 1.8 N IDs, so about 0.77 N people (7.7M at 10M rows).
     """
     import numpy as np
     import pyarrow as pa

@@ -22,8 +22,8 @@ phases; times are medians, peak memory the highest seen):
 * dta -- `--other-rows` rows in Stata 118: dpportal next to pyreadstat's chunked
   reader alone.
 
-Prints seconds, rows/s and peak RSS per phase and the ratios of medians. Goals
-(issue 15): csv <= 1.2x Polars at 10M rows with peak RSS <= 500 MB, flat in rows;
+Prints seconds, rows/s and peak RSS per phase and the ratios of medians. Goals:
+csv <= 1.2x Polars at 10M rows with peak RSS <= 500 MB, flat in rows;
 gb18030, xlsx, dta <= 1.5x the reading library.
 """
 

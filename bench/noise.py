@@ -6,7 +6,7 @@ For 1e3, 1e5 and 1e6 cells it times dpportal.privacy.samplers.discrete_laplace
 and discrete_gaussian (os.urandom, exact integer arithmetic) and, in the same
 run as the baseline, numpy.random.default_rng().laplace, and prints
 microseconds per draw and the ratio to the baseline. Best of --repeat runs.
-Goal (issue 3): 1e6 discrete Laplace draws in <= 1.5 s.
+Goal: 1e6 discrete Laplace draws in <= 1.5 s.
 numpy's sampler is the baseline only: it is never used for releases (Mironov 2012).
 """
 

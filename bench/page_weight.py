@@ -22,7 +22,7 @@ they scroll into view) and its controls work
 (body[data-charts-ready], recorded in the page with performance.now()). Median
 of --repeats fresh browser contexts; in each mode both trees are served at once and
 their visits alternate, so a change in the machine's load touches both alike.
-Goals (issue 11, point 7): <= 700 KB under gunicorn, <= 1 MB from run.sh,
+Goals: <= 700 KB under gunicorn, <= 1 MB from run.sh,
 interactive in <= 1 s. --check exits 1 when the new tree misses one.
 """
 
