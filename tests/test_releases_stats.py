@@ -92,7 +92,8 @@ def check_pages_and_downloads(client, release, out):
     assert 0 <= sd["lower"] <= sd["value"] <= sd["upper"]
     total = stats[0]["cells"][0]
     assert total["halfwidth"] > 0 and total["simultaneous_halfwidth"] > total["halfwidth"]
-    text = client.get(reverse("public:release-csv", args=args)).content.decode()
+    csv_response = client.get(reverse("public:release-csv", args=args))
+    text = b"".join(csv_response.streaming_content).decode()
     rows = list(csv.DictReader(io.StringIO(text)))
     quantile_rows = [r for r in rows if r["kind"] == "quantiles"]
     assert len(quantile_rows) == 4 and all(r["rank_error"] for r in quantile_rows)

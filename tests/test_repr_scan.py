@@ -159,7 +159,8 @@ def scan_csv(body: str) -> list[str]:
 
 def scan_response(response) -> list[str]:
     kind = response.get("Content-Type", "")
-    body = response.content.decode()
+    raw = b"".join(response.streaming_content) if response.streaming else response.content
+    body = raw.decode()
     if "json" in kind:
         return scan_json(json.loads(body))
     if "csv" in kind:
