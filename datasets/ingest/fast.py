@@ -177,6 +177,8 @@ def _profiles(names: list[str], types: dict[str, str], states: list[dict]) -> li
         profile.cells = state["cells"]
         if profile.counts is not None:
             profile.counts = state["counts"]
+            if profile.counts is not None:
+                profile.counted_bytes = sum(len(key.encode()) for key in profile.counts)
         profile.lows, profile.highs = state["lows"], state["highs"]
         profile.readable = state["readable"]
         profiles.append(profile)

@@ -32,7 +32,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from datasets.ingest.profile import MOSTLY_NUMERIC, SUGGEST_MIN_ROWS, TRACK_LIMIT, reads_as_finite
+from datasets.ingest.profile import (
+    MOSTLY_NUMERIC,
+    SUGGEST_MIN_ROWS,
+    TRACK_BYTES,
+    TRACK_LIMIT,
+    reads_as_finite,
+)
 
 # read differently by pyarrow's reader and Polars: a NUL, a line break, a quoted ""
 # (null to pyarrow, quoted_strings_can_be_null; "" to Polars)
@@ -98,6 +104,7 @@ class State:
         self.limit = TRACK_LIMIT
         self.separator = separator
         self.counts: dict | None = None if kind == "float" else {}
+        self.counted_bytes = 0  # UTF-8 bytes of the keys of `counts`, as the profile keeps
         self.lows: np.ndarray | None = None
         self.highs: np.ndarray | None = None
         self.cells = 0
@@ -170,8 +177,10 @@ class State:
             return
         for value, n in zip(values, uses.tolist(), strict=True):
             if n:
+                if value not in self.counts:
+                    self.counted_bytes += len(value.encode())
                 self.counts[value] = self.counts.get(value, 0) + n
-        if len(self.counts) > self.limit:
+        if len(self.counts) > self.limit or self.counted_bytes > TRACK_BYTES:
             self.counts = None
 
     def to_json(self) -> dict:

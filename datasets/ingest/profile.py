@@ -43,8 +43,10 @@ SUGGEST_MIN_ROWS = 50
 SUGGEST_MAX_VALUES = 50
 #: values are counted only while a column has at most this many distinct ones
 TRACK_LIMIT = 1000
-#: ... and while they hold at most this many characters together (long distinct texts
-#: are no categories, and a thousand of a megabyte each would hold a gigabyte)
+#: ... and while their keys hold at most this many UTF-8 bytes together (long distinct
+#: texts are no categories, and a thousand of a megabyte each would hold a gigabyte).
+#: Both limits are on the whole column's distinct values, so how the rows were split
+#: into batches never changes the outcome.
 TRACK_BYTES = 1 << 20
 
 #: a text column's unreadable share is kept when at least this share of its cells are numbers
@@ -72,7 +74,7 @@ class ColumnProfile:
     cells: int = 0  # non-empty cells (numeric columns: the readable ones)
     readable: int | None = 0  # text columns: cells that read as finite numbers; None: few
     value_labels: list[list[str]] | None = None  # from the file's metadata, not the rows
-    counted_bytes: int = 0  # the characters of the keys of `counts`
+    counted_bytes: int = 0  # UTF-8 bytes of the keys of `counts` (0 once it is None)
 
     def __post_init__(self) -> None:
         if self.suggested_type == FLOAT:
@@ -155,16 +157,16 @@ def profile_update(profile: ColumnProfile, array: pa.Array) -> None:
         counted = pc.value_counts(present)
         distinct = counted.field("values")
         if len(distinct) > TRACK_LIMIT or _text_bytes(distinct) > TRACK_BYTES:
-            profile.counts = None
+            profile.counts, profile.counted_bytes = None, 0
         else:
             values = distinct.to_pylist()
             for value, n in zip(values, counted.field("counts").to_pylist(), strict=True):
                 key = _as_text(value)
                 if key not in profile.counts:
-                    profile.counted_bytes += len(key)
+                    profile.counted_bytes += len(key.encode())
                 profile.counts[key] = profile.counts.get(key, 0) + n
             if len(profile.counts) > TRACK_LIMIT or profile.counted_bytes > TRACK_BYTES:
-                profile.counts = None
+                profile.counts, profile.counted_bytes = None, 0
     if profile.suggested_type in (INTEGER, FLOAT) and len(present):
         k = SUGGEST_MIN_ROWS
         low = present.take(pc.select_k_unstable(present, k=k, sort_keys=[("", "ascending")]))
