@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from datasets import person_rows
+from datasets.storage import local_fingerprint
 from dpportal.privacy.rng import SeededTestRandom
 from releases.compute import duckdb_engine
 from releases.compute import person_rows as copy_path
@@ -78,7 +79,10 @@ def test_several_files_and_numeric_ids_give_the_same_aggregates(media, bound):
         data = {"k": gen.integers(0, 60, n), "person": gen.integers(0, 25, n).astype(np.int64)}
         path = media / f"part-{part}.parquet"
         pq.write_table(pa.table(data), path, row_group_size=9)
-        files.append({"path": str(path), "size": path.stat().st_size, "etag": ""})
+        stat = path.stat()  # the frozen fingerprint, as registration records it
+        files.append(
+            {"path": str(path), "size": stat.st_size, "etag": local_fingerprint(path, stat)}
+        )
     external = {"kind": "local", "location": str(media), "files": files}
     edges = [str(e) for e in range(61)]
     spec = {
