@@ -184,42 +184,31 @@ class LoginThrottle:
                 )
             )
 
-        user = _failures(since=since, username=self.username)
-        delay = slow_down_seconds(
-            failures=user.count, slow_after=settings.DPPORTAL_LOGIN_SLOW_AFTER
-        )
-        wait = _remaining(last=user.last, after=timedelta(seconds=delay), now=now)
-        if wait:
-            refusals.append(
-                LoginRefusal(
-                    seconds=wait,
-                    message=_slowed_message(
-                        whose=gettext("for this username"),
-                        failures=user.count,
-                        slow_after=settings.DPPORTAL_LOGIN_SLOW_AFTER,
-                        wait=wait,
-                    ),
-                )
+        # slowed, never locked: one username's failures from any address, and one
+        # address's failures over any usernames
+        counted = [
+            (
+                gettext("for this username"),
+                _failures(since=since, username=self.username),
+                settings.DPPORTAL_LOGIN_SLOW_AFTER,
             )
-
+        ]
         if self.address:
-            machine = _failures(since=since, ip_address=self.address)
-            delay = slow_down_seconds(
-                failures=machine.count, slow_after=settings.DPPORTAL_LOGIN_ADDRESS_SLOW_AFTER
-            )
-            wait = _remaining(last=machine.last, after=timedelta(seconds=delay), now=now)
-            if wait:
-                refusals.append(
-                    LoginRefusal(
-                        seconds=wait,
-                        message=_slowed_message(
-                            whose=gettext("from your address"),
-                            failures=machine.count,
-                            slow_after=settings.DPPORTAL_LOGIN_ADDRESS_SLOW_AFTER,
-                            wait=wait,
-                        ),
-                    )
+            counted.append(
+                (
+                    gettext("from your address"),
+                    _failures(since=since, ip_address=self.address),
+                    settings.DPPORTAL_LOGIN_ADDRESS_SLOW_AFTER,
                 )
+            )
+        for whose, seen, slow_after in counted:
+            delay = slow_down_seconds(failures=seen.count, slow_after=slow_after)
+            wait = _remaining(last=seen.last, after=timedelta(seconds=delay), now=now)
+            if wait:
+                message = _slowed_message(
+                    whose=whose, failures=seen.count, slow_after=slow_after, wait=wait
+                )
+                refusals.append(LoginRefusal(seconds=wait, message=message))
 
         return refusals
 
