@@ -59,16 +59,6 @@ CAPS = ("0.01", "lowered", "1000", "1000000")
 GOAL_SECONDS = 1.0
 
 
-def ensure_database(url: str) -> None:
-    import psycopg
-
-    conninfo = url.replace("postgres://", "postgresql://", 1)
-    server, name = conninfo.rsplit("/", 1)
-    with psycopg.connect(server + "/postgres", connect_timeout=5, autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
-            conn.execute(f'CREATE DATABASE "{name}"')
-
-
 def decimal_up(x: Fraction) -> Decimal:
     """x rounded up to 12 decimals (the epsilon column), so the records never cost more."""
     return (Decimal(x.numerator) / Decimal(x.denominator)).quantize(
@@ -298,6 +288,8 @@ def main() -> None:
     args = parser.parse_args()
     global HISTORY
     HISTORY = tuple(args.history) if args.history else HISTORY
+    from bench.database import ensure_database
+
     ensure_database(os.environ["DATABASE_URL"])
     import logging
 

@@ -45,16 +45,6 @@ GENERATOR_MODULES = ("tests.hostile_files_binary", "tests.hostile_files_xlsx")
 WORKER_READY_SECONDS = 60
 
 
-def ensure_database(url: str) -> None:
-    import psycopg
-
-    conninfo = url.replace("postgres://", "postgresql://", 1)
-    server, name = conninfo.rsplit("/", 1)
-    with psycopg.connect(server + "/postgres", connect_timeout=5, autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
-            conn.execute(f'CREATE DATABASE "{name}"')
-
-
 def generators() -> dict[str, Callable[[Path], Path]]:
     """name -> function(folder) -> the file's path, from every module of GENERATOR_MODULES:
     its GENERATORS map when it has one, else its public functions whose one required
@@ -140,6 +130,8 @@ def main() -> None:
     os.environ["CELERY_QUEUE"] = queue
     (scratch / "media").mkdir()
     (scratch / "files").mkdir()
+    from bench.database import ensure_database
+
     ensure_database(os.environ["DATABASE_URL"])
     import django
 

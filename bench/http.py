@@ -44,6 +44,7 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # bench.database
 GOAL_RPS = 500.0
 GOAL_P99_MS = 50.0
 
@@ -52,16 +53,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def ensure_database(url: str) -> None:
-    import psycopg
-
-    conninfo = url.replace("postgres://", "postgresql://", 1)
-    server, name = conninfo.rsplit("/", 1)
-    with psycopg.connect(server + "/postgres", connect_timeout=5, autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
-            conn.execute(f'CREATE DATABASE "{name}"')
 
 
 def build_fixture(env: dict[str, str]) -> tuple[str, str, int]:
@@ -173,6 +164,8 @@ def main() -> int:
         "DATABASE_URL", "postgres://postgres@127.0.0.1:5432/dpportal_bench_http"
     )
     redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/5")
+    from bench.database import ensure_database
+
     ensure_database(database_url)
     static_root = Path(tempfile.mkdtemp(prefix="dpportal-bench-static-"))
     env = dict(os.environ)

@@ -48,16 +48,6 @@ CATEGORIES = [f"c{i:02d}" for i in range(98)]  # + Other + Missing: 100 cells
 BINNED = (("x", 100), ("w", 97), ("t", 95), ("v", 3), ("u", 50), ("s", 35))  # name, bins
 
 
-def ensure_database(url: str) -> None:
-    import psycopg
-
-    conninfo = url.replace("postgres://", "postgresql://", 1)
-    server, name = conninfo.rsplit("/", 1)
-    with psycopg.connect(server + "/postgres", connect_timeout=5, autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
-            conn.execute(f'CREATE DATABASE "{name}"')
-
-
 def write_parquet(path: Path, rows: int) -> None:
     import numpy as np
     import pyarrow as pa
@@ -177,6 +167,8 @@ def main() -> int:
     os.environ.setdefault("DEBUG", "1")
     os.environ.setdefault("DPPORTAL_VAR_DIR", tempfile.mkdtemp(prefix="bench-largest-"))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dpportal.settings")
+    from bench.database import ensure_database
+
     ensure_database(url)
 
     import django

@@ -34,16 +34,6 @@ os.environ.pop("REDIS_URL", None)
 ROWS = (0, 10_000, 100_000)
 
 
-def ensure_database(url: str) -> None:
-    import psycopg
-
-    conninfo = url.replace("postgres://", "postgresql://", 1)
-    server, name = conninfo.rsplit("/", 1)
-    with psycopg.connect(server + "/postgres", connect_timeout=5, autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
-            conn.execute(f'CREATE DATABASE "{name}"')
-
-
 def fill(rows: int) -> None:
     from axes.models import AccessAttempt
     from django.utils import timezone
@@ -101,6 +91,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=20)
     args = parser.parse_args()
+    from bench.database import ensure_database
+
     ensure_database(os.environ["DATABASE_URL"])
     import django
 
