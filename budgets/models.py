@@ -22,11 +22,14 @@ class Project(models.Model):
     """A body of data uses under one privacy budget (epsilon and delta caps)."""
 
     name = models.CharField(max_length=200)
+    name_zh = models.CharField(max_length=200, blank=True, help_text="The name in Chinese.")
     slug = models.SlugField(max_length=80, unique=True, allow_unicode=True)
     description = models.TextField(help_text="What the data is used for (public).")
     privacy_unit_description = models.TextField(
         help_text="Who is protected: e.g. 'one person in the 2026 survey' (public)."
     )
+    description_zh = models.TextField(blank=True, help_text="The description in Chinese.")
+    privacy_unit_description_zh = models.TextField(blank=True)
     epsilon_cap = models.DecimalField(**EPSILON_FIELD)
     delta_cap = models.DecimalField(**DELTA_FIELD, default=0)
     created_by = models.ForeignKey(

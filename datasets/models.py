@@ -31,6 +31,9 @@ class Dataset(models.Model):
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="datasets")
     name = models.CharField(max_length=200)
+    name_zh = models.CharField(max_length=200, blank=True, help_text="The name in Chinese.")
+    description = models.TextField(blank=True, help_text="What the data is (public).")
+    description_zh = models.TextField(blank=True)
     uploaded_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
     )
@@ -135,6 +138,9 @@ class Column(models.Model):
 
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="columns")
     name = models.CharField(max_length=200)
+    # The owner's label for readers (the file's name when empty), in both languages.
+    label = models.CharField(max_length=200, blank=True)
+    label_zh = models.CharField(max_length=200, blank=True)
     position = models.PositiveIntegerField()
     suggested_type = models.CharField(max_length=16, choices=Type.choices)
     profile = models.JSONField(default=dict, help_text="Private suggestions for the owners only.")
@@ -144,6 +150,9 @@ class Column(models.Model):
     lower = models.DecimalField(max_digits=30, decimal_places=10, null=True, blank=True)
     upper = models.DecimalField(max_digits=30, decimal_places=10, null=True, blank=True)
     bin_edges = models.JSONField(default=list, blank=True)
+    # Public labels of the declared categories: code -> {"en": ..., "zh-hans": ...}
+    # (dpportal.bilingual). A code without a label is shown as the code.
+    category_labels = models.JSONField(default=dict, blank=True)
     missing = models.CharField(max_length=16, choices=Missing.choices, default=Missing.DROP)
     # Public values that mean "missing" in this column (e.g. "-9", "999"), as text: every
     # release computation treats a cell equal to one of them as missing.

@@ -36,7 +36,9 @@ class Release(models.Model):
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="releases")
     dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="releases")
     title = models.CharField(max_length=200)
+    title_zh = models.CharField(max_length=200, blank=True, help_text="The title in Chinese.")
     description = models.TextField(blank=True)
+    description_zh = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
     )
@@ -100,6 +102,9 @@ class Statistic(models.Model):
     position = models.PositiveIntegerField(default=0)
     kind = models.CharField(max_length=16, choices=Kind.choices)
     label = models.CharField(max_length=200, blank=True)
+    label_zh = models.CharField(max_length=200, blank=True)
+    description = models.TextField(blank=True)
+    description_zh = models.TextField(blank=True)
     column = models.ForeignKey(
         Column, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )

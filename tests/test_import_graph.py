@@ -92,6 +92,7 @@ LAYERS = {
     "dpportal.api": "interface",
     "dpportal.api_urls": "interface",
     "dpportal.bidi": "base",
+    "dpportal.bilingual": "base",
     "dpportal.cache": "base",
     "dpportal.catalogues": "interface",
     "dpportal.celery": "base",

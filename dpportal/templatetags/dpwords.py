@@ -10,7 +10,7 @@ from __future__ import annotations
 from django import template
 from django.utils.translation import gettext
 
-from dpportal import messages, words
+from dpportal import bilingual, messages, words
 
 register = template.Library()
 
@@ -39,3 +39,16 @@ def warning_text(warning) -> str:
 @register.filter
 def mechanism_label(code: str) -> str:
     return words.mechanism_label(code)
+
+
+@register.filter
+def inlang(obj, field: str) -> str:
+    """Owner text `obj.field` in the reader's language, falling back to the other one
+    (dpportal.bilingual); escaped by the template like any text."""
+    return bilingual.show(obj, field)
+
+
+@register.simple_tag
+def category_label(labels, code) -> str:
+    """A category code's owner label in the reader's language, else the code."""
+    return bilingual.category_label(labels, code)
