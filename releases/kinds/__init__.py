@@ -9,7 +9,7 @@ outside this package names a kind to decide how to treat it.
 from __future__ import annotations
 
 from releases.kinds import counting, grouped, quantiles, spread, sums
-from releases.kinds.base import Cell, NoisePart, StatisticKind
+from releases.kinds.base import UNINFORMATIVE, Cell, NoisePart, StatisticKind
 
 REGISTRY: dict[str, StatisticKind] = {
     kind.name: kind
@@ -23,4 +23,4 @@ def get(name: str) -> StatisticKind:
     return REGISTRY[name]
 
 
-__all__ = ["REGISTRY", "Cell", "NoisePart", "StatisticKind", "get"]
+__all__ = ["REGISTRY", "UNINFORMATIVE", "Cell", "NoisePart", "StatisticKind", "get"]

@@ -27,6 +27,7 @@ from django.utils.translation import gettext
 from dpportal import messages
 from dpportal.errors import ValidationFailed
 from dpportal.privacy.accounting import Cost
+from dpportal.privacy.accuracy import explanation_halfwidth
 from dpportal.privacy.errors import PrivacyParameterError
 from dpportal.privacy.mechanism_records import MechanismRecord, records_from_explanation
 from dpportal.privacy.noise import NoiseSpec
@@ -84,7 +85,8 @@ class Cell(NamedTuple):
     low/high: the interval's ends (None where the kind has no value interval:
     quantiles, the most common category); halfwidth: set where the interval is
     symmetric; rank_error: a quantile's rank bound (records); flag: a code such as
-    "count_nonpositive" or "clamped_low" explaining an edge case. A named tuple: pages
+    UNINFORMATIVE (see `uninformative`) or "clamped_low" explaining an edge case. A named
+    tuple: pages
     read tens of thousands of them, and it is several times cheaper to make than a
     frozen dataclass.
     """
@@ -98,6 +100,69 @@ class Cell(NamedTuple):
 
     def as_dict(self) -> dict[str, Any]:
         return self._asdict()
+
+
+#: The flag of a cell whose noisy values say nothing about it (see `uninformative`).
+UNINFORMATIVE = "uninformative"
+
+
+def uninformative(
+    *,
+    noisy_count: int,
+    count_explanation: dict[str, Any],
+    confidence: object,
+    low: float,
+    high: float,
+    lowest: float,
+    highest: float,
+) -> bool:
+    """Whether a ratio cell (a mean, a spread) is too uninformative to show a value.
+
+    Judged from public, noisy values only, at the confidence the release was computed
+    at (stored with its explanation, so every surface and every confidence a reader
+    picks flag the same cells). A cell is uninformative when either holds:
+
+    - its noisy count N~ cannot be told from zero: N~ <= h, where h is the count
+      noise's half-width at that confidence (the tail bound of DESIGN.md section 3,
+      Pr[|Y| >= h] <= beta, for the discrete law actually sampled). The count's own
+      interval [N~ - h, N~ + h] then reaches 0: the group may be empty, and an empty
+      group has no mean or spread to estimate;
+    - its interval [low, high] at that confidence covers the whole range the
+      statistic can take, [lowest, highest] (a mean: the declared bounds): the noisy
+      values then say nothing the public bounds did not, and a point in that range
+      (the midpoint, for a non-positive count) is not an estimate.
+
+    A flagged cell keeps its noisy value in the machine-readable downloads; pages
+    show "too few records to estimate" instead of a number or a bar.
+    """
+    if noisy_count <= explanation_halfwidth(count_explanation, confidence):
+        return True
+    slack = 1e-9 * max(1.0, abs(highest - lowest))
+    return low <= lowest + slack and high >= highest - slack
+
+
+def clamped_at_zero(cell: Cell) -> Cell:
+    """A count as shown "rounded and clamped at zero", with an interval that agrees.
+
+    The shown value is v' = max(0, round(v)). A true count x is never negative, and
+    clamping at 0 is the projection onto [0, inf), which never moves a value away
+    from any point of that set: |max(0, v) - x| <= |v - x| for every x >= 0. So if
+    x lies within h of the noisy v, it lies within h + |v' - max(0, v)| of v'
+    (rounding moves it at most by that much). The shown interval is therefore
+    [max(0, v' - h'), v' + h'] with h' = h + |v' - max(0, v)|: it holds whenever the
+    noisy value's interval holds (same confidence), always contains the value shown
+    beside it, and never goes below 0. A noisy count far below zero (an interval of
+    -270 to -10) shows as 0 with the interval 0 to h: "at most h".
+    """
+    projected = max(0.0, cell.value)
+    shown = float(max(0, round(cell.value)))
+    if cell.halfwidth is not None:
+        h = cell.halfwidth + abs(shown - projected)
+        return cell._replace(value=shown, low=max(0.0, shown - h), high=shown + h)
+    if cell.low is None or cell.high is None:
+        return cell._replace(value=shown)
+    low, high = max(0.0, cell.low), max(0.0, cell.high)
+    return cell._replace(value=shown, low=min(low, shown), high=max(high, shown))
 
 
 def exact_fraction(value: Any) -> Fraction:

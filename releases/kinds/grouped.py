@@ -25,12 +25,14 @@ from dpportal.privacy.mechanism_records import MechanismRecord
 from dpportal.privacy.noise import NoiseSpec
 from dpportal.privacy.params import Delta, Epsilon, exact_str
 from releases.kinds.base import (
+    UNINFORMATIVE,
     Cell,
     StatisticKind,
     SumAndCountParts,
     frac,
     set_group_cells,
     statistic_errors,
+    uninformative,
 )
 from releases.kinds.counting import SymmetricIntervals
 from releases.kinds.domains import column_domain
@@ -255,16 +257,42 @@ class GroupedMeanKind(SumAndCountParts, GroupedSumKind):
     def intervals(
         self, entry: dict[str, Any], *, confidence: object, simultaneous: bool = False
     ) -> list[Cell]:
+        """Each group's pivot interval at `confidence`; a group flagged UNINFORMATIVE by
+        base.uninformative at the release's own confidence (the same at every level)."""
         explanation = entry["explanation"]
-        values = self.values(entry)
-        flags = explanation.get("count_nonpositive") or [False] * len(values)
         cells = grouped_mean_intervals(
             explanation, confidence=confidence, simultaneous=simultaneous
         )
+        flags = self.uninformative_cells(entry, cells, confidence, simultaneous)
         return [
-            Cell(float(est), float(low), float(high), flag="count_nonpositive" if flag else None)
+            Cell(float(est), float(low), float(high), flag=UNINFORMATIVE if flag else None)
             for (est, low, high), flag in zip(cells, flags, strict=True)
         ]
+
+    def uninformative_cells(
+        self, entry: dict[str, Any], cells: list, confidence: object, simultaneous: bool
+    ) -> list[bool]:
+        """Per group: base.uninformative on its noisy count and its per-group interval at
+        the release's confidence (`cells` when they are those; else the ones stored beside
+        the values, recomputed only if missing)."""
+        explanation = entry["explanation"]
+        stored = frac(explanation.get("confidence") or confidence)
+        if not simultaneous and frac(confidence) == stored:
+            ends = [(low, high) for _, low, high in cells]
+        else:
+            ends = explanation.get("intervals") or [
+                (low, high)
+                for _, low, high in grouped_mean_intervals(explanation, confidence=stored)
+            ]
+        lowest, highest = float(frac(explanation["lower"])), float(frac(explanation["upper"]))
+        return [
+            uninformative(
+                noisy_count=int(count), count_explanation=explanation["count"],
+                confidence=stored, low=float(low), high=float(high),
+                lowest=lowest, highest=highest,
+            )
+            for count, (low, high) in zip(explanation["count"]["values"], ends, strict=True)
+        ]  # fmt: skip
 
     def value_title(self, columns: list[str]) -> str:
         return f"mean of {columns[0] if columns else ''}"

@@ -16,7 +16,14 @@ from dpportal.privacy.noise import NoiseSpec
 from dpportal.privacy.params import Delta, Epsilon, exact_str
 from dpportal.privacy.spread import DEFAULT_SHARES, release_spread, spread_intervals, spread_noise
 from dpportal.privacy.spread_parts import spread_granularity
-from releases.kinds.base import Cell, frac, set_group_cells, statistic_errors
+from releases.kinds.base import (
+    UNINFORMATIVE,
+    Cell,
+    frac,
+    set_group_cells,
+    statistic_errors,
+    uninformative,
+)
 from releases.kinds.grouped import GroupedKind, entry_head, group_count
 
 if TYPE_CHECKING:
@@ -90,14 +97,31 @@ class SpreadKind(GroupedKind):
     def intervals(
         self, entry: dict[str, Any], *, confidence: object, simultaneous: bool = False
     ) -> list[Cell]:
+        """Each cell's interval at `confidence`; a cell flagged UNINFORMATIVE by
+        base.uninformative at the release's own confidence (the widest a spread can be:
+        half the declared range for the standard deviation, its square for the variance),
+        else "clamped_low" where a negative variance was clamped to 0."""
         key = self.value_key
-        out = []
         explanation = entry["explanation"]
-        for cell in spread_intervals(explanation, confidence=confidence, simultaneous=simultaneous):
+        cells = spread_intervals(explanation, confidence=confidence, simultaneous=simultaneous)
+        stored = frac(explanation.get("confidence") or confidence)
+        if not simultaneous and frac(confidence) == stored:
+            at_stored = cells
+        else:
+            at_stored = explanation.get("cells") or spread_intervals(explanation, confidence=stored)
+        widest = frac(explanation["w_bound"]) * frac(explanation["granularity"]) / 2
+        highest = float(widest if key == "sd" else widest * widest)
+        out = []
+        for cell, own, count in zip(cells, at_stored, explanation["count"]["values"], strict=True):
             low, high = cell[f"{key}_interval"]
-            flag = "count_nonpositive" if cell["count_nonpositive"] else None
-            if cell["clamped"]:
-                flag = f"clamped_{cell['clamped']}"
+            own_low, own_high = own[f"{key}_interval"]
+            flag = f"clamped_{cell['clamped']}" if cell["clamped"] else None
+            if uninformative(
+                noisy_count=int(count), count_explanation=explanation["count"],
+                confidence=stored, low=float(frac(own_low)), high=float(frac(own_high)),
+                lowest=0.0, highest=highest,
+            ):  # fmt: skip
+                flag = UNINFORMATIVE
             out.append(Cell(float(frac(cell[key])), float(frac(low)), float(frac(high)),
                             flag=flag))  # fmt: skip
         return out

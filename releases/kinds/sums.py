@@ -18,7 +18,14 @@ from dpportal.privacy import mechanisms, noise, sensitivity
 from dpportal.privacy.accuracy import mean_interval
 from dpportal.privacy.noise import NoiseSpec
 from dpportal.privacy.params import Delta, Epsilon, exact_str
-from releases.kinds.base import Cell, SumAndCountParts, frac, statistic_errors
+from releases.kinds.base import (
+    UNINFORMATIVE,
+    Cell,
+    SumAndCountParts,
+    frac,
+    statistic_errors,
+    uninformative,
+)
 from releases.kinds.counting import SymmetricIntervals, entry_head
 from releases.kinds.planned import PlannedKind
 
@@ -141,11 +148,22 @@ class MeanKind(SumAndCountParts, SumKind):
     def intervals(
         self, entry: dict[str, Any], *, confidence: object, simultaneous: bool = False
     ) -> list[Cell]:
-        """The pivot interval (asymmetric: no half-width); one mean, so per cell is all."""
+        """The pivot interval (asymmetric: no half-width); one mean, so per cell is all.
+        Flagged UNINFORMATIVE by base.uninformative at the release's own confidence."""
         explanation = entry["explanation"]
         estimate, low, high = mean_interval(explanation, confidence=confidence)
-        flag = "count_nonpositive" if explanation.get("count_nonpositive") else None
-        return [Cell(estimate, low, high, flag=flag)]
+        stored = frac(explanation.get("confidence") or confidence)
+        if frac(confidence) == stored:
+            ends = (low, high)
+        else:
+            ends = explanation.get("interval") or mean_interval(explanation, confidence=stored)[1:]
+        flag = uninformative(
+            noisy_count=int(explanation["count"]["values"][0]),
+            count_explanation=explanation["count"], confidence=stored,
+            low=float(ends[0]), high=float(ends[1]),
+            lowest=float(frac(explanation["lower"])), highest=float(frac(explanation["upper"])),
+        )  # fmt: skip
+        return [Cell(estimate, low, high, flag=UNINFORMATIVE if flag else None)]
 
     def value_title(self, columns: list[str]) -> str:
         return f"mean of {columns[0]}" if columns else "mean"
