@@ -73,6 +73,7 @@ def results_for_display(payload: dict[str, Any], *, page: int = 1) -> list[dict[
             "halfwidth_simultaneous": None,
             "rank_errors": any(c.rank_error is not None for c in cells),
             "argmax": entry.get("argmax"),
+            "uninformative": any(c.flag == kinds.UNINFORMATIVE for c in cells),
         }
         if common is not None and len(cells) > 1:
             together = kind.intervals(entry, confidence=confidence, simultaneous=True)

@@ -174,22 +174,24 @@ def test_release_page_uses_local_plotly_and_no_cdn(client, published):
     assert not re.search(r'(src|href)="(https?:)?//', html)
 
 
-def test_rounded_display_clamps_counts_but_keeps_unclamped_intervals(client, published):
+def test_rounded_display_clamps_counts_and_their_intervals_alike(client, published):
     response = client.get(release_url(published) + "?display=rounded&confidence=0.99")
     assert response.status_code == 200
     html = response.content.decode()
     data = embedded_data(response)
     assert data["default_confidence"] == "0.99"
-    assert "intervals still describe the noisy value before rounding and clamping" in html
+    assert "Each interval is then the value shown plus or minus its half-width, cut at 0" in html
     section = html[html.index('id="table-body-1"') : html.index('id="stat-2"')]
     hist = data["statistics"][1]
     shown = re.findall(r'</th>\s*<td class="num">([^<]*)</td><td class="num">([^<]*)</td>', section)
     assert len(shown) == 4
-    for (value, lower), noisy, lo in zip(
-        shown, hist["values"], hist["intervals"]["0.99"]["per_cell"]["lower"], strict=True
+    for (value, lower), noisy, h in zip(
+        shown, hist["values"], hist["intervals"]["0.99"]["per_cell"]["halfwidths"], strict=True
     ):
         assert value.replace(",", "") == str(max(0, round(noisy)))
-        assert float(lower.replace(",", "")) == pytest.approx(lo, abs=0.01)
+        # the interval of the value shown: +- h around it, cut at 0 (kinds.base.clamped_at_zero)
+        expected = max(0, max(0, round(noisy)) - h)
+        assert float(lower.replace(",", "")) == pytest.approx(expected, abs=0.01)
 
 
 @pytest.mark.parametrize(

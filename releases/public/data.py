@@ -20,6 +20,7 @@ from typing import Any
 
 from dpportal import formatting
 from releases import kinds
+from releases.kinds.base import UNINFORMATIVE, clamped_at_zero
 from releases.kinds.counting import HEATMAP_MAX_CELLS, HEATMAP_MAX_LABELS
 from releases.models import Release
 from releases.public import noise_data, notes, stats_data
@@ -38,7 +39,7 @@ from releases.public.options import (
 
 #: The shape of the cached public data: part of its cache key, so that a deploy that
 #: changes the shape never reads an entry cached by the code before it.
-FORMAT = 5
+FORMAT = 6
 
 __all__ = [
     "FORMAT",
@@ -57,14 +58,16 @@ MECHANISM_LABELS = {
 
 def _intervals(
     entry: dict, levels: tuple[str, ...]
-) -> tuple[dict[str, dict[str, dict[str, list]]], bool]:
+) -> tuple[dict[str, dict[str, dict[str, list]]], list[bool]]:
     """For each confidence level of `levels` and each interval kind: per-cell half-widths,
-    lower and upper (and a quantile's rank errors), as the statistic's kind states them;
-    and whether a cell's noisy count was not positive (a fact of the noisy values, the
-    same at every level: read from the first level's cells)."""
+    lower and upper (and a quantile's rank errors), as the statistic's kind states them,
+    and for counts the interval of the rounded, clamped display ("rounded_lower",
+    "rounded_upper": kinds.base.clamped_at_zero); and per cell whether the kind flagged
+    it uninformative (a fact of the noisy values at the release's confidence, the same
+    at every level: read from the first level's cells)."""
     kind = kinds.get(entry["kind"])
     out: dict[str, dict[str, dict[str, list]]] = {}
-    nonpositive = False
+    flags: list[bool] = []
     for level in levels:
         out[level] = {}
         for interval_kind in INTERVAL_KINDS:
@@ -78,9 +81,13 @@ def _intervals(
             }
             if any(c.rank_error is not None for c in cells):
                 out[level][interval_kind]["rank_errors"] = [c.rank_error for c in cells]
+            if kind.clampable:
+                shown = [clamped_at_zero(c) for c in cells]
+                out[level][interval_kind]["rounded_lower"] = [c.low for c in shown]
+                out[level][interval_kind]["rounded_upper"] = [c.high for c in shown]
             if level == levels[0] and interval_kind == "per_cell":
-                nonpositive = any(c.flag == "count_nonpositive" for c in cells)
-    return out, nonpositive
+                flags = [c.flag == UNINFORMATIVE for c in cells]
+    return out, flags
 
 
 def _precision(value: float, lower: float, upper: float, halfwidth: float | None) -> float:
@@ -99,7 +106,10 @@ def statistic_texts(stat: dict[str, Any]) -> dict[str, Any]:
     {level: {"value": [...], "per_cell": {"lower", "upper", "halfwidth"},
     "simultaneous": {...}}, "rounded": [...]}: a value keeps the precision its
     per-cell half-width justifies; an interval's ends the precision of its own
-    half-width; "rounded" is the clamped display of counts (whole, at least 0).
+    half-width; "rounded" is the clamped display of counts (whole, at least 0), with
+    its own interval ends ("rounded_lower", "rounded_upper": clamped the same way).
+    A cell its kind flags uninformative shows the words "too few records to estimate"
+    instead of its value, and no interval.
     """
     values = stat["values"]
     out: dict[str, Any] = {}
@@ -107,11 +117,14 @@ def statistic_texts(stat: dict[str, Any]) -> dict[str, Any]:
         return out
     if stat["kind"] == "quantiles":
         return _quantile_texts(stat)
+    hidden = stat.get("uninformative_cells") or [False] * len(values)
     for level in stat["intervals"]:
         per_cell = stat["intervals"][level]["per_cell"]
         texts: dict[str, Any] = {
             "value": [
-                formatting.noisy(
+                notes.too_few()
+                if hidden[i]
+                else formatting.noisy(
                     v,
                     _precision(
                         v, per_cell["lower"][i], per_cell["upper"][i], per_cell["halfwidths"][i]
@@ -127,10 +140,25 @@ def statistic_texts(stat: dict[str, Any]) -> dict[str, Any]:
                 for i, v in enumerate(values)
             ]
             texts[interval_kind] = {
-                "lower": [formatting.noisy(x, h) for x, h in zip(iv["lower"], ends, strict=True)],
-                "upper": [formatting.noisy(x, h) for x, h in zip(iv["upper"], ends, strict=True)],
-                "halfwidth": [formatting.halfwidth(h) for h in iv["halfwidths"]],
+                name: [
+                    notes.NO_NUMBER if hidden[i] else formatting.noisy(x, h)
+                    for i, (x, h) in enumerate(zip(iv[name], ends, strict=True))
+                ]
+                for name in ("lower", "upper")
             }
+            texts[interval_kind]["halfwidth"] = [
+                "" if hidden[i] else formatting.halfwidth(h) for i, h in enumerate(iv["halfwidths"])
+            ]
+            if stat["clampable"]:  # the rounded display's interval, at the same precision
+                texts[interval_kind].update(
+                    {
+                        f"rounded_{name}": [
+                            formatting.noisy(x, h)
+                            for x, h in zip(iv[f"rounded_{name}"], ends, strict=True)
+                        ]
+                        for name in ("lower", "upper")
+                    }
+                )
         out[level] = texts
     if stat["clampable"]:
         out["rounded"] = [formatting.integer(max(0, round(v))) for v in values]
@@ -167,7 +195,7 @@ def _statistic_data(
     explanation = entry.get("explanation") or {}
     columns = list(entry.get("columns") or [])
     values = statistic_kind.values(entry)
-    intervals, count_nonpositive = _intervals(entry, levels)
+    intervals, uninformative = _intervals(entry, levels)
     cells = [str(c) for c in entry.get("cells") or []]
     if kind in ("sum", "mean") or (kind == "count" and not cells):
         cells = [entry.get("label") or kind]
@@ -202,7 +230,8 @@ def _statistic_data(
         "noise": noise_data.noise(explanation, kind=kind),
         "intervals": intervals,
         "argmax": entry.get("argmax"),
-        "count_nonpositive": count_nonpositive,
+        "uninformative": any(uninformative),
+        "uninformative_cells": uninformative,
         "group_columns": list(entry.get("group_columns") or []),
         "quantiles": list(entry.get("quantiles") or []),
         "exact_values": list(entry.get("values") or []),

@@ -30,6 +30,7 @@ def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str,
         per_cell = stat["intervals"][confidence]["per_cell"]
         simultaneous = stat["intervals"][confidence]["simultaneous"]
         cells = []
+        hidden = stat.get("uninformative_cells") or [False] * len(stat["cells"])
         if stat["kind"] != "argmax":
             for i, cell in enumerate(stat["cells"]):
                 row: dict[str, Any] = {"cell": cell, "value": stat["values"][i]}
@@ -49,6 +50,7 @@ def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str,
                     simultaneous_halfwidth=_finite(simultaneous["halfwidths"][i]),
                     simultaneous_lower=simultaneous["lower"][i],
                     simultaneous_upper=simultaneous["upper"][i],
+                    uninformative=bool(hidden[i]),
                 )
                 cells.append(row)
         statistics.append(
@@ -89,7 +91,10 @@ def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str,
             "'halfwidth' holds for each value on its own; 'simultaneous_halfwidth' for all "
             "values of one statistic at once. Quantiles have no value interval: 'rank_error' "
             "bounds how far (in records) the chosen value's rank may lie from the quantile's, "
-            "for each quantile on its own ('simultaneous_rank_error': all at once)."
+            "for each quantile on its own ('simultaneous_rank_error': all at once). "
+            "'uninformative': true marks a cell whose noisy values cannot tell it from an "
+            "empty one, or whose interval spans every possible value, at the release's "
+            "confidence level; its value is kept here but the pages and the CSV show none."
         ),
         "statistics": statistics,
     }
@@ -101,6 +106,7 @@ CSV_COLUMNS = [
     "upper", "simultaneous_halfwidth", "simultaneous_lower", "simultaneous_upper", "mechanism",
     "noise", "noise_parameter", "epsilon", "delta", "privacy_unit", "approved_by", "approved_at",
     "published_at", "notes", "group_columns", "rank_error", "simultaneous_rank_error",
+    "uninformative",
 ]  # fmt: skip
 
 _PLAIN_NUMBER = re.compile(r"^-?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")
@@ -158,13 +164,16 @@ def _cell_text(cell: dict[str, Any]) -> dict[str, Any]:
     precision = cell["halfwidth"]
     if precision is None:
         precision = max(cell["upper"] - value, value - cell["lower"])
+    hidden = cell.get("uninformative")
     return {
         **cell,
-        "value": formatting.noisy(value, precision, group=False),
+        # no value for people where its kind found it uninformative; the JSON keeps it
+        "value": "" if hidden else formatting.noisy(value, precision, group=False),
         **per_cell,
         "simultaneous_lower": together["lower"],
         "simultaneous_upper": together["upper"],
         "simultaneous_halfwidth": together["halfwidth"],
+        "uninformative": None if hidden is None else str(bool(hidden)).lower(),
     }
 
 

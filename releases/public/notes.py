@@ -28,6 +28,18 @@ NEGATIVE_COUNTS = gettext_noop(
     "unless you choose “show counts rounded and clamped at zero” above."
 )
 
+# Shown instead of the value of a cell its kind flags uninformative (kinds.base.uninformative).
+TOO_FEW = gettext_noop("too few records to estimate")
+
+#: What an uninformative cell shows where its interval's ends and half-width would be.
+NO_NUMBER = "—"
+
+
+def too_few() -> str:
+    """The words an uninformative cell shows instead of its value, in the active language."""
+    return gettext(TOO_FEW)
+
+
 #: A note as a message record: [English msgid, {placeholder: value}]. The release's public
 #: data is cached once for every language and shared with the API and downloads, so notes
 #: are kept as records there and put into words by `english` (downloads, the API) or

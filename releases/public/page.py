@@ -35,8 +35,8 @@ def _rows(stat: dict[str, Any], *, options: ViewOptions) -> list[dict[str, Any]]
             "index": i,
             "cell": cell,
             "value": stat["text"]["rounded"][i] if rounded else text["value"][i],
-            "lower": chosen["lower"][i],
-            "upper": chosen["upper"][i],
+            "lower": chosen["rounded_lower" if rounded else "lower"][i],
+            "upper": chosen["rounded_upper" if rounded else "upper"][i],
             "halfwidth": chosen["halfwidth"][i],
         }
         if stat["layout"] in ("heatmap", "crosstab") or (
@@ -120,6 +120,16 @@ def _explanation(stat: dict[str, Any], *, options: ViewOptions) -> SafeString:
             noise=noise_words,
             confidence=_fill("confidence", text["label"]),
             halfwidth=_fill("halfwidth", text["per_cell"]["halfwidth"][0]),
+        )
+    if kind == "mean" and (stat.get("uninformative_cells") or [False])[0]:
+        return format_html(
+            gettext(
+                "The mean is a noisy sum of {columns} divided by a noisy count, each with its own "
+                "noise from a {noise}, both made under the rules below. They are too few records "
+                "to estimate it: no value is shown."
+            ),
+            columns=columns_text,
+            noise=noise_words,
         )
     if kind == "mean":
         return format_html(
@@ -226,7 +236,7 @@ def statistic_context(
         "caption": captions().get(stat["layout"], ""),
         "negative_note": notes.NEGATIVE_COUNTS if stat["clampable"] else "",
         "two_way": bool(rows) and "row_label" in rows[0],
-        "warnings": stats_text.warnings(stat) if stats_text.handles(stat["kind"]) else [],
+        "warnings": stats_text.warnings(stat),
         "quantile_rows": stats_text.quantile_rows(stat, options=options),
         "paging": paging_context(stat, options=options),
     }
@@ -242,6 +252,7 @@ def chart_text() -> dict[str, str]:
         % {"lower": "{lower}", "upper": "{upper}"},
         "rank_error": gettext("rank error ± %(ranks)s values") % {"ranks": "{ranks}"},
         "quantile_axis": gettext("percent of the values below"),
+        "too_few": notes.too_few(),
         "between": gettext("%(low)s and %(high)s") % {"low": "{low}", "high": "{high}"},
         # Plotly's layout.separators: the decimal mark, then the thousands separator
         "separators": style.decimal + style.group,

@@ -17,7 +17,7 @@ from typing import Any
 from django.conf import settings
 
 #: the per-cell lists of releases.public.data's statistic (besides `intervals`)
-PER_CELL = ("cells", "values", "exact_values", "clamped", "count_nonpositive_cells")
+PER_CELL = ("cells", "values", "exact_values", "clamped", "uninformative_cells")
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,10 @@
 
 releases.public.data gives every statistic its values, intervals and texts
 (through the statistic's kind, releases.kinds); this adds what the charts and the
-sentences of the new kinds need: the grouping columns' titles, the flags to
-tell the reader (a variance clamped to 0, a group whose noisy count was not
-positive), and for quantiles the rank-error band of each quantile: in ranks
+sentences of the new kinds need: the grouping columns' titles, the flag to
+tell the reader of a variance clamped to 0 (the cells too uninformative to show
+are flagged by the kind, for every kind: releases.public.data), and for
+quantiles the rank-error band of each quantile: in ranks
 (quantiles.quantile_rank_errors, via the kind's intervals), and in percentile points
 only when the statistic holds a NOISY count of the same rows
 (quantiles.rank_error_percent; an estimate through a noisy count, never the
@@ -99,7 +100,6 @@ def chart_fields(entry: dict[str, Any], ivs: dict[str, Any]) -> dict[str, Any]:
         "group_columns": [str(c) for c in entry.get("group_columns") or []],
         "quantile_chart": quantile_extra(entry, ivs) if kind == "quantiles" else None,
         "clamped": [],
-        "count_nonpositive_cells": [],
     }
     groups = out["group_columns"]
     if groups:  # grouped bars: the first grouping column on the axis, the second in the legend
@@ -107,8 +107,4 @@ def chart_fields(entry: dict[str, Any], ivs: dict[str, Any]) -> dict[str, Any]:
         out["col_title"] = groups[1] if len(groups) > 1 else ""
     if kinds.get(kind).aggregate == "spread":
         out["clamped"] = [cell.get("clamped") == "low" for cell in explanation["cells"]]
-        flags = [cell.get("count_nonpositive") for cell in explanation["cells"]]
-        out["count_nonpositive_cells"] = [bool(f) for f in flags]
-    elif kind == "grouped_mean":
-        out["count_nonpositive_cells"] = [bool(f) for f in explanation["count_nonpositive"]]
     return out

@@ -13,7 +13,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext, pgettext
 
-from releases.public import page_words
+from releases.public import notes, page_words
 from releases.public.options import CONFIDENCE_LABELS, ViewOptions
 from releases.public.stats_data import handles  # noqa: F401 (the page asks stats_text)
 
@@ -66,13 +66,18 @@ def _per_group(stat: dict[str, Any], options: ViewOptions) -> SafeString:
             gettext("each of the {n} groups with its interval in the table below"),
             n=len(stat["cells"]),
         )
+    hidden = stat.get("uninformative_cells") or [False] * len(stat["cells"])
     return format_html_join(
         pgettext("list separator", "; "),
-        gettext("{}: {} (between {} and {})"),
+        "{}",
         (
-            (cell, _fill("cell-value", text["value"][i], i),
-             _fill("cell-lower", text["per_cell"]["lower"][i], i),
-             _fill("cell-upper", text["per_cell"]["upper"][i], i))
+            (format_html(gettext("{}: {}"), cell, notes.too_few()),) if hidden[i] else
+            (format_html(
+                gettext("{}: {} (between {} and {})"), cell,
+                _fill("cell-value", text["value"][i], i),
+                _fill("cell-lower", text["per_cell"]["lower"][i], i),
+                _fill("cell-upper", text["per_cell"]["upper"][i], i),
+            ),)
             for i, cell in enumerate(stat["cells"])
         ),
     )  # fmt: skip
@@ -181,7 +186,9 @@ def explanation(stat: dict[str, Any], *, options: ViewOptions) -> SafeString:
         one = gettext("With {confidence} confidence the standard deviation it estimates lies "
                       "between {lower} and {upper}.")  # fmt: skip
     start_html = format_html(start, columns=fills["columns"], noise=fills["noise"])
-    if len(stat["cells"]) == 1:
+    if len(stat["cells"]) == 1 and (stat.get("uninformative_cells") or [False])[0]:
+        end = gettext("They are too few records to estimate it: no value is shown.")
+    elif len(stat["cells"]) == 1:
         end = format_html(
             one, confidence=fills["confidence"],
             lower=_fill("cell-lower", text["per_cell"]["lower"][0], 0),
@@ -207,10 +214,16 @@ def alt_text(stat: dict[str, Any], *, options: ViewOptions) -> str:
 
 
 def warnings(stat: dict[str, Any]) -> list[str]:
-    """Notices under the statistic: a clamped variance, a group too small to estimate."""
+    """Notices under the statistic (any kind): a clamped variance; the cells too
+    uninformative to show (one notice, whatever made them so)."""
     out = []
     separator = pgettext("list separator", ", ")
-    clamped = [c for c, flag in zip(stat["cells"], stat.get("clamped") or [], strict=False) if flag]
+    hidden = stat.get("uninformative_cells") or [False] * len(stat["cells"])
+    clamped = [
+        c
+        for c, flag, gone in zip(stat["cells"], stat.get("clamped") or [], hidden, strict=False)
+        if flag and not gone
+    ]
     if clamped and len(stat["cells"]) == 1:
         out.append(gettext(
             "The noisy variance came out negative (an effect of the noise, not of the data) and "
@@ -221,14 +234,18 @@ def warnings(stat: dict[str, Any]) -> list[str]:
             "The noisy variance came out negative (an effect of the noise, not of the data) and "
             "was clamped to 0; the interval still holds at the stated confidence (in %(cells)s)."
         ) % {"cells": separator.join(clamped)})  # fmt: skip
-    small = [
-        c
-        for c, flag in zip(stat["cells"], stat.get("count_nonpositive_cells") or [], strict=False)
-        if flag
-    ]
-    if small:
+    small = [c for c, flag in zip(stat["cells"], hidden, strict=False) if flag]
+    if small and len(stat["cells"]) == 1:
         out.append(gettext(
-            "The noisy count was zero or negative in %(cells)s: too few rows to estimate there; "
-            "the figure shows the middle of the public bounds."
+            "Too few records to estimate this value: at the release's confidence level its "
+            "noisy count cannot be told from zero, or its interval spans every possible value. "
+            "No value is shown; data.json keeps the noisy one, flagged \"uninformative\"."
+        ))  # fmt: skip
+    elif small:
+        out.append(gettext(
+            "Too few records to estimate in %(cells)s: at the release's confidence level the "
+            "noisy count cannot be told from zero, or the interval spans every possible value. "
+            "No value or bar is shown there; data.json keeps the noisy values, flagged "
+            "\"uninformative\"."
         ) % {"cells": separator.join(small)})  # fmt: skip
     return out

@@ -32,6 +32,7 @@
       rank_error: "rank error \u00b1 {ranks} values",
       quantile_axis: "percent of the values below",
       between: "{low} and {high}",
+      too_few: "too few records to estimate",
     };
     return node ? JSON.parse(node.textContent) : fallback;
   })();
@@ -50,25 +51,62 @@
     };
   }
 
+  // A cell its kind flagged uninformative: no bar, no error bar, the words instead.
+  function hidden(stat, i) {
+    return Boolean(stat.uninformative_cells && stat.uninformative_cells[i]);
+  }
+
+  function barValue(stat, i) {
+    return hidden(stat, i) ? null : stat.values[i];
+  }
+
   // Error bars of cells `idx`: symmetric half-widths, or the asymmetric interval ends.
   function errorBars(stat, st, idx) {
     var c = chosen(stat, st);
-    var symmetric = idx.every(function (i) { return c.iv.halfwidths[i] != null; });
+    var symmetric = idx.every(function (i) { return hidden(stat, i) || c.iv.halfwidths[i] != null; });
     if (symmetric) {
       return { type: "data", symmetric: true, visible: true,
-               array: idx.map(function (i) { return c.iv.halfwidths[i]; }) };
+               array: idx.map(function (i) { return hidden(stat, i) ? null : c.iv.halfwidths[i]; }) };
     }
     return {
       type: "data", symmetric: false, visible: true,
-      array: idx.map(function (i) { return c.iv.upper[i] - stat.values[i]; }),
-      arrayminus: idx.map(function (i) { return stat.values[i] - c.iv.lower[i]; }),
+      array: idx.map(function (i) { return hidden(stat, i) ? null : c.iv.upper[i] - stat.values[i]; }),
+      arrayminus: idx.map(function (i) { return hidden(stat, i) ? null : stat.values[i] - c.iv.lower[i]; }),
     };
   }
 
   function hover(stat, st, i, name) {
     var c = chosen(stat, st);
+    if (hidden(stat, i)) {
+      return esc(name) + ": " + esc(c.text.value[i]);
+    }
     return esc(name) + ": " + c.text.value[i] + "<br>" +
       phrase("interval", { lower: esc(c.ends.lower[i]), upper: esc(c.ends.upper[i]) });
+  }
+
+  // Where a missing bar would stand, the words "too few records to estimate", upright,
+  // from the zero line: at category i, or in a group of `cols` bars, at bar c of group r
+  // (Plotly's grouped bars share 1 - bargap of a category's width).
+  var BARGAP = 0.2;
+
+  function missingBarNotes(stat) {
+    var out = [];
+    var cols = stat.shape ? stat.shape[1] : 1;
+    stat.values.forEach(function (_, i) {
+      if (!hidden(stat, i)) {
+        return;
+      }
+      var r = Math.floor(i / cols);
+      var c = i % cols;
+      var width = (1 - BARGAP) / cols;
+      out.push({
+        x: stat.shape ? r - (1 - BARGAP) / 2 + (c + 0.5) * width : i,
+        y: 0, xref: "x", yref: "y", showarrow: false, textangle: -90,
+        xanchor: "center", yanchor: "bottom", font: { size: 11, color: "#555" },
+        text: esc(phrase("too_few")),
+      });
+    });
+    return out;
   }
 
   function groupedTraces(stat, st) {
@@ -76,7 +114,7 @@
     if (!stat.shape) {
       idx = stat.values.map(function (_, i) { return i; });
       return [{
-        type: "bar", x: stat.cells.map(esc), y: idx.map(function (i) { return stat.values[i]; }),
+        type: "bar", x: stat.cells.map(esc), y: idx.map(function (i) { return barValue(stat, i); }),
         error_y: errorBars(stat, st, idx), marker: { color: COLORS[0] },
         hovertext: idx.map(function (i) { return hover(stat, st, i, stat.cells[i]); }),
         hoverinfo: "text", name: esc(stat.label),
@@ -94,7 +132,7 @@
         type: "bar",
         name: esc(stat.col_labels[c]),
         x: stat.row_labels.map(esc),
-        y: idx.map(function (i) { return stat.values[i]; }),
+        y: idx.map(function (i) { return barValue(stat, i); }),
         error_y: errorBars(stat, st, idx),
         marker: { color: COLORS[c % COLORS.length] },
         hovertext: idx.map(function (i) { return hover(stat, st, i, stat.cells[i]); }),
@@ -144,6 +182,8 @@
     if (stat.layout === "grouped_bars" || stat.layout === "bars") {
       traces = groupedTraces(stat, st);
       layout.barmode = "group";
+      layout.bargap = BARGAP;
+      layout.annotations = missingBarNotes(stat);
       layout.xaxis = {
         type: "category", categoryorder: "array", automargin: true,
         categoryarray: (stat.shape ? stat.row_labels : stat.cells).map(esc),

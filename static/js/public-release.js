@@ -36,6 +36,7 @@
       rank_error: "rank error \u00b1 {ranks} values",
       quantile_axis: "percent of the values below",
       between: "{low} and {high}",
+      too_few: "too few records to estimate",
     };
     return node ? JSON.parse(node.textContent) : fallback;
   })();
@@ -87,14 +88,20 @@
     var level = stat.text[st.confidence];
     var chosen = level[st.intervals];
     var rounded = st.display === "rounded" && stat.clampable;
+    // rounded counts come with their own interval, clamped the same way (kinds.base)
     return {
       value: rounded ? stat.text.rounded : level.value,
-      lower: chosen.lower,
-      upper: chosen.upper,
+      lower: rounded ? chosen.rounded_lower : chosen.lower,
+      upper: rounded ? chosen.rounded_upper : chosen.upper,
       halfwidth: chosen.halfwidth,
       perCell: level.per_cell,
       simultaneous: level.simultaneous,
     };
+  }
+
+  // A cell its kind flagged uninformative: no bar or point, the words instead.
+  function hidden(stat, i) {
+    return Boolean(stat.uninformative_cells && stat.uninformative_cells[i]);
   }
 
   function hoverLine(name, t, i) {
@@ -123,12 +130,12 @@
       // symmetric bars of exactly the half-width around the noisy value
       errorY = { type: "data", symmetric: true, array: iv.halfwidths.slice(), visible: true };
     } else {
-      // the interval still describes the unclamped noisy value: draw it where it is
+      // the interval of the value shown, clamped at zero the same way (kinds.base)
       errorY = {
         type: "data",
         symmetric: false,
-        array: iv.upper.map(function (u, i) { return u - ys[i]; }),
-        arrayminus: iv.lower.map(function (l, i) { return ys[i] - l; }),
+        array: iv.rounded_upper.map(function (u, i) { return u - ys[i]; }),
+        arrayminus: iv.rounded_lower.map(function (l, i) { return ys[i] - l; }),
         visible: true,
       };
     }
@@ -179,6 +186,14 @@
     var iv = interval(stat, st);
     var t = texts(stat, st);
     var v = stat.values[0];
+    if (hidden(stat, 0)) {
+      // too few records: no point and no line, the words where they would be
+      return {
+        type: "scatter", mode: "text", x: [0], y: [esc(stat.label)],
+        text: [esc(phrase("too_few"))], textposition: "middle center",
+        hovertext: [esc(stat.label) + ": " + esc(t.value[0])], hoverinfo: "text",
+      };
+    }
     return {
       type: "scatter",
       mode: "markers",
@@ -238,6 +253,9 @@
     } else if (stat.layout === "figure") {
       trace = figureTrace(stat, st);
       layout.xaxis = { title: { text: esc(stat.value_title) }, zeroline: false };
+      if (hidden(stat, 0)) {
+        layout.xaxis.visible = false;
+      }
       layout.yaxis = { type: "category", automargin: true, showticklabels: false };
     } else {
       return;
