@@ -80,6 +80,14 @@ def test_an_empty_group_has_no_bar_the_words_and_one_warning(
         notices = section.locator(".notice")
         assert notices.count() == 1
         assert row.locator("th").inner_text() in notices.first.inner_text()
+        # the release's ungrouped mean (few rows at a small epsilon): no point, no line
+        mean = page.evaluate(
+            """() => { const t = document.getElementById('chart-4').data[0];
+                       return {mode: t.mode, text: t.text, error_x: t.error_x || null}; }"""
+        )
+        assert mean == {"mode": "text", "text": [words], "error_x": None}
+        assert page.locator("#table-body-4 td").first.inner_text() == words
+        assert page.locator("#stat-4 .notice").count() == 1
         # switching to all bars at once keeps the group out of the chart and the words in
         page.locator("input[name=intervals][value=simultaneous]").check()
         chart = _chart(page, position)

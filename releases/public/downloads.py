@@ -147,9 +147,12 @@ def _cell_text(cell: dict[str, Any]) -> dict[str, Any]:
     each interval to the precision of that interval's half-width.
     """
     value = cell["value"]
+    hidden = cell.get("uninformative")
+    flag = None if hidden is None else ("true" if hidden else "false")
     if cell.get("rank_error") is not None:  # quantiles: the chosen candidate, exactly
         return {
             **cell,
+            "uninformative": flag,
             "value": formatting.exact(value),
             "rank_error": formatting.significant(cell["rank_error"], group=False),
             "simultaneous_rank_error": formatting.significant(
@@ -164,7 +167,6 @@ def _cell_text(cell: dict[str, Any]) -> dict[str, Any]:
     precision = cell["halfwidth"]
     if precision is None:
         precision = max(cell["upper"] - value, value - cell["lower"])
-    hidden = cell.get("uninformative")
     return {
         **cell,
         # no value for people where its kind found it uninformative; the JSON keeps it
@@ -173,7 +175,7 @@ def _cell_text(cell: dict[str, Any]) -> dict[str, Any]:
         "simultaneous_lower": together["lower"],
         "simultaneous_upper": together["upper"],
         "simultaneous_halfwidth": together["halfwidth"],
-        "uninformative": None if hidden is None else str(bool(hidden)).lower(),
+        "uninformative": flag,
     }
 
 
