@@ -88,6 +88,9 @@ def test_an_empty_group_has_no_bar_the_words_and_one_warning(
         assert mean == {"mode": "text", "text": [words], "error_x": None}
         assert page.locator("#table-body-4 td").first.inner_text() == words
         assert page.locator("#stat-4 .notice").count() == 1
+        page.locator("#stat-4").screenshot(
+            path=str(ARTIFACTS / f"uninformative-{language}-mean.png")
+        )
         # switching to all bars at once keeps the group out of the chart and the words in
         page.locator("input[name=intervals][value=simultaneous]").check()
         chart = _chart(page, position)

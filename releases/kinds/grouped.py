@@ -29,6 +29,7 @@ from releases.kinds.base import (
     Cell,
     StatisticKind,
     SumAndCountParts,
+    exact_fraction,
     frac,
     set_group_cells,
     statistic_errors,
@@ -276,8 +277,8 @@ class GroupedMeanKind(SumAndCountParts, GroupedSumKind):
         the release's confidence (`cells` when they are those; else the ones stored beside
         the values, recomputed only if missing)."""
         explanation = entry["explanation"]
-        stored = frac(explanation.get("confidence") or confidence)
-        if not simultaneous and frac(confidence) == stored:
+        stored = exact_fraction(explanation.get("confidence") or confidence)
+        if not simultaneous and exact_fraction(confidence) == stored:
             ends = [(low, high) for _, low, high in cells]
         else:
             ends = explanation.get("intervals") or [

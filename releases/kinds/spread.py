@@ -19,6 +19,7 @@ from dpportal.privacy.spread_parts import spread_granularity
 from releases.kinds.base import (
     UNINFORMATIVE,
     Cell,
+    exact_fraction,
     frac,
     set_group_cells,
     statistic_errors,
@@ -104,8 +105,8 @@ class SpreadKind(GroupedKind):
         key = self.value_key
         explanation = entry["explanation"]
         cells = spread_intervals(explanation, confidence=confidence, simultaneous=simultaneous)
-        stored = frac(explanation.get("confidence") or confidence)
-        if not simultaneous and frac(confidence) == stored:
+        stored = exact_fraction(explanation.get("confidence") or confidence)
+        if not simultaneous and exact_fraction(confidence) == stored:
             at_stored = cells
         else:
             at_stored = explanation.get("cells") or spread_intervals(explanation, confidence=stored)

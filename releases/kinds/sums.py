@@ -22,6 +22,7 @@ from releases.kinds.base import (
     UNINFORMATIVE,
     Cell,
     SumAndCountParts,
+    exact_fraction,
     frac,
     statistic_errors,
     uninformative,
@@ -152,8 +153,8 @@ class MeanKind(SumAndCountParts, SumKind):
         Flagged UNINFORMATIVE by base.uninformative at the release's own confidence."""
         explanation = entry["explanation"]
         estimate, low, high = mean_interval(explanation, confidence=confidence)
-        stored = frac(explanation.get("confidence") or confidence)
-        if frac(confidence) == stored:
+        stored = exact_fraction(explanation.get("confidence") or confidence)
+        if exact_fraction(confidence) == stored:
             ends = (low, high)
         else:
             ends = explanation.get("interval") or mean_interval(explanation, confidence=stored)[1:]

@@ -125,8 +125,8 @@ def _explanation(stat: dict[str, Any], *, options: ViewOptions) -> SafeString:
         return format_html(
             gettext(
                 "The mean is a noisy sum of {columns} divided by a noisy count, each with its own "
-                "noise from a {noise}, both made under the rules below. They are too few records "
-                "to estimate it: no value is shown."
+                "noise from a {noise}, both made under the rules below. There are too few "
+                "records to estimate it: no value is shown."
             ),
             columns=columns_text,
             noise=noise_words,

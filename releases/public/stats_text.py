@@ -187,7 +187,7 @@ def explanation(stat: dict[str, Any], *, options: ViewOptions) -> SafeString:
                       "between {lower} and {upper}.")  # fmt: skip
     start_html = format_html(start, columns=fills["columns"], noise=fills["noise"])
     if len(stat["cells"]) == 1 and (stat.get("uninformative_cells") or [False])[0]:
-        end = gettext("They are too few records to estimate it: no value is shown.")
+        end = gettext("There are too few records to estimate it: no value is shown.")
     elif len(stat["cells"]) == 1:
         end = format_html(
             one, confidence=fills["confidence"],

@@ -253,10 +253,12 @@
     } else if (stat.layout === "figure") {
       trace = figureTrace(stat, st);
       layout.xaxis = { title: { text: esc(stat.value_title) }, zeroline: false };
-      if (hidden(stat, 0)) {
-        layout.xaxis.visible = false;
-      }
       layout.yaxis = { type: "category", automargin: true, showticklabels: false };
+      if (hidden(stat, 0)) {
+        // no value: no axis to read it on, the words alone
+        layout.xaxis.visible = false;
+        layout.yaxis.visible = false;
+      }
     } else {
       return;
     }
