@@ -32,7 +32,7 @@ from dpportal import formatting
 from dpportal.errors import ValidationFailed
 from releases.models import Release
 from releases.public import data as public_data
-from releases.public import downloads, facts, page, page_words, paging
+from releases.public import downloads, facts, page, page_words, paging, summary
 from releases.public import options as public_options
 from releases.public import selectors as public
 
@@ -289,6 +289,9 @@ class ReleasePageView(View):
         if data is None:
             data = _release_data(release=release, level=options.confidence)
         data = _page_data(data, page=options.page)
+        statistics = [
+            page.statistic_context(stat, data=data, options=options) for stat in data["statistics"]
+        ]
         context = {
             "project": release.project,
             "release": release,
@@ -300,10 +303,8 @@ class ReleasePageView(View):
                 "display": options.display,
                 "page": options.page,
             },
-            "statistics": [
-                page.statistic_context(stat, data=data, options=options)
-                for stat in data["statistics"]
-            ],
+            "statistics": statistics,
+            "summary": summary.summary_rows(statistics),
             "chart_data": {**data, "default_confidence": options.confidence},
             "chart_text": page.chart_text(),
             "registry_url": registry_url(slug=release.project.slug),

@@ -134,7 +134,7 @@
   function draw(node, stat, st) {
     var layout = {
       margin: { t: 20, r: 20, b: 60, l: 70 },
-      height: 340,
+      height: 280, // a small multiple: two charts side by side
       paper_bgcolor: "#fff",
       plot_bgcolor: "#fff",
       // axis numbers in the reader's separators: decimal mark, then thousands separator
