@@ -35,6 +35,11 @@ def builder_text() -> dict[str, object]:
         "low": pgettext("lower bound, short", "lo"),
         "high": pgettext("upper bound, short", "hi"),
         "remove": gettext("Remove"),
+        "description": pgettext("field", "description"),
+        "label_en": gettext("label in English (empty: named from its kind and columns)"),
+        "label_zh": gettext("label in Simplified Chinese"),
+        "description_en": gettext("description in English"),
+        "description_zh": gettext("description in Simplified Chinese"),
         "column_kinds": {
             "categorical": gettext("categorical"),
             "numeric": gettext("numeric"),

@@ -37,6 +37,7 @@ from budgets.selectors.budget import (
 from budgets.selectors.projects import (
     project_get_for_member,
     project_get_public,
+    project_has_reviewer,
     project_list_for_user,
     project_roles,
     role_required,
@@ -92,6 +93,7 @@ __all__ = [
     "ledger_list_for_project",
     "project_get_for_member",
     "project_get_public",
+    "project_has_reviewer",
     "project_list_for_user",
     "project_registry",
     "project_registry_cached",

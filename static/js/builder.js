@@ -126,6 +126,39 @@
     }
   }
 
+  // each language named in itself, as the language switch names them
+  const LANGUAGE_NAMES = { en: "English", "zh-hans": "简体中文" };
+
+  /** The statistic's label in both languages, its description in both behind a toggle
+   * (an empty English label: the server names the statistic from its kind and columns). */
+  function textCell(s) {
+    const text = (field, lang, tag, label, attrs) =>
+      el(tag, {
+        "data-f": field,
+        lang: lang,
+        "aria-label": label,
+        value: s[field] == null ? "" : s[field],
+        ...(attrs || {}),
+      });
+    const description = el("details", { class: "stat-description" }, [
+      el("summary", { text: T.description }),
+      text("description", "en", "textarea", T.description_en, { rows: 2, placeholder: LANGUAGE_NAMES.en }),
+      text("description_zh", "zh-hans", "textarea", T.description_zh, {
+        rows: 2,
+        placeholder: LANGUAGE_NAMES["zh-hans"],
+      }),
+    ]);
+    if (s.description || s.description_zh) description.open = true;
+    return el("td", { class: "stat-text" }, [
+      text("label", "en", "input", T.label_en, { placeholder: LANGUAGE_NAMES.en, maxlength: 200 }),
+      text("label_zh", "zh-hans", "input", T.label_zh, {
+        placeholder: LANGUAGE_NAMES["zh-hans"],
+        maxlength: 200,
+      }),
+      description,
+    ]);
+  }
+
   function addRow(s) {
     s = s || { kind: "count" };
     const cols = columns().map((c) => [c.name, c.name + " (" + kindText(c.kind) + ")"]);
@@ -133,6 +166,7 @@
     hold.checked = Boolean(s.hold);
     const tr = el("tr", {}, [
       cell(select("kind", KINDS, s.kind)),
+      textCell(s),
       cell(select("column", cols, s.column || "", T.all_rows)),
       optionsCell(s, cols),
       cell(
@@ -161,6 +195,9 @@
     }
     return {
       title: byId("f-title").value,
+      title_zh: byId("f-title-zh").value,
+      description: byId("f-description").value,
+      description_zh: byId("f-description-zh").value,
       dataset: byId("f-dataset").value,
       mechanism: byId("f-mechanism").value,
       confidence: byId("f-confidence").value,
@@ -319,7 +356,78 @@
   form.addEventListener("submit", () => {
     byId("payload").value = JSON.stringify(payload());
   });
-  for (const s of initial.statistics || []) addRow(s);
+
+  // A language switch reloads the page: the form in progress goes to this tab's
+  // sessionStorage just before, and comes back once (public parameters only, as typed).
+  const STORE = "dpportal.builder:" + location.pathname;
+  let lastField = null; // the field last edited: [row index or -1, field key]
+  form.addEventListener("focusin", (e) => {
+    const tr = e.target.closest("#stats tbody tr");
+    const key = e.target.dataset.f || e.target.id;
+    if (key) lastField = [tr ? [...tbody.children].indexOf(tr) : -1, key];
+  });
+  const switcher = document.querySelector("form.languages");
+  if (switcher) {
+    switcher.addEventListener("submit", () => {
+      try {
+        sessionStorage.setItem(STORE, JSON.stringify({ form: payload(), field: lastField }));
+      } catch (e) {
+        // storage full or refused: the switch still happens, the form is not kept
+      }
+    });
+  }
+
+  function takeSaved() {
+    try {
+      const saved = JSON.parse(sessionStorage.getItem(STORE) || "null");
+      sessionStorage.removeItem(STORE);
+      return saved && typeof saved.form === "object" ? saved : null;
+    } catch (e) {
+      return null;
+    }
+  }
+
+  const TOP = {
+    "f-title": "title",
+    "f-title-zh": "title_zh",
+    "f-description": "description",
+    "f-description-zh": "description_zh",
+    "f-mechanism": "mechanism",
+    "f-confidence": "confidence",
+    "f-epsilon": "epsilon",
+    "f-delta": "delta",
+  };
+
+  /** The form as `state` says (a saved one, or the page's initial values). */
+  function restore(state) {
+    // a select takes only a value it offers (the page's own choice stays otherwise)
+    const put = (node, value) => {
+      if (value == null || !node) return;
+      const text = String(value);
+      if (node.tagName !== "SELECT") node.value = text;
+      else if ([...node.options].some((o) => o.value === text && !o.disabled)) node.value = text;
+    };
+    put(byId("f-dataset"), state.dataset);
+    for (const [id, key] of Object.entries(TOP)) put(byId(id), state[key]);
+    for (const s of state.statistics || []) addRow(s);
+  }
+
+  /** Focus the field the owner was editing before the switch, in view. */
+  function refocus(field) {
+    if (!Array.isArray(field)) return;
+    const [row, key] = field;
+    const scope = row >= 0 ? tbody.children[row] : form;
+    const target =
+      scope && (row >= 0 ? scope.querySelector(`[data-f="${CSS.escape(key)}"]`) : byId(key));
+    if (!target) return;
+    if (target.closest("details")) target.closest("details").open = true;
+    target.focus();
+    target.scrollIntoView({ block: "center" });
+  }
+
+  const saved = takeSaved();
+  restore(saved ? saved.form : initial);
   if (!tbody.children.length) addRow();
+  if (saved) refocus(saved.field);
   refresh();
 })();
