@@ -54,6 +54,7 @@ def test_the_public_page_shows_labels_in_the_readers_language(client, release):
     assert stats[2]["cells"][0] == "Male / 北方"
     assert stats[3]["argmax"]["label"] == "北方"
     assert "Male" in _text(english) and "北方" in _text(english)
+    assert "whose sex is “Female”" in _text(english)  # the note names the label too
 
     chinese = _page(client, release, "zh-CN,zh;q=0.9")
     stats = {s["position"]: s for s in _chart_data(chinese)["statistics"]}
@@ -62,6 +63,7 @@ def test_the_public_page_shows_labels_in_the_readers_language(client, release):
     assert stats[2]["cells"][0] == "男 / 北方"
     assert stats[3]["argmax"]["label"] == "北方"
     assert "男" in _text(chinese)
+    assert "“女”" in _text(chinese) and "“2”" not in _text(chinese)
 
 
 def test_downloads_and_the_api_keep_the_codes_with_the_labels_beside(client, release):

@@ -177,7 +177,7 @@ def _localise_statistic(stat: dict[str, Any]) -> None:
         stat["cells"] = [quantile_name(q) for q in stat["quantiles"]]
     if stat.get("argmax") and isinstance(stat["argmax"], dict):
         stat["argmax"]["label"] = cell_label(str(stat["argmax"].get("label", "")), generated)
-    _owner_labels(stat)
+    named = _owner_labels(stat)
     stat["value_title"] = value_title(stat["kind"], stat.get("columns") or [])
     if stat.get("noise"):
         noise = stat["noise"]
@@ -186,7 +186,8 @@ def _localise_statistic(stat: dict[str, Any]) -> None:
                 noise[part] = {**noise[part], **noise_words(noise[part])}
         stat["noise"] = {**noise, **noise_words(noise)}
     stat["note_records"] = [
-        [msgid, {k: cell_label(v, generated) if k in ("other", "missing", "category") else v
+        [msgid, {k: (named.get(v) if isinstance(v, str) else None) or cell_label(v, generated)
+                 if k in ("other", "missing", "category") else v
                  for k, v in (params or {}).items()}]
         for msgid, params in stat.get("note_records") or []
     ]  # fmt: skip
@@ -204,10 +205,16 @@ def _shown(label: Any, fallback: str) -> str:
     return bilingual.Bilingual.from_json(label).show() if label else fallback
 
 
-def _owner_labels(stat: dict[str, Any]) -> None:
+def _owner_labels(stat: dict[str, Any]) -> dict[str, str]:
     """Show the owner's category labels (frozen with the release) instead of the codes,
     in the reader's language (falling back to the other, then to the code). The codes
-    stay in the downloads and the API."""
+    stay in the downloads and the API. Returns code -> label shown, for the notes."""
+    codes = [str(c) for c in stat.get("cells") or []]
+    named = {
+        code: _shown(label, code)
+        for code, label in zip(codes, stat.get("cell_labels") or [], strict=False)
+        if label and not stat.get("shape")
+    }
     rows, cols = stat.get("row_names") or [], stat.get("col_names") or []
     if stat.get("shape") and (rows or cols):
         rows = rows or [None] * len(stat["row_labels"])
@@ -221,6 +228,7 @@ def _owner_labels(stat: dict[str, Any]) -> None:
         ]
     if stat.get("argmax_label") and isinstance(stat.get("argmax"), dict):
         stat["argmax"]["label"] = _shown(stat["argmax_label"], stat["argmax"]["label"])
+    return named
 
 
 def localised(data: dict[str, Any]) -> dict[str, Any]:
