@@ -95,3 +95,22 @@ def test_a_published_release_keeps_the_labels_it_was_approved_with(client, relea
     )
     stats = _chart_data(_page(client, release, "en"))["statistics"]
     assert stats[0]["cells"][:2] == ["Male", "Female"]
+
+
+def test_owner_results_review_and_builder_show_the_labels(client, release, owner, reviewer):
+    client.force_login(owner)
+    results = _text(client.get(reverse("releases:detail", args=[release.pk])).content.decode())
+    assert "Male (1)" in results and "Female (2)" in results  # label and code
+    assert "Male / 北方 (1 / 1)" in results
+    assert "sex = Female" in results  # the counted category in the statistics table
+    builder = client.get(f"/releases/new/{release.project.slug}/").content.decode()
+    found = re.search(r'<script id="datasets-data" type="application/json">(.*?)</script>', builder)
+    columns = {c["name"]: c for d in json.loads(found.group(1)) for c in d["columns"]}
+    assert columns["sex"]["category_names"] == {"1": "Male", "2": "Female"}
+    assert columns["region"]["category_names"] == {"1": "北方", "2": "南方"}  # the fallback
+
+    client.force_login(reviewer)
+    url = reverse("review:request_detail", args=[release.budget_request_id])
+    review = _text(client.get(url).content.decode())
+    assert "1 = Male / 男, 2 = Female / 女" in review
+    assert "1 = 北方, 2 = 南方" in review
