@@ -69,6 +69,14 @@ def test_stata_value_labels_are_the_labels_of_the_published_release(
     try:
         login(pages, owner)
         _declare_from_value_labels(pages, dataset)
+        # the builder's category field offers the codes with their labels
+        pages.goto(f"/releases/new/{project.slug}/")
+        row = pages.page.locator("#stats tbody tr").first
+        row.locator("select[data-f=kind]").select_option("count")
+        row.locator("select[data-f=column]").select_option("sex")
+        options = row.locator("datalist option")
+        assert [o.get_attribute("value") for o in options.all()] == ["1", "2"]
+        assert [o.get_attribute("label") for o in options.all()] == ["1 = Male", "2 = Female"]
         assert pages.errors == [] and pages.outside == []
     finally:
         pages.close()

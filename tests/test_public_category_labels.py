@@ -10,6 +10,7 @@ import json
 import re
 
 import pytest
+from django.conf import settings
 from django.urls import reverse
 
 from datasets.models import Column
@@ -108,6 +109,14 @@ def test_owner_results_review_and_builder_show_the_labels(client, release, owner
     columns = {c["name"]: c for d in json.loads(found.group(1)) for c in d["columns"]}
     assert columns["sex"]["category_names"] == {"1": "Male", "2": "Female"}
     assert columns["region"]["category_names"] == {"1": "北方", "2": "南方"}  # the fallback
+    client.cookies[settings.LANGUAGE_COOKIE_NAME] = "zh-hans"
+    builder = client.get(f"/releases/new/{release.project.slug}/").content.decode()
+    found = re.search(r'<script id="datasets-data" type="application/json">(.*?)</script>', builder)
+    columns = {c["name"]: c for d in json.loads(found.group(1)) for c in d["columns"]}
+    assert columns["sex"]["category_names"] == {"1": "男", "2": "女"}
+    results = _text(client.get(reverse("releases:detail", args=[release.pk])).content.decode())
+    assert "男 (1)" in results
+    del client.cookies[settings.LANGUAGE_COOKIE_NAME]
 
     client.force_login(reviewer)
     url = reverse("review:request_detail", args=[release.budget_request_id])
