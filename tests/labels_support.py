@@ -26,6 +26,9 @@ STATISTICS = [
     {"kind": "histogram", "column": "sex", "column2": "region", "label": "Sex by region"},
     {"kind": "argmax", "column": "region", "label": "Largest region"},
 ]
+#: with `age` declared numeric: a mean by group, its groups named by the labels too
+GROUPED = {"kind": "grouped_mean", "column": "age", "group_by": "sex", "n_guess": 100,
+           "label": "Mean age by sex"}  # fmt: skip
 
 
 def stata_dataset(*, project, owner, tmp_path) -> Dataset:
@@ -74,17 +77,17 @@ def declare_with_labels(dataset, owner) -> None:
                 "categories": "1\n2",
                 "category_labels_lines": {"en": "", "zh-hans": "1 = 北方\n2 = 南方"},
             },
-            "age": {"kind": "excluded"},
+            "age": {"kind": "numeric", "lower": "0", "upper": "100"},
         },
         unit="row",
     )
 
 
-def publish(*, project, owner, reviewer, dataset) -> Release:
+def publish(*, project, owner, reviewer, dataset, statistics=STATISTICS) -> Release:
     project.epsilon_cap = Decimal("5")
     project.save(update_fields=["epsilon_cap"])
     release = submitted(
-        project=project, owner=owner, dataset=dataset, statistics=STATISTICS, epsilon="2"
+        project=project, owner=owner, dataset=dataset, statistics=statistics, epsilon="2"
     )
     lifecycle.release_approve(release=release, reviewer=reviewer, comment="fine")
     assert compute.release_compute(release_id=release.pk) == "computed"

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.urls import reverse
 
 from datasets.models import Column
-from tests.labels_support import declare_with_labels, publish, stata_dataset
+from tests.labels_support import GROUPED, STATISTICS, declare_with_labels, publish, stata_dataset
 
 pytestmark = pytest.mark.django_db
 
@@ -23,7 +23,10 @@ pytestmark = pytest.mark.django_db
 def release(project, owner, reviewer, tmp_path):
     dataset = stata_dataset(project=project, owner=owner, tmp_path=tmp_path)
     declare_with_labels(dataset, owner)
-    return publish(project=project, owner=owner, reviewer=reviewer, dataset=dataset)
+    statistics = [*STATISTICS, GROUPED]
+    return publish(
+        project=project, owner=owner, reviewer=reviewer, dataset=dataset, statistics=statistics
+    )
 
 
 def _text(html: str) -> str:
@@ -55,6 +58,7 @@ def test_the_public_page_shows_labels_in_the_readers_language(client, release):
     assert stats[2]["cells"][0] == "Male / 北方"
     assert stats[3]["argmax"]["label"] == "北方"
     assert "Male" in _text(english) and "北方" in _text(english)
+    assert stats[4]["cells"] == ["Male", "Female", "Other"]  # the groups of a mean
     assert "whose sex is “Female”" in _text(english)  # the note names the label too
 
     chinese = _page(client, release, "zh-CN,zh;q=0.9")
@@ -63,6 +67,7 @@ def test_the_public_page_shows_labels_in_the_readers_language(client, release):
     assert stats[2]["row_labels"][:2] == ["男", "女"]
     assert stats[2]["cells"][0] == "男 / 北方"
     assert stats[3]["argmax"]["label"] == "北方"
+    assert stats[4]["cells"][:2] == ["男", "女"]
     assert "男" in _text(chinese)
     assert "“女”" in _text(chinese) and "“2”" not in _text(chinese)
 
