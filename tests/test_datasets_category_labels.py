@@ -122,6 +122,11 @@ def test_labels_of_a_column_that_is_not_categorical_are_refused(dataset, owner):
     with pytest.raises(ValidationFailed) as caught:
         dataset_declare(dataset=dataset, actor=owner, columns=columns, unit="row")
     assert "categorical column's codes only" in _problems(caught)
+    # the page's boxes of a column declared numeric are left unused, not refused
+    columns["score"] = {"kind": "numeric", "lower": 0, "upper": 100,
+                        "category_labels_lines": {"en": "1 = one"}}  # fmt: skip
+    dataset_declare(dataset=dataset, actor=owner, columns=columns, unit="row")
+    assert Column.objects.get(dataset=dataset, name="score").category_labels == {}
 
 
 def test_the_api_takes_labels_in_both_forms_and_returns_them(dataset, owner):

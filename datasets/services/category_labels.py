@@ -138,19 +138,23 @@ def _integer(code: str) -> str:
 def set_category_labels(column: Column, spec: Mapping[str, object], errors: list[str]) -> None:
     """Validate the labels `spec` gives for the column's declared categories and store
     them in column.category_labels (empty when none, or when the column is not
-    categorical); append the problems to `errors`."""
+    categorical); append the problems to `errors`.
+
+    Labels sent for a column of another kind are refused, except the page's boxes,
+    which a column declared numeric, date or excluded leaves unused (ignored)."""
+    column.category_labels = {}
+    if column.kind != Column.Kind.CATEGORICAL or column.date:
+        if spec.get("category_labels") not in (None, "", {}):
+            errors.append(gettext("category labels apply to a categorical column's codes only."))
+        return
     problems: list[str] = []
     given = _given(spec, problems)
-    column.category_labels = {}
     if not given:
         errors += problems
         return
     categories = [str(c) for c in column.categories or []]
     if column.suggested_type == Column.Type.INTEGER:  # "01" names the declared code "1"
         given = {_integer(code): texts for code, texts in given.items()}
-    if column.kind != Column.Kind.CATEGORICAL or column.date:
-        errors.append(gettext("category labels apply to a categorical column's codes only."))
-        return
     declared = set(categories)
     unknown = [code for code in given if code not in declared]
     if unknown:
