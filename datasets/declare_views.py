@@ -21,8 +21,10 @@ from datasets.domains import DATE_BINS, DATE_FORMATS
 from datasets.models import Column
 from datasets.selectors import dataset_get_for_member, dataset_is_frozen
 from datasets.services import dataset_declare
+from datasets.services.category_labels import labels_as_lines, value_label_lines
 from datasets.services.declaration import DERIVED_CONFIRMATION
 from datasets.services.declaration_columns import DATE, column_kind
+from dpportal.bilingual import EN, ZH
 from dpportal.errors import ApplicationError
 
 DATE_BIN_LABELS = {
@@ -55,6 +57,10 @@ def _column_rows(columns: list[Column], data=None, errors=None) -> list[dict]:
                 "date_format": data.get(f"date-format-{key}", ""),
                 "derived": data.get(f"derived-{key}", "").split(),
                 "confirm_derived": bool(data.get(f"confirm-derived-{key}")),
+                "labels": {
+                    "en": data.get(f"labels-{key}", ""),
+                    "zh": data.get(f"labels-zh-{key}", ""),
+                },
             }
         else:
             declared = column.kind != Column.Kind.UNDECLARED
@@ -73,6 +79,7 @@ def _column_rows(columns: list[Column], data=None, errors=None) -> list[dict]:
                 "date_format": date.get("format", ""),
                 "derived": list(column.derived_from_data or []),
                 "confirm_derived": bool(column.derived_from_data),
+                "labels": _labels_shown(column),
             }
         profile = column.profile or {}
         rows.append(
@@ -102,7 +109,18 @@ def _label_fill(profile: dict) -> dict | None:
     labels = profile.get("value_labels") or []
     if not labels:
         return None
-    return {"kind": Column.Kind.CATEGORICAL, "categories": "\n".join(c for c, _ in labels)}
+    boxes = value_label_lines(labels)
+    return {
+        "kind": Column.Kind.CATEGORICAL,
+        "categories": "\n".join(c for c, _ in labels),
+        "label_lines": {"en": boxes[EN], "zh": boxes[ZH]},
+    }
+
+
+def _labels_shown(column: Column) -> dict[str, str]:
+    """The column's stored category labels as the page's two boxes ("code = label")."""
+    boxes = labels_as_lines(column.category_labels, [str(c) for c in column.categories])
+    return {"en": boxes[EN], "zh": boxes[ZH]}
 
 
 def _suggested_kind(column: Column) -> str:
@@ -141,6 +159,10 @@ def _spec(columns: list[Column], data) -> dict[str, dict]:
             "date_format": data.get(f"date-format-{c.position}", ""),
             "derived_from_data": data.get(f"derived-{c.position}", ""),
             "confirm_derived": bool(data.get(f"confirm-derived-{c.position}")),
+            "category_labels_lines": {
+                EN: data.get(f"labels-{c.position}", ""),
+                ZH: data.get(f"labels-zh-{c.position}", ""),
+            },
         }
         for c in columns
     }

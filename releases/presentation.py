@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from releases import kinds
+from releases.kinds.domains import cell_labels
 from releases.public.paging import list_slice
 from releases.results_text import mechanism_name, noise_parameters
 
@@ -27,7 +28,9 @@ def _rows(entry: dict[str, Any], cells: list[kinds.Cell]) -> list[dict[str, Any]
     return rows
 
 
-def results_for_display(payload: dict[str, Any], *, page: int = 1) -> list[dict[str, Any]]:
+def results_for_display(
+    payload: dict[str, Any], *, page: int = 1, spec: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
     """One dict per statistic: rows of (cell, noisy value, low, high) and the noise used.
 
     A statistic longer than a page (releases.public.paging) shows page `page` of its
@@ -38,9 +41,12 @@ def results_for_display(payload: dict[str, Any], *, page: int = 1) -> list[dict[
     Intervals describe the noisy value before any post-processing; recomputed at
     the release's confidence from public parameters only. Numbers stay exact
     here; the template formats them (dpformat). `halfwidth` is set when every cell
-    has the same symmetric interval.
+    has the same symmetric interval. With the release's frozen `spec`, a row's
+    "cell_label" and the selection's "argmax_label" are the owner's category labels
+    ({"en", "zh-hans"}, or None), shown beside the codes.
     """
     confidence = payload["confidence"]
+    frozen = _frozen_entries(spec)
     out = []
     for entry in payload["statistics"]:
         kind = kinds.get(entry["kind"])
@@ -73,9 +79,32 @@ def results_for_display(payload: dict[str, Any], *, page: int = 1) -> list[dict[
             "halfwidth_simultaneous": None,
             "rank_errors": any(c.rank_error is not None for c in cells),
             "argmax": entry.get("argmax"),
+            "argmax_label": None,
         }
+        _add_labels(item, entry, frozen.get(entry.get("position")), part)
         if common is not None and len(cells) > 1:
             together = kind.intervals(entry, confidence=confidence, simultaneous=True)
             item["halfwidth_simultaneous"] = together[0].halfwidth
         out.append(item)
     return out
+
+
+def _frozen_entries(spec: dict[str, Any] | None) -> dict[Any, dict[str, Any]]:
+    entries = (spec or {}).get("statistics") if isinstance(spec, dict) else None
+    return {e.get("position"): e for e in entries or [] if isinstance(e, dict)}
+
+
+def _add_labels(item: dict[str, Any], entry: dict[str, Any], frozen, part) -> None:
+    """The owner's labels of the shown rows and of the selection, from the frozen spec."""
+    labels = cell_labels(
+        frozen,
+        cells=[str(c) for c in entry.get("cells") or []],
+        row_labels=[str(r) for r in entry.get("row_labels") or []],
+        col_labels=[str(c) for c in entry.get("col_labels") or []],
+    )["cells"][part.start : part.stop]
+    for row, label in zip(item["rows"], labels, strict=False):
+        row["cell_label"] = label
+    argmax = entry.get("argmax")
+    if isinstance(argmax, dict) and argmax.get("label") is not None:
+        found = cell_labels(frozen, cells=[str(argmax["label"])], row_labels=[], col_labels=[])
+        item["argmax_label"] = (found["cells"] or [None])[0]

@@ -26,6 +26,7 @@ from budgets.selectors import (
 )
 from datasets.models import Column, Dataset
 from datasets.selectors import dataset_usability_problem
+from dpportal.bilingual import category_label
 from dpportal.errors import ApplicationError, ValidationFailed
 from releases import lifecycle, selectors, services
 from releases.builder_text import builder_text
@@ -77,6 +78,12 @@ def _datasets_context(project) -> list[dict[str, Any]]:
                         "name": c.name,
                         "kind": c.kind,
                         "categories": [str(x) for x in c.categories or []],
+                        # the codes' labels in the reader's language (the category picker)
+                        "category_names": {
+                            str(x): category_label(c.category_labels, str(x))
+                            for x in c.categories or []
+                            if str(x) in (c.category_labels or {})
+                        },
                         "lower": str(c.lower) if c.lower is not None else None,
                         "upper": str(c.upper) if c.upper is not None else None,
                         "bin_edges": [str(e) for e in c.bin_edges or []],
@@ -183,10 +190,10 @@ RESULTS_CACHE_SECONDS = 24 * 3600
 def _results_page(result, *, page: int) -> list[dict[str, Any]]:
     """Page `page` of a stored result for display, cached: a result never changes once
     computed, and reading its intervals back costs up to seconds for the largest."""
-    key = f"results:display:{result.pk}:{page}:{settings.RESULT_PAGE_CELLS}"
+    key = f"results:display:2:{result.pk}:{page}:{settings.RESULT_PAGE_CELLS}"
     items = cache.get(key)
     if items is None:
-        items = results_for_display(result.payload, page=page)
+        items = results_for_display(result.payload, page=page, spec=result.release.spec)
         cache.set(key, items, RESULTS_CACHE_SECONDS)
     return items
 

@@ -20,6 +20,7 @@ from django.utils.translation import gettext, gettext_noop
 
 from datasets.domains import DATE_BINS, DATE_FORMATS, date_bin_labels
 from datasets.models import Column
+from datasets.services.category_labels import set_category_labels
 from dpportal.bidi import bidi_controls_in, shown
 
 MAX_CATEGORIES = 1000
@@ -38,6 +39,7 @@ DECLARED_FIELDS = [
     "missing_codes",
     "date",
     "derived_from_data",
+    "category_labels",
 ]
 #: a date range with too many bins, by bin (translated when the problem is found)
 _TOO_MANY_BINS = {
@@ -111,6 +113,7 @@ def declare_column(column: Column, spec: Mapping[str, object]) -> list[str]:
         _date(column, spec, errors)
     if kind != Column.Kind.EXCLUDED:
         _missing_codes(column, spec, errors, numeric=kind == Column.Kind.NUMERIC)
+    set_category_labels(column, spec, errors)
     return errors
 
 

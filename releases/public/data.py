@@ -21,6 +21,7 @@ from typing import Any
 from dpportal import formatting
 from releases import kinds
 from releases.kinds.counting import HEATMAP_MAX_CELLS, HEATMAP_MAX_LABELS
+from releases.kinds.domains import cell_labels
 from releases.models import Release
 from releases.public import noise_data, notes, stats_data
 from releases.public.facts import (
@@ -38,7 +39,7 @@ from releases.public.options import (
 
 #: The shape of the cached public data: part of its cache key, so that a deploy that
 #: changes the shape never reads an entry cached by the code before it.
-FORMAT = 5
+FORMAT = 6
 
 __all__ = [
     "FORMAT",
@@ -208,6 +209,7 @@ def _statistic_data(
         "exact_values": list(entry.get("values") or []),
         "generated_labels": _generated_labels(spec),
     }
+    _add_cell_labels(data, spec)
     # notes in English for the API and downloads, and as message records for the pages,
     # which translate them when they are rendered (this data is cached for every language)
     data["note_records"] = notes.statistic_notes(entry=entry, spec=spec, unit=unit_note)
@@ -215,6 +217,22 @@ def _statistic_data(
     if stats_data.handles(kind):  # chart fields of the grouped kinds
         data.update(stats_data.chart_fields(entry, data["intervals"]))
     return data
+
+
+def _add_cell_labels(data: dict[str, Any], spec: dict[str, Any] | None) -> None:
+    """The owner's labels of the cells, frozen in the specification: "cell_labels" (one
+    {"en", "zh-hans"} or None per cell), "row_names" and "col_names" (a two-way table's),
+    and the most common category's "argmax_label"; the codes stay in "cells"."""
+    labels = cell_labels(
+        spec, cells=data["cells"], row_labels=data["row_labels"], col_labels=data["col_labels"]
+    )
+    data["cell_labels"] = labels["cells"]
+    data["row_names"], data["col_names"] = labels["rows"], labels["columns"]
+    argmax = data.get("argmax")
+    data["argmax_label"] = None
+    if isinstance(argmax, dict) and argmax.get("label") is not None:
+        found = cell_labels(spec, cells=[str(argmax["label"])], row_labels=[], col_labels=[])
+        data["argmax_label"] = (found["cells"] or [None])[0]
 
 
 def _generated_labels(spec: dict[str, Any] | None) -> list[str]:

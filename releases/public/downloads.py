@@ -30,9 +30,12 @@ def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str,
         per_cell = stat["intervals"][confidence]["per_cell"]
         simultaneous = stat["intervals"][confidence]["simultaneous"]
         cells = []
+        labels = stat.get("cell_labels") or []
         if stat["kind"] != "argmax":
             for i, cell in enumerate(stat["cells"]):
                 row: dict[str, Any] = {"cell": cell, "value": stat["values"][i]}
+                # the owner's label beside the code: {"en", "zh-hans"}, or None
+                row["cell_label"] = labels[i] if i < len(labels) else None
                 if stat["layout"] == "heatmap":
                     cols = stat["shape"][1]
                     row["row"] = stat["row_labels"][i // cols]
@@ -67,6 +70,7 @@ def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str,
                 "notes": stat["notes"],
                 "cells": cells,
                 "argmax": stat["argmax"],
+                "argmax_label": stat.get("argmax_label"),
             }
         )
     return {
@@ -101,6 +105,7 @@ CSV_COLUMNS = [
     "upper", "simultaneous_halfwidth", "simultaneous_lower", "simultaneous_upper", "mechanism",
     "noise", "noise_parameter", "epsilon", "delta", "privacy_unit", "approved_by", "approved_at",
     "published_at", "notes", "group_columns", "rank_error", "simultaneous_rank_error",
+    "cell_label", "cell_label_zh",
 ]  # fmt: skip
 
 _PLAIN_NUMBER = re.compile(r"^-?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")
@@ -168,6 +173,13 @@ def _cell_text(cell: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _label_cells(label: dict[str, str] | None) -> dict[str, str]:
+    """The CSV's label columns: the owner's label of the cell in English and in Chinese
+    (each falling back to the other), empty when the cell has none."""
+    label = label or {}
+    return {"cell_label": label.get("en", ""), "cell_label_zh": label.get("zh-hans", "")}
+
+
 #: a byte-order mark: Excel reads a CSV as UTF-8 only when it starts with one (else as
 #: the system's code page, GBK on a Chinese Windows: mojibake)
 BOM = "\ufeff"
@@ -231,9 +243,17 @@ def release_download_csv_chunks(
             "published_at": meta["published_at"],
         }
         common["notes"] = " ".join(stat["notes"])
-        cells: Iterable[dict[str, Any]] = (_cell_text(cell) for cell in stat["cells"])
+        cells: Iterable[dict[str, Any]] = (
+            {**_cell_text(cell), **_label_cells(cell.get("cell_label"))} for cell in stat["cells"]
+        )
         if stat["kind"] == "argmax":
-            cells = [{"cell": "most common", "value": (stat["argmax"] or {}).get("label")}]
+            cells = [
+                {
+                    "cell": "most common",
+                    "value": (stat["argmax"] or {}).get("label"),
+                    **_label_cells(stat.get("argmax_label")),
+                }
+            ]
         for cell in cells:
             row = {**common, **cell}
             writer.writerow([csv_cell(row.get(name)) for name in CSV_COLUMNS])

@@ -18,7 +18,7 @@ from typing import Any
 
 from django.utils.translation import gettext, pgettext
 
-from dpportal import formatting, words
+from dpportal import bilingual, formatting, words
 from releases.public import notes
 
 
@@ -177,6 +177,7 @@ def _localise_statistic(stat: dict[str, Any]) -> None:
         stat["cells"] = [quantile_name(q) for q in stat["quantiles"]]
     if stat.get("argmax") and isinstance(stat["argmax"], dict):
         stat["argmax"]["label"] = cell_label(str(stat["argmax"].get("label", "")), generated)
+    named = _owner_labels(stat)
     stat["value_title"] = value_title(stat["kind"], stat.get("columns") or [])
     if stat.get("noise"):
         noise = stat["noise"]
@@ -185,7 +186,8 @@ def _localise_statistic(stat: dict[str, Any]) -> None:
                 noise[part] = {**noise[part], **noise_words(noise[part])}
         stat["noise"] = {**noise, **noise_words(noise)}
     stat["note_records"] = [
-        [msgid, {k: cell_label(v, generated) if k in ("other", "missing", "category") else v
+        [msgid, {k: (named.get(v) if isinstance(v, str) else None) or cell_label(v, generated)
+                 if k in ("other", "missing", "category") else v
                  for k, v in (params or {}).items()}]
         for msgid, params in stat.get("note_records") or []
     ]  # fmt: skip
@@ -196,6 +198,37 @@ def _localise_statistic(stat: dict[str, Any]) -> None:
             for band in level.values():
                 band["low_text"] = [percentile_text(p) for p in band["low"]]
                 band["high_text"] = [percentile_text(p) for p in band["high"]]
+
+
+def _shown(label: Any, fallback: str) -> str:
+    """An owner's label ({"en", "zh-hans"}) in the reader's language, else `fallback`."""
+    return bilingual.Bilingual.from_json(label).show() if label else fallback
+
+
+def _owner_labels(stat: dict[str, Any]) -> dict[str, str]:
+    """Show the owner's category labels (frozen with the release) instead of the codes,
+    in the reader's language (falling back to the other, then to the code). The codes
+    stay in the downloads and the API. Returns code -> label shown, for the notes."""
+    codes = [str(c) for c in stat.get("cells") or []]
+    named = {
+        code: _shown(label, code)
+        for code, label in zip(codes, stat.get("cell_labels") or [], strict=False)
+        if label and not stat.get("shape")
+    }
+    rows, cols = stat.get("row_names") or [], stat.get("col_names") or []
+    if stat.get("shape") and (rows or cols):
+        rows = rows or [None] * len(stat["row_labels"])
+        cols = cols or [None] * len(stat["col_labels"])
+        stat["row_labels"] = [_shown(n, r) for r, n in zip(stat["row_labels"], rows, strict=False)]
+        stat["col_labels"] = [_shown(n, c) for c, n in zip(stat["col_labels"], cols, strict=False)]
+        stat["cells"] = [f"{r} / {c}" for r in stat["row_labels"] for c in stat["col_labels"]]
+    elif stat.get("cell_labels"):
+        stat["cells"] = [
+            _shown(n, c) for c, n in zip(stat["cells"], stat["cell_labels"], strict=False)
+        ]
+    if stat.get("argmax_label") and isinstance(stat.get("argmax"), dict):
+        stat["argmax"]["label"] = _shown(stat["argmax_label"], stat["argmax"]["label"])
+    return named
 
 
 def localised(data: dict[str, Any]) -> dict[str, Any]:

@@ -76,6 +76,7 @@ def _column(domain: dict[str, Any], derived: dict[str, list[str]]) -> Column:
         missing=str(domain.get("missing") or Column.Missing.DROP),
         missing_codes=[str(c) for c in domain.get("missing_codes") or []],
         date={str(k): str(v) for k, v in (domain.get("date") or {}).items()},
+        category_labels=dict(domain.get("category_labels") or {}),
     )
 
 

@@ -118,6 +118,28 @@
     return cell(classic, grouping, quantileBox);
   }
 
+  /** The count's category picker: the chosen column's declared codes, each with its
+   * label in the page's language (a datalist: the field still takes the code). */
+  let categoryLists = 0;
+  function categoryChoices(tr) {
+    const field = tr.querySelector("[data-f=category]");
+    const name = tr.querySelector("[data-f=column]").value;
+    const column = columns().find((c) => c.name === name);
+    let list = tr.querySelector("datalist");
+    if (!list) {
+      categoryLists += 1;
+      list = el("datalist", { id: "category-choices-" + categoryLists });
+      field.after(list);
+      field.setAttribute("list", list.id);
+    }
+    const names = (column && column.category_names) || {};
+    list.replaceChildren(
+      ...((column && column.kind === "categorical" && column.categories) || []).map((code) =>
+        el("option", { value: code, label: names[code] ? code + " = " + names[code] : code })
+      )
+    );
+  }
+
   /** Show only the options of the row's kind (hidden fields are not sent). */
   function showOptions(tr) {
     const kind = tr.querySelector("[data-f=kind]").value;
@@ -181,6 +203,7 @@
     ]);
     tbody.append(tr);
     showOptions(tr);
+    categoryChoices(tr);
   }
 
   function payload() {
@@ -336,6 +359,7 @@
   tbody.addEventListener("change", (e) => {
     const tr = e.target.closest("tr");
     if (e.target.matches("[data-f=kind]")) showOptions(tr);
+    if (e.target.matches("[data-f=column]")) categoryChoices(tr);
     if (e.target.matches("[data-preset]") && e.target.value) {
       tr.querySelector("[data-f=quantiles]").value = e.target.value;
       e.target.value = "";

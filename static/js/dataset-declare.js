@@ -3,6 +3,7 @@
 // Copies the private profile's suggestions into a column's inputs and marks them
 // data-derived: the hidden field derived-<key> lists the parts filled in
 // ("categories", "bounds"), the badge shows it and the confirmation box appears.
+// "Use the value labels" also fills the category labels (code = label lines).
 // It also sets the kind the profile suggests (numeric for numbers and for text
 // holding mostly numbers; categorical for a few frequent values).
 // The server records the mark and refuses it unconfirmed. Data comes from
@@ -53,6 +54,11 @@
       if (fill.categories) {
         form.elements["categories-" + key].value = fill.categories;
         markDerived(key, "categories");
+      }
+      if (fill.label_lines) {
+        // a file's value labels: Chinese ones in the Chinese box, the others in English
+        form.elements["labels-" + key].value = fill.label_lines.en || "";
+        form.elements["labels-zh-" + key].value = fill.label_lines.zh || "";
       }
       if (fill.range && fill.range[0] !== "") {
         form.elements["lower-" + key].value = fill.range[0];
