@@ -155,9 +155,12 @@ def plan_preview(
                 "category": s.category or None,
                 "epsilon": fmt(s.epsilon),
                 "delta": fmt(s.delta),
+                "epsilon_text": formatting.epsilon(s.epsilon),
+                "delta_text": formatting.delta(s.delta),
                 "hold": s.hold,
                 "target_halfwidth": s.target_halfwidth,
                 **accuracy,
+                "cells_text": formatting.integer(accuracy.get("cells")),
                 "halfwidth_text": formatting.halfwidth(accuracy["halfwidth"]),
                 "halfwidth_simultaneous_text": formatting.halfwidth(
                     accuracy["halfwidth_simultaneous"]
@@ -216,7 +219,7 @@ def _fit(
 def _rank_texts(accuracy: dict[str, Any]) -> dict[str, str]:
     """A quantile's rank errors as a person reads them: whole ranks, rounded up."""
     return {
-        f"{key}_text": formatting.integer(math.ceil(accuracy[key]))
+        f"{key}_text": formatting.rank(accuracy[key])
         for key in ("rank_error", "rank_error_simultaneous")
         if accuracy.get(key) is not None
     }

@@ -195,9 +195,9 @@
       body.append(
         el("tr", { "data-kind": s.kind }, [
           el("td", { text: s.label }),
-          el("td", { class: "num", text: s.epsilon }),
-          el("td", { class: "num", text: s.delta }),
-          el("td", { class: "num", text: s.cells }),
+          el("td", { class: "num", text: s.epsilon_text }),
+          el("td", { class: "num", text: s.delta_text }),
+          el("td", { class: "num", text: s.cells_text }),
           el("td", { class: "num", text: one }),
           el("td", { class: "num", text: all }),
         ])
