@@ -81,18 +81,18 @@ def noise_text(explanation: Mapping[str, Any], *, kind: str) -> str:
 def noise_law(code: str) -> str:
     """The law a noise part is drawn from (a NoisePart's `distribution`), or the
     selection of a kind that draws no noise parameter, in the active language: the one
-    label map every results table reads (an unknown code reads as a noise law)."""
+    label map every results table reads (the public page's words for the same laws)."""
     laws = {
-        "discrete_laplace": pgettext("noise law", "Discrete Laplace noise"),
-        "discrete_gaussian": pgettext("noise law", "Discrete Gaussian noise"),
-        "permute_and_flip": pgettext("noise law", "Permute-and-flip selection"),
+        "discrete_laplace": gettext("discrete Laplace"),
+        "discrete_gaussian": gettext("discrete Gaussian"),
+        "permute_and_flip": gettext("exact permute-and-flip selection"),
     }
-    return laws.get(code) or pgettext("noise law", "Noise")
+    return laws.get(code) or mechanism_name(code)
 
 
 def noise_summary(parameters: list[NoiseParameter], *, laws: list[str], mechanism: str) -> str:
-    """'Discrete Laplace noise, scale 26', 'Discrete Laplace noise, sum: scale 2,690; count:
-    scale 4', or for a selection without noise parts 'Permute-and-flip selection'.
+    """'discrete Laplace noise, scale 26', 'discrete Laplace noise, sum: scale 2,690; count:
+    scale 4', or for a selection without noise parts 'exact permute-and-flip selection'.
 
     `laws`: each parameter's law code (NoisePart.distribution), in order; `mechanism`:
     the result's mechanism code, named when there is no noise part."""
@@ -102,7 +102,8 @@ def noise_summary(parameters: list[NoiseParameter], *, laws: list[str], mechanis
     for law, parameter in zip(laws, parameters, strict=True):
         by_law.setdefault(law, []).append(parameter.text)
     return "; ".join(
-        gettext("%(law)s, %(parameters)s") % {"law": noise_law(law), "parameters": "; ".join(texts)}
+        gettext("%(mechanism)s noise, %(noise)s")
+        % {"mechanism": noise_law(law), "noise": "; ".join(texts)}
         for law, texts in by_law.items()
     )
 
