@@ -196,6 +196,11 @@ def plan_preview(
         "fits": fits,
         **tight,
     }
+    # the same amounts as people read them (dpportal.formatting: a delta in powers of ten)
+    preview["cost"]["epsilon_text"] = formatting.epsilon(cost_eps)
+    preview["cost"]["delta_text"] = formatting.delta(cost_delta)
+    preview["budget"]["epsilon_remaining_text"] = formatting.epsilon(summary.epsilon_remaining)
+    preview["budget"]["delta_remaining_text"] = formatting.delta(summary.delta_remaining)
     return preview
 
 

@@ -205,10 +205,10 @@
     }
     const cost = el("p", {}, [
       fill(T.cost, {
-        epsilon: p.cost.epsilon,
-        delta: p.cost.delta,
-        epsilon_remaining: p.budget.epsilon_remaining,
-        delta_remaining: p.budget.delta_remaining,
+        epsilon: p.cost.epsilon_text,
+        delta: p.cost.delta_text,
+        epsilon_remaining: p.budget.epsilon_remaining_text,
+        delta_remaining: p.budget.delta_remaining_text,
       }),
     ]);
     if (!p.fits) cost.append(" ", el("strong", { class: "error", text: T.no_fit }));
