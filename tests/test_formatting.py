@@ -151,3 +151,24 @@ def test_a_rank_error_is_whole_records_rounded_up():
 def test_scientific_keeps_the_sign_and_the_digits():
     assert f.scientific(Decimal("-0.00012345"), 3) == "-1.23\u00a0×\u00a010⁻⁴"
     assert f.scientific(0, 3) == "0"
+
+
+def test_template_filters_write_each_quantity():
+    from django.template import Context, Template
+    from django.utils import translation
+
+    page = Template(
+        "{% load dpformat %}{{ d|delta }}|{{ e|epsilon }}|{{ r|rank }}|{{ edges|exact_list }}|"
+        "{{ b|exact }}|{{ n|integer }}"
+    )
+    values = {
+        "d": "0.000000014285714285714285",
+        "e": "0.166666666666",
+        "r": 996.2,
+        "edges": ["0", "20000", "250000"],
+        "b": "250000",
+        "n": 3643,
+    }
+    with translation.override("en"):
+        shown = page.render(Context(values))
+    assert shown == "1.429\u00a0×\u00a010⁻⁸|0.1667|997|0; 20,000; 250,000|250,000|3,643"

@@ -9,6 +9,7 @@
 {{ value|scale }}             noise scale / sigma / sensitivity, 3 significant digits
 {{ value|exact }}             exact (a bound, an edge), with thousands separators
 {{ value|integer }}           whole number with thousands separators
+{{ values|exact_list }}       bin edges: each exact and grouped, joined by '; '
 {{ value|rank }}              a quantile's rank error: whole records, rounded up
 {{ value|percent }}           0.95 -> 95 %
 {{ value|day }}               '2026-11-25' -> 2026-11-25 / 2026年11月25日
@@ -23,6 +24,7 @@ from typing import Any
 
 from django import template
 from django.utils.html import format_html
+from django.utils.translation import pgettext
 
 from dpportal import formatting, words
 
@@ -73,6 +75,14 @@ def scale(value: Any) -> str:
 def exact(value: Any) -> str:
     """A value the owner typed (a bound, an edge), exactly, grouped for people."""
     return _safe(lambda v: formatting.exact(v, group=True), value)
+
+
+@register.filter
+def exact_list(values: Any) -> str:
+    """Values the owner typed (bin edges), each exactly and grouped, joined by the
+    language's list separator ('0; 20,000; 40,000': a comma would split '20,000'); a value
+    that is not a number is shown as it is."""
+    return pgettext("list separator", "; ").join(exact(v) or str(v) for v in values or [])
 
 
 @register.filter
