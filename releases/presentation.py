@@ -12,7 +12,7 @@ from typing import Any
 from releases import kinds
 from releases.kinds.domains import cell_labels
 from releases.public.paging import list_slice
-from releases.results_text import mechanism_name, noise_parameters
+from releases.results_text import mechanism_name, noise_parameters, result_noise_text
 
 
 def _rows(entry: dict[str, Any], cells: list[kinds.Cell]) -> list[dict[str, Any]]:
@@ -71,6 +71,11 @@ def results_for_display(
             "mechanism": mechanism_name(kind.result_mechanism(entry, payload["mechanism"])),
             "noise": noise,
             "noise_text": "; ".join(p.text for p in noise),
+            "noise_summary": result_noise_text(
+                explanation,
+                kind=entry["kind"],
+                mechanism=kind.result_mechanism(entry, payload["mechanism"]),
+            ),  # fmt: skip
             "rows": rows,
             "paging": paging,
             "halfwidth": common

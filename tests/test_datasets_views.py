@@ -172,7 +172,7 @@ def test_declare_page_saves_and_shows_public_domains(client, owner, reviewer, re
     client.force_login(reviewer)
     page = client.get(reverse("datasets:detail", kwargs={"pk": ready.pk})).content.decode()
     assert "north, south, east, west" in page
-    assert "Numeric in [0, 120]; bins at 0, 18, 65, 120" in page
+    assert "Numeric in [0, 120]; bins at 0; 18; 65; 120" in page
     assert "at most 2 rows per person" in page
 
 

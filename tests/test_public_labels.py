@@ -77,8 +77,8 @@ def test_each_statistic_states_the_rules_behind_its_truth(client, by_person):
     assert "“Missing” counts the records with no value for sex." in by_sex
     assert "Records with no value for age_band are left out." in by_sex
     total = _text(_section(html, 3))
-    assert "each value of income was clipped to the public range from 0 to 200000" in total
-    assert "values below 0 count as 0, values above 200000 as 200000" in total
+    assert "each value of income was clipped to the public range from 0 to 200,000" in total
+    assert "values below 0 count as 0, values above 200,000 as 200,000" in total
     mean = _text(_section(html, 4))
     assert "Before the mean was taken, each value of income was clipped" in mean
     top = _text(_section(html, 5))
@@ -134,7 +134,7 @@ def test_csv_numbers_go_through_the_formatting_module(client, by_person):
     assert row["value"] == formatting.noisy(total["value"], total["halfwidth"], group=False)
     assert row["halfwidth"] == formatting.halfwidth(total["halfwidth"], group=False)
     assert row["lower"] == formatting.noisy(total["lower"], total["halfwidth"], group=False)
-    assert "clipped to the public range from 0 to 200000" in row["notes"]
+    assert "clipped to the public range from 0 to 200,000" in row["notes"]
     assert "At most 3 records per person" in rows[0]["notes"]
 
 

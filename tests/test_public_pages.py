@@ -229,7 +229,7 @@ def test_gaussian_release_states_delta_and_sigma(client, project, owner, reviewe
     html = response.content.decode()
     assert "discrete Gaussian distribution" in html
     assert "parameter sigma" in html
-    assert "delta = 0.000006" in re.sub(r"<[^>]+>", "", html)
+    assert "delta = 6\u00a0×\u00a010⁻⁶" in re.sub(r"<[^>]+>", "", html)
     data = embedded_data(response)
     entry = release.result.payload["statistics"][1]
     assert data["statistics"][1]["intervals"]["0.95"]["per_cell"]["halfwidths"][0] == (

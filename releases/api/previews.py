@@ -42,6 +42,9 @@ class PreviewStatisticSerializer(serializers.Serializer):
     halfwidth_simultaneous = serializers.FloatField(
         required=False, allow_null=True, help_text="Half-width holding for all cells at once."
     )
+    epsilon_text = serializers.CharField(required=False, help_text="For people.")
+    delta_text = serializers.CharField(required=False, help_text="For people.")
+    cells_text = serializers.CharField(required=False, help_text="For people.")
     halfwidth_text = serializers.CharField(required=False, help_text="For people.")
     halfwidth_simultaneous_text = serializers.CharField(required=False, help_text="For people.")
     n_guess = serializers.IntegerField(required=False, allow_null=True)

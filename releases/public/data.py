@@ -142,14 +142,16 @@ def _quantile_texts(stat: dict[str, Any]) -> dict[str, Any]:
     """Quantiles: the chosen candidates exactly, and the rank error in records (no interval)."""
     out: dict[str, Any] = {}
     for level in stat["intervals"]:
-        texts: dict[str, Any] = {"value": [formatting.exact(v) for v in stat["exact_values"]]}
+        texts: dict[str, Any] = {
+            "value": [formatting.exact(v, group=True) for v in stat["exact_values"]]
+        }
         for interval_kind in INTERVAL_KINDS:
             errors = stat["intervals"][level][interval_kind]["rank_errors"]
             texts[interval_kind] = {
                 "lower": [""] * len(errors),
                 "upper": [""] * len(errors),
                 "halfwidth": [""] * len(errors),
-                "rank_error": [formatting.significant(t) for t in errors],
+                "rank_error": [formatting.rank(t) for t in errors],
             }
         out[level] = texts
     return out

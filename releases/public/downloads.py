@@ -53,6 +53,10 @@ def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str,
                     simultaneous_lower=simultaneous["lower"][i],
                     simultaneous_upper=simultaneous["upper"][i],
                 )
+                texts = _cell_text(row)
+                row.update(
+                    {f"{key}_display": texts[key] or None for key in DISPLAYED if key in row}
+                )
                 cells.append(row)
         statistics.append(
             {
@@ -93,7 +97,10 @@ def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str,
             "'halfwidth' holds for each value on its own; 'simultaneous_halfwidth' for all "
             "values of one statistic at once. Quantiles have no value interval: 'rank_error' "
             "bounds how far (in records) the chosen value's rank may lie from the quantile's, "
-            "for each quantile on its own ('simultaneous_rank_error': all at once)."
+            "for each quantile on its own ('simultaneous_rank_error': all at once). "
+            "Each '<name>_display' is <name> rounded as the page and the CSV show it (digits "
+            "justified by the half-width; half-widths to 2 significant digits, rank errors "
+            "in whole records rounded up), as a plain number without thousands separators."
         ),
         "statistics": statistics,
     }
@@ -129,6 +136,13 @@ def csv_cell(value: Any) -> str:
     return text
 
 
+#: the numbers of a JSON cell that also carry their display text ("halfwidth_display")
+DISPLAYED = (
+    "value", "halfwidth", "lower", "upper", "simultaneous_halfwidth", "simultaneous_lower",
+    "simultaneous_upper", "rank_error", "simultaneous_rank_error",
+)  # fmt: skip
+
+
 def _ends_text(value: float, lower: float, upper: float, halfwidth: float | None) -> dict:
     precision = halfwidth if halfwidth is not None else max(upper - value, value - lower)
     return {
@@ -150,8 +164,8 @@ def _cell_text(cell: dict[str, Any]) -> dict[str, Any]:
         return {
             **cell,
             "value": formatting.exact(value),
-            "rank_error": formatting.significant(cell["rank_error"], group=False),
-            "simultaneous_rank_error": formatting.significant(
+            "rank_error": formatting.rank(cell["rank_error"], group=False),
+            "simultaneous_rank_error": formatting.rank(
                 cell["simultaneous_rank_error"], group=False
             ),
         }
@@ -235,8 +249,8 @@ def release_download_csv_chunks(
             "mechanism": stat["mechanism"],
             "noise": noise.get("name"),
             "noise_parameter": noise.get("parameter_text"),
-            "epsilon": formatting.budget(stat["epsilon"], group=False),
-            "delta": formatting.budget(stat["delta"], group=False),
+            "epsilon": formatting.epsilon(stat["epsilon"], group=False),
+            "delta": formatting.delta(stat["delta"], group=False),
             "privacy_unit": meta["privacy_unit"],
             "approved_by": approval.get("by"),
             "approved_at": approval.get("decided_at"),
@@ -244,8 +258,13 @@ def release_download_csv_chunks(
         }
         common["notes"] = " ".join(stat["notes"])
         cells: Iterable[dict[str, Any]] = (
-            {**_cell_text(cell), **_label_cells(cell.get("cell_label"))} for cell in stat["cells"]
-        )
+            {
+                **cell,
+                **{key: cell.get(f"{key}_display") for key in DISPLAYED},
+                **_label_cells(cell.get("cell_label")),
+            }
+            for cell in stat["cells"]
+        )  # the JSON's display texts: the CSV shows what the JSON says the page shows
         if stat["kind"] == "argmax":
             cells = [
                 {

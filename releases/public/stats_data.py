@@ -52,7 +52,7 @@ def _noisy_count(entry: dict[str, Any]) -> int | None:
 def _band(percents: list[float], ranks: list[float], count: int | None) -> dict[str, list]:
     """The rank error in ranks, and in percentile points through a noisy count (if any)."""
     out: dict[str, list] = {
-        "ranks_text": [formatting.integer(max(1, round(t))) for t in ranks],
+        "ranks_text": [formatting.rank(max(1, t)) for t in ranks],
         "low": [],
         "high": [],
         "low_text": [],

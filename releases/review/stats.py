@@ -172,10 +172,10 @@ def _texts(stat: StatisticPlan, plan: ReleasePlan, preview: dict[str, Any]) -> d
                 "Rank error ±%(ranks)s ranks for each quantile: with %(confidence)s confidence at "
                 "most that many values lie between a released value and the true quantile, "
                 "beyond the grid's own step"
-            ) % {"ranks": formatting.halfwidth(one), "confidence": confidence},
+            ) % {"ranks": formatting.rank(one), "confidence": confidence},
             "halfwidth_simultaneous_text": gettext(
                 "±%(ranks)s ranks for all %(k)s quantiles at once"
-            ) % {"ranks": formatting.halfwidth(together), "k": len(stat.quantiles)},
+            ) % {"ranks": formatting.rank(together), "k": len(stat.quantiles)},
         }  # fmt: skip
     unit = sentences.units_of(stat.column.name)
     one, together = preview["halfwidth"], preview["halfwidth_simultaneous"] or preview["halfwidth"]

@@ -155,9 +155,12 @@ def plan_preview(
                 "category": s.category or None,
                 "epsilon": fmt(s.epsilon),
                 "delta": fmt(s.delta),
+                "epsilon_text": formatting.epsilon(s.epsilon),
+                "delta_text": formatting.delta(s.delta),
                 "hold": s.hold,
                 "target_halfwidth": s.target_halfwidth,
                 **accuracy,
+                "cells_text": formatting.integer(accuracy.get("cells")),
                 "halfwidth_text": formatting.halfwidth(accuracy["halfwidth"]),
                 "halfwidth_simultaneous_text": formatting.halfwidth(
                     accuracy["halfwidth_simultaneous"]
@@ -193,6 +196,11 @@ def plan_preview(
         "fits": fits,
         **tight,
     }
+    # the same amounts as people read them (dpportal.formatting: a delta in powers of ten)
+    preview["cost"]["epsilon_text"] = formatting.epsilon(cost_eps)
+    preview["cost"]["delta_text"] = formatting.delta(cost_delta)
+    preview["budget"]["epsilon_remaining_text"] = formatting.epsilon(summary.epsilon_remaining)
+    preview["budget"]["delta_remaining_text"] = formatting.delta(summary.delta_remaining)
     return preview
 
 
@@ -216,7 +224,7 @@ def _fit(
 def _rank_texts(accuracy: dict[str, Any]) -> dict[str, str]:
     """A quantile's rank errors as a person reads them: whole ranks, rounded up."""
     return {
-        f"{key}_text": formatting.integer(math.ceil(accuracy[key]))
+        f"{key}_text": formatting.rank(accuracy[key])
         for key in ("rank_error", "rank_error_simultaneous")
         if accuracy.get(key) is not None
     }

@@ -255,9 +255,9 @@
       body.append(
         el("tr", { "data-kind": s.kind }, [
           el("td", { text: s.label }),
-          el("td", { class: "num", text: s.epsilon }),
-          el("td", { class: "num", text: s.delta }),
-          el("td", { class: "num", text: s.cells }),
+          el("td", { class: "num", text: s.epsilon_text }),
+          el("td", { class: "num", text: s.delta_text }),
+          el("td", { class: "num", text: s.cells_text }),
           el("td", { class: "num", text: one }),
           el("td", { class: "num", text: all }),
         ])
@@ -265,10 +265,10 @@
     }
     const cost = el("p", {}, [
       fill(T.cost, {
-        epsilon: p.cost.epsilon,
-        delta: p.cost.delta,
-        epsilon_remaining: p.budget.epsilon_remaining,
-        delta_remaining: p.budget.delta_remaining,
+        epsilon: p.cost.epsilon_text,
+        delta: p.cost.delta_text,
+        epsilon_remaining: p.budget.epsilon_remaining_text,
+        delta_remaining: p.budget.delta_remaining_text,
       }),
     ]);
     if (!p.fits) cost.append(" ", el("strong", { class: "error", text: T.no_fit }));
