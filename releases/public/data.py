@@ -20,6 +20,7 @@ from typing import Any
 
 from dpportal import formatting
 from releases import kinds
+from releases.kinds import quantiles as quantile_words
 from releases.kinds.counting import HEATMAP_MAX_CELLS, HEATMAP_MAX_LABELS
 from releases.models import Release
 from releases.public import noise_data, notes, stats_data
@@ -38,7 +39,7 @@ from releases.public.options import (
 
 #: The shape of the cached public data: part of its cache key, so that a deploy that
 #: changes the shape never reads an entry cached by the code before it.
-FORMAT = 5
+FORMAT = 6
 
 __all__ = [
     "FORMAT",
@@ -78,6 +79,9 @@ def _intervals(
             }
             if any(c.rank_error is not None for c in cells):
                 out[level][interval_kind]["rank_errors"] = [c.rank_error for c in cells]
+                # the rank error in the data's units, an estimate (None: no n to read it with)
+                out[level][interval_kind]["about_lower"] = [c.about_low for c in cells]
+                out[level][interval_kind]["about_upper"] = [c.about_high for c in cells]
             if level == levels[0] and interval_kind == "per_cell":
                 nonpositive = any(c.flag == "count_nonpositive" for c in cells)
     return out, nonpositive
@@ -143,12 +147,23 @@ def _quantile_texts(stat: dict[str, Any]) -> dict[str, Any]:
     for level in stat["intervals"]:
         texts: dict[str, Any] = {"value": [formatting.exact(v) for v in stat["exact_values"]]}
         for interval_kind in INTERVAL_KINDS:
-            errors = stat["intervals"][level][interval_kind]["rank_errors"]
+            iv = stat["intervals"][level][interval_kind]
+            errors = iv["rank_errors"]
+            about = [
+                quantile_words.about_range_texts(low, high)
+                for low, high in zip(
+                    iv.get("about_lower") or [None] * len(errors),
+                    iv.get("about_upper") or [None] * len(errors),
+                    strict=True,
+                )
+            ]
             texts[interval_kind] = {
                 "lower": [""] * len(errors),
                 "upper": [""] * len(errors),
                 "halfwidth": [""] * len(errors),
                 "rank_error": [formatting.significant(t) for t in errors],
+                "about_lower": [low for low, _ in about],
+                "about_upper": [high for _, high in about],
             }
         out[level] = texts
     return out
@@ -208,6 +223,9 @@ def _statistic_data(
         "exact_values": list(entry.get("values") or []),
         "generated_labels": _generated_labels(spec),
     }
+    if kind == "quantiles":  # what n a quantile's data-unit range is read with (or None)
+        basis = quantile_words.value_basis(entry)
+        data["about_basis"] = list(basis) if basis else None
     # notes in English for the API and downloads, and as message records for the pages,
     # which translate them when they are rendered (this data is cached for every language)
     data["note_records"] = notes.statistic_notes(entry=entry, spec=spec, unit=unit_note)
