@@ -252,7 +252,7 @@ def test_released_quantiles_carry_their_range_in_data_units(project, owner, revi
     assert "the owner's planning guess" in owner_page
     owned = kinds.get("quantiles").intervals(entry, confidence=str(release.confidence))[1]
     about = kinds.get("quantiles").cell_accuracy_text(owned)
-    assert about.startswith("about ") and "; rank ± " in about and about in owner_page
+    assert about.startswith("about ") and "; rank error ± " in about and about in owner_page
     release = lifecycle.release_publish(release=release, actor=owner)
     args = [project.slug, release.pk]
     page = unescape(Client().get(reverse("public:release", args=args)).content.decode())

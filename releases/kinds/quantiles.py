@@ -150,8 +150,8 @@ def result_text(cell: Cell) -> str:
     ranks = _ranks_text(cell.rank_error or 0)
     low, high = about_texts(cell)
     if not low:
-        return gettext("rank ± %(ranks)s values") % {"ranks": ranks}
-    return gettext("about %(low)s to %(high)s; rank ± %(ranks)s values") % {
+        return gettext("rank error ± %(ranks)s values") % {"ranks": ranks}
+    return gettext("about %(low)s to %(high)s; rank error ± %(ranks)s values") % {
         "low": low,
         "high": high,
         "ranks": ranks,
