@@ -19,8 +19,10 @@ def _rows(entry: dict[str, Any], cells: list[kinds.Cell]) -> list[dict[str, Any]
     rows: list[dict[str, Any]] = []
     if not cells:  # a selection (the most common category): no value, no row
         return rows
+    kind = kinds.get(entry["kind"])
     for label, cell in zip(entry["cells"], cells, strict=True):
-        row = {"cell": label, **cell.as_dict()}
+        # a quantile's accuracy in words: the data-unit range beside the rank error
+        row = {"cell": label, **cell.as_dict(), "accuracy_text": kind.cell_accuracy_text(cell)}
         if row["halfwidth"] is None and cell.low is not None:
             # an asymmetric interval: its larger side fixes the precision shown
             row["halfwidth"] = max(cell.high - cell.value, cell.value - cell.low)
@@ -83,6 +85,7 @@ def results_for_display(
             else kind.selection_halfwidth(entry, confidence=confidence),
             "halfwidth_simultaneous": None,
             "rank_errors": any(c.rank_error is not None for c in cells),
+            "accuracy_note": kind.accuracy_note(entry),
             "argmax": entry.get("argmax"),
             "argmax_label": None,
         }

@@ -52,3 +52,12 @@ def inlang(obj, field: str) -> str:
 def category_label(labels, code) -> str:
     """A category code's owner label in the reader's language, else the code."""
     return bilingual.category_label(labels, code)
+
+
+@register.filter
+def quantile_planning(accuracy, which: str = "") -> str:
+    """A quantile preview's accuracy in words (dpportal.words.quantile_planning_text) from
+    its numbers, a live or a frozen preview entry; which="all": for all quantiles at once."""
+    if not hasattr(accuracy, "get"):
+        return ""
+    return words.quantile_planning_text(accuracy, simultaneous=which == "all")

@@ -68,7 +68,8 @@ class StatisticInputSerializer(serializers.Serializer):
     n_guess = serializers.IntegerField(
         required=False, allow_null=True, default=None, min_value=1, max_value=10**12,
         help_text="Mean, grouped mean (smallest group's rows), standard deviation, variance: "
-        "a planning guess of n, used for the preview only.",
+        "a planning guess of n, used for the preview only. Quantiles (optional): the rows "
+        "with a value, to state their accuracy in the data's units beside the rank error.",
     )  # fmt: skip
     group_by = serializers.CharField(
         max_length=200, required=False, allow_blank=True, default="",

@@ -57,6 +57,21 @@ class PreviewStatisticSerializer(serializers.Serializer):
     rank_error_simultaneous = serializers.FloatField(
         required=False, help_text="Quantiles: rank-error bound holding for all quantiles at once."
     )
+    value_error = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        help_text="Quantiles: a planning figure of the rank error in the data's units, if the "
+        "n_guess values were spread evenly over the grid (null without n_guess).",
+    )
+    value_error_simultaneous = serializers.FloatField(
+        required=False, allow_null=True, help_text="Quantiles: the same for all at once."
+    )
+    accuracy_text = serializers.CharField(
+        required=False, help_text="Quantiles: the accuracy in words (data units and ranks)."
+    )
+    accuracy_simultaneous_text = serializers.CharField(
+        required=False, help_text="Quantiles: the same for all quantiles at once."
+    )
 
 
 class PreviewOutputSerializer(serializers.Serializer):

@@ -20,6 +20,7 @@ from typing import Any
 
 from dpportal import formatting
 from releases import kinds
+from releases.kinds import quantiles as quantile_words
 from releases.kinds.counting import HEATMAP_MAX_CELLS, HEATMAP_MAX_LABELS
 from releases.kinds.domains import cell_labels
 from releases.models import Release
@@ -79,6 +80,9 @@ def _intervals(
             }
             if any(c.rank_error is not None for c in cells):
                 out[level][interval_kind]["rank_errors"] = [c.rank_error for c in cells]
+                # the rank error in the data's units, an estimate (None: no n to read it with)
+                out[level][interval_kind]["about_lower"] = [c.about_low for c in cells]
+                out[level][interval_kind]["about_upper"] = [c.about_high for c in cells]
             if level == levels[0] and interval_kind == "per_cell":
                 nonpositive = any(c.flag == "count_nonpositive" for c in cells)
     return out, nonpositive
@@ -146,12 +150,23 @@ def _quantile_texts(stat: dict[str, Any]) -> dict[str, Any]:
             "value": [formatting.exact(v, group=True) for v in stat["exact_values"]]
         }
         for interval_kind in INTERVAL_KINDS:
-            errors = stat["intervals"][level][interval_kind]["rank_errors"]
+            iv = stat["intervals"][level][interval_kind]
+            errors = iv["rank_errors"]
+            about = [
+                quantile_words.about_range_texts(low, high)
+                for low, high in zip(
+                    iv.get("about_lower") or [None] * len(errors),
+                    iv.get("about_upper") or [None] * len(errors),
+                    strict=True,
+                )
+            ]
             texts[interval_kind] = {
                 "lower": [""] * len(errors),
                 "upper": [""] * len(errors),
                 "halfwidth": [""] * len(errors),
                 "rank_error": [formatting.rank(t) for t in errors],
+                "about_lower": [low for low, _ in about],
+                "about_upper": [high for _, high in about],
             }
         out[level] = texts
     return out
@@ -212,6 +227,9 @@ def _statistic_data(
         "generated_labels": _generated_labels(spec),
     }
     _add_cell_labels(data, spec)
+    if kind == "quantiles":  # what n a quantile's data-unit range is read with (or None)
+        basis = quantile_words.value_basis(entry)
+        data["about_basis"] = list(basis) if basis else None
     # notes in English for the API and downloads, and as message records for the pages,
     # which translate them when they are rendered (this data is cached for every language)
     data["note_records"] = notes.statistic_notes(entry=entry, spec=spec, unit=unit_note)

@@ -17,10 +17,19 @@ from django.utils.translation import gettext
 
 from dpportal import formatting
 from dpportal.errors import ValidationFailed
+from releases.kinds import quantiles as quantile_words
 
 
 def _finite(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(x) else x
+
+
+def _basis(basis: Any) -> dict[str, Any] | None:
+    """What n a quantile's data-unit range was read with: the owner's planning guess or a
+    released noisy count (None: no range)."""
+    if not basis:
+        return None
+    return {"n": basis[1], "source": basis[0]}
 
 
 def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str, Any]:
@@ -45,6 +54,10 @@ def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str,
                     row["quantile"] = stat["quantiles"][i]
                     row["rank_error"] = per_cell["rank_errors"][i]
                     row["simultaneous_rank_error"] = simultaneous["rank_errors"][i]
+                    # the rank error in the data's units: an estimate (see about_basis)
+                    for prefix, iv in (("", per_cell), ("simultaneous_", simultaneous)):
+                        for end in ("about_lower", "about_upper"):
+                            row[prefix + end] = iv[end][i] if iv.get(end) else None
                 row.update(
                     halfwidth=_finite(per_cell["halfwidths"][i]),
                     lower=per_cell["lower"][i],
@@ -75,6 +88,11 @@ def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str,
                 "cells": cells,
                 "argmax": stat["argmax"],
                 "argmax_label": stat.get("argmax_label"),
+                **(
+                    {"about_basis": _basis(stat.get("about_basis"))}
+                    if stat["kind"] == "quantiles"
+                    else {}
+                ),
             }
         )
     return {
@@ -100,7 +118,10 @@ def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str,
             "for each quantile on its own ('simultaneous_rank_error': all at once). "
             "Each '<name>_display' is <name> rounded as the page and the CSV show it (digits "
             "justified by the half-width; half-widths to 2 significant digits, rank errors "
-            "in whole records rounded up), as a plain number without thousands separators."
+            "in whole records rounded up), as a plain number without thousands separators. "
+            "'about_lower' and 'about_upper' state the same error in the data's units: an "
+            "estimate, not a guarantee, that reads the released quantiles as the shape of the "
+            "data with the n named in the statistic's 'about_basis' and adds one grid step."
         ),
         "statistics": statistics,
     }
@@ -113,6 +134,7 @@ CSV_COLUMNS = [
     "noise", "noise_parameter", "epsilon", "delta", "privacy_unit", "approved_by", "approved_at",
     "published_at", "notes", "group_columns", "rank_error", "simultaneous_rank_error",
     "cell_label", "cell_label_zh",
+    "about_lower", "about_upper", "simultaneous_about_lower", "simultaneous_about_upper",
 ]  # fmt: skip
 
 _PLAIN_NUMBER = re.compile(r"^-?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")
@@ -139,7 +161,8 @@ def csv_cell(value: Any) -> str:
 #: the numbers of a JSON cell that also carry their display text ("halfwidth_display")
 DISPLAYED = (
     "value", "halfwidth", "lower", "upper", "simultaneous_halfwidth", "simultaneous_lower",
-    "simultaneous_upper", "rank_error", "simultaneous_rank_error",
+    "simultaneous_upper", "rank_error", "simultaneous_rank_error", "about_lower", "about_upper",
+    "simultaneous_about_lower", "simultaneous_about_upper",
 )  # fmt: skip
 
 
@@ -150,6 +173,14 @@ def _ends_text(value: float, lower: float, upper: float, halfwidth: float | None
         "upper": formatting.noisy(upper, precision, group=False),
         "halfwidth": formatting.halfwidth(halfwidth, group=False),
     }
+
+
+def _about_text(cell: dict[str, Any], prefix: str) -> dict[str, str]:
+    """A quantile's data-unit range as the page writes it (releases.kinds.quantiles)."""
+    low, high = quantile_words.about_range_texts(
+        cell.get(prefix + "about_lower"), cell.get(prefix + "about_upper"), group=False
+    )
+    return {prefix + "about_lower": low, prefix + "about_upper": high}
 
 
 def _cell_text(cell: dict[str, Any]) -> dict[str, Any]:
@@ -168,6 +199,8 @@ def _cell_text(cell: dict[str, Any]) -> dict[str, Any]:
             "simultaneous_rank_error": formatting.rank(
                 cell["simultaneous_rank_error"], group=False
             ),
+            **_about_text(cell, ""),
+            **_about_text(cell, "simultaneous_"),
         }
     per_cell = _ends_text(value, cell["lower"], cell["upper"], cell["halfwidth"])
     together = _ends_text(

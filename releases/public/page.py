@@ -228,6 +228,7 @@ def statistic_context(
         "two_way": bool(rows) and "row_label" in rows[0],
         "warnings": stats_text.warnings(stat) if stats_text.handles(stat["kind"]) else [],
         "quantile_rows": stats_text.quantile_rows(stat, options=options),
+        "quantile_basis": stats_text.quantile_basis(stat),
         "paging": paging_context(stat, options=options),
     }
 
@@ -241,6 +242,9 @@ def chart_text() -> dict[str, str]:
         "interval": gettext("interval %(lower)s to %(upper)s")
         % {"lower": "{lower}", "upper": "{upper}"},
         "rank_error": gettext("rank error ± %(ranks)s values") % {"ranks": "{ranks}"},
+        "about": gettext("in the data's units about %(low)s to %(high)s (an estimate)")
+        % {"low": "{low}", "high": "{high}"},
+        "about_range": gettext("about %(low)s to %(high)s") % {"low": "{low}", "high": "{high}"},
         "quantile_axis": gettext("percent of the values below"),
         "between": gettext("%(low)s and %(high)s") % {"low": "{low}", "high": "{high}"},
         # Plotly's layout.separators: the decimal mark, then the thousands separator

@@ -165,7 +165,9 @@ def _localise_numbers(stat: dict[str, Any]) -> None:
             chart[key] = words.number_text(chart.get(key) or "")
         for level in chart["bands"].values():
             for band in level.values():
-                band["ranks_text"] = _numbers(band["ranks_text"])
+                for key in ("ranks_text", "about_low_text", "about_high_text"):
+                    if key in band:
+                        band[key] = _numbers(band[key])
 
 
 def _localise_statistic(stat: dict[str, Any]) -> None:

@@ -175,6 +175,8 @@ def parse_statistic_stats(
     if kind == "quantiles":
         plan.quantiles = parse_quantiles(raw.get("quantiles"))
         _quantile_grid(plan, raw)
+        if raw.get("n_guess") not in (None, ""):  # optional: the accuracy in data units
+            _n_guess(plan, raw, what=pgettext("statistic", "quantile"))
         return
     if plan.column.kind != Column.Kind.NUMERIC:
         name = plan.column.name

@@ -27,6 +27,7 @@ from dpportal.privacy.errors import PrivacyParameterError
 from dpportal.privacy.headroom import compose_history
 from dpportal.privacy.pld import CapCheck, Spend
 from releases import dp
+from releases.kinds import quantiles as quantile_words
 from releases.services.plan import ReleasePlan, release_plan_parse
 from releases.services.tradeoff import plan_records, plan_tradeoff
 
@@ -222,12 +223,19 @@ def _fit(
 
 
 def _rank_texts(accuracy: dict[str, Any]) -> dict[str, str]:
-    """A quantile's rank errors as a person reads them: whole ranks, rounded up."""
-    return {
+    """A quantile's rank errors as a person reads them: whole ranks, rounded up; and its
+    accuracy in words, the planning figure in data units beside the rank error."""
+    out = {
         f"{key}_text": formatting.rank(accuracy[key])
         for key in ("rank_error", "rank_error_simultaneous")
         if accuracy.get(key) is not None
     }
+    if accuracy.get("rank_error") is not None:
+        out["accuracy_text"] = quantile_words.planning_text(accuracy)
+        out["accuracy_simultaneous_text"] = quantile_words.planning_text(
+            accuracy, simultaneous=True
+        )
+    return out
 
 
 def _check_fits(*, plan: ReleasePlan) -> tuple[Decimal, Decimal]:

@@ -247,11 +247,16 @@
     ]);
     const body = el("tbody");
     for (const s of p.statistics) {
-      // quantiles: a rank error (how many values may lie between the released value and
-      // the true quantile, beyond the grid's step), not a half-width in value units
+      // quantiles: a planning figure in the data's units beside the rank error (how many
+      // values may lie between the released value and the true quantile), in words
+      // from the server (releases/kinds/quantiles.py)
       const ranks = s.rank_error != null;
-      const one = ranks ? rankText(s.rank_error_text) : s.halfwidth_text;
-      const all = ranks ? rankText(s.rank_error_simultaneous_text) : s.halfwidth_simultaneous_text;
+      const one = ranks
+        ? s.accuracy_text || rankText(s.rank_error_text)
+        : s.halfwidth_text;
+      const all = ranks
+        ? s.accuracy_simultaneous_text || rankText(s.rank_error_simultaneous_text)
+        : s.halfwidth_simultaneous_text;
       body.append(
         el("tr", { "data-kind": s.kind }, [
           el("td", { text: s.label }),

@@ -32,6 +32,8 @@
       rank_error: "rank error \u00b1 {ranks} values",
       quantile_axis: "percent of the values below",
       between: "{low} and {high}",
+      about: "in the data's units about {low} to {high} (an estimate)",
+      about_range: "about {low} to {high}",
     };
     return node ? JSON.parse(node.textContent) : fallback;
   })();
@@ -116,7 +118,11 @@
       marker: { size: 10, color: COLORS[0] },
       line: { color: COLORS[0] },
       hovertext: stat.cells.map(function (name, i) {
-        return esc(name) + ": " + text.value[i] + "<br>" + phrase("rank_error", { ranks: esc(band.ranks_text[i]) });
+        var line = esc(name) + ": " + text.value[i] + "<br>" + phrase("rank_error", { ranks: esc(band.ranks_text[i]) });
+        if (band.about_low_text && band.about_low_text[i]) {
+          line += "<br>" + esc(phrase("about", { low: band.about_low_text[i], high: band.about_high_text[i] }));
+        }
+        return line;
       }),
       hoverinfo: "text",
       name: esc(stat.label),
@@ -182,6 +188,8 @@
       else if (band && what === "rank-error") el.textContent = band.ranks_text[i];
       else if (band && what === "band-low") el.textContent = band.low_text[i];
       else if (band && what === "band-high") el.textContent = band.high_text[i];
+      else if (band && what === "about-low") el.textContent = band.about_low_text[i];
+      else if (band && what === "about-high") el.textContent = band.about_high_text[i];
     });
     var body = document.getElementById("quantile-body-" + stat.position);
     if (body && stat.quantile_chart) {
@@ -190,7 +198,13 @@
         var cells = tr.querySelectorAll("td");
         cells[0].textContent = text.value[i];
         cells[1].textContent = "\u00b1 " + chosenBand.ranks_text[i];
-        if (cells[2]) cells[2].textContent = phrase("between", { low: chosenBand.low_text[i], high: chosenBand.high_text[i] });
+        var about = tr.querySelector("td[data-q=about]");
+        if (about && chosenBand.about_low_text) {
+          about.textContent = chosenBand.about_low_text[i]
+            ? phrase("about_range", { low: chosenBand.about_low_text[i], high: chosenBand.about_high_text[i] })
+            : "\u2014";
+        }
+        if (cells[3]) cells[3].textContent = phrase("between", { low: chosenBand.low_text[i], high: chosenBand.high_text[i] });
       });
     }
   }
