@@ -55,6 +55,8 @@ def _column_rows(columns: list[Column], data=None, errors=None) -> list[dict]:
                 "date_format": data.get(f"date-format-{key}", ""),
                 "derived": data.get(f"derived-{key}", "").split(),
                 "confirm_derived": bool(data.get(f"confirm-derived-{key}")),
+                "label": data.get(f"label-{key}", ""),
+                "label_zh": data.get(f"label-zh-{key}", ""),
             }
         else:
             declared = column.kind != Column.Kind.UNDECLARED
@@ -73,6 +75,8 @@ def _column_rows(columns: list[Column], data=None, errors=None) -> list[dict]:
                 "date_format": date.get("format", ""),
                 "derived": list(column.derived_from_data or []),
                 "confirm_derived": bool(column.derived_from_data),
+                "label": column.label,
+                "label_zh": column.label_zh,
             }
         profile = column.profile or {}
         rows.append(
@@ -141,6 +145,8 @@ def _spec(columns: list[Column], data) -> dict[str, dict]:
             "date_format": data.get(f"date-format-{c.position}", ""),
             "derived_from_data": data.get(f"derived-{c.position}", ""),
             "confirm_derived": bool(data.get(f"confirm-derived-{c.position}")),
+            "label": data.get(f"label-{c.position}", ""),
+            "label_zh": data.get(f"label-zh-{c.position}", ""),
         }
         for c in columns
     }

@@ -21,6 +21,7 @@ from django.utils.translation import gettext, gettext_noop
 from datasets.domains import DATE_BINS, DATE_FORMATS, date_bin_labels
 from datasets.models import Column
 from dpportal.bidi import bidi_controls_in, shown
+from dpportal.bilingual import LABEL_MAX_CHARS
 
 MAX_CATEGORIES = 1000
 MAX_CATEGORY_LENGTH = 200
@@ -38,6 +39,8 @@ DECLARED_FIELDS = [
     "missing_codes",
     "date",
     "derived_from_data",
+    "label",
+    "label_zh",
 ]
 #: a date range with too many bins, by bin (translated when the problem is found)
 _TOO_MANY_BINS = {
@@ -111,7 +114,28 @@ def declare_column(column: Column, spec: Mapping[str, object]) -> list[str]:
         _date(column, spec, errors)
     if kind != Column.Kind.EXCLUDED:
         _missing_codes(column, spec, errors, numeric=kind == Column.Kind.NUMERIC)
+    _labels(column, spec, errors)
     return errors
+
+
+def _labels(column: Column, spec: Mapping[str, object], errors: list[str]) -> None:
+    """The column's label for readers in English and Chinese, when the spec gives them
+    (kept as they are otherwise): at most LABEL_MAX_CHARS each, no direction control."""
+    for field in ("label", "label_zh"):
+        if field not in spec:
+            continue
+        text = str(spec.get(field) or "").strip()
+        if len(text) > LABEL_MAX_CHARS:
+            errors.append(
+                gettext("a label may be at most %(limit)s characters.") % {"limit": LABEL_MAX_CHARS}
+            )
+        elif bidi_controls_in(text):
+            errors.append(
+                gettext("the label %(label)s holds an invisible direction control: remove it.")
+                % {"label": shown(text)}
+            )
+        else:
+            setattr(column, field, text)
 
 
 def _categorical(column: Column, spec: Mapping[str, object], errors: list[str]) -> None:
