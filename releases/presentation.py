@@ -57,6 +57,7 @@ def results_for_display(payload: dict[str, Any], *, page: int = 1) -> list[dict[
         widths = {c.halfwidth for c in cells}
         common = widths.pop() if len(widths) == 1 else None
         item: dict[str, Any] = {
+            "position": entry.get("position"),
             "label": entry["label"],
             "kind": entry["kind"],
             "columns": entry["columns"],

@@ -23,7 +23,7 @@ from budgets.selectors.budget import (
     budget_standing,
     budget_summaries,
 )
-from dpportal import formatting
+from dpportal import formatting, statistic_names
 
 KIND_TEXT = {
     "count": "Count",
@@ -62,6 +62,28 @@ def _text(value: Any) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
+def _strings(value: Any) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def _label(entry: dict, *, kind: str, columns: list) -> str:
+    """The statistic's name in the reader's language (dpportal.statistic_names), from
+    the preview's strings only."""
+    if kind not in statistic_names.KINDS:
+        return _text(entry.get("label"))
+    return statistic_names.label_of(
+        {
+            "label": _text(entry.get("label")),
+            "label_zh": _text(entry.get("label_zh")),
+            "kind": kind,
+            "columns": _strings(columns),
+            "group_columns": _strings(entry.get("group_columns")),
+            "category": _text(entry.get("category")),
+            "quantiles": _strings(entry.get("quantiles")),
+        }
+    )
+
+
 def statistic_lines(*, summary: Any) -> tuple[StatisticLine, ...]:
     """The statistics of a request's preview; anything malformed is left out, never shown raw."""
     statistics = summary.get("statistics") if isinstance(summary, dict) else None
@@ -77,7 +99,7 @@ def statistic_lines(*, summary: Any) -> tuple[StatisticLine, ...]:
         lines.append(
             StatisticLine(
                 number=index + 1,
-                label=_text(entry.get("label")) or KIND_TEXT.get(kind, "Statistic"),
+                label=_label(entry, kind=kind, columns=columns) or KIND_TEXT.get(kind, "Statistic"),
                 kind=kind,
                 kind_text=KIND_TEXT.get(kind, kind or "unknown"),
                 columns=tuple(c for c in columns if isinstance(c, str)),

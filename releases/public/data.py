@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from dpportal import formatting
+from dpportal.bilingual import Bilingual
 from releases import kinds
 from releases.kinds.counting import HEATMAP_MAX_CELLS, HEATMAP_MAX_LABELS
 from releases.models import Release
@@ -38,7 +39,7 @@ from releases.public.options import (
 
 #: The shape of the cached public data: part of its cache key, so that a deploy that
 #: changes the shape never reads an entry cached by the code before it.
-FORMAT = 5
+FORMAT = 6
 
 __all__ = [
     "FORMAT",
@@ -207,6 +208,8 @@ def _statistic_data(
         "quantiles": list(entry.get("quantiles") or []),
         "exact_values": list(entry.get("values") or []),
         "generated_labels": _generated_labels(spec),
+        # the owner's texts frozen with the specification (releases.services.freeze)
+        **_owner_texts(spec),
     }
     # notes in English for the API and downloads, and as message records for the pages,
     # which translate them when they are rendered (this data is cached for every language)
@@ -215,6 +218,23 @@ def _statistic_data(
     if stats_data.handles(kind):  # chart fields of the grouped kinds
         data.update(stats_data.chart_fields(entry, data["intervals"]))
     return data
+
+
+def _owner_texts(spec: dict[str, Any] | None) -> dict[str, Any]:
+    """The statistic's Chinese label, its description in both languages and its columns'
+    labels ({name: {"en", "zh-hans"}}), as frozen in its specification."""
+    spec = spec or {}
+    titles = {
+        str(domain.get("name")): Bilingual.from_json(domain["label"]).as_json()
+        for domain in [*(spec.get("columns") or []), *(spec.get("groups") or [])]
+        if isinstance(domain, dict) and domain.get("label")
+    }
+    return {
+        "label_zh": str(spec.get("label_zh") or ""),
+        "description": str(spec.get("description") or ""),
+        "description_zh": str(spec.get("description_zh") or ""),
+        "column_titles": titles,
+    }
 
 
 def _generated_labels(spec: dict[str, Any] | None) -> list[str]:
@@ -279,7 +299,10 @@ def release_public_data(
         "project": release.project.slug,
         "project_name": release.project.name,
         "title": release.title,
+        "title_zh": release.title_zh,
         "description": release.description,
+        "description_zh": release.description_zh,
+        "project_name_zh": release.project.name_zh,
         "mechanism": mechanism,
         "mechanism_label": MECHANISM_LABELS.get(mechanism, mechanism),
         "epsilon": formatting.exact(release.epsilon),
