@@ -80,7 +80,7 @@ class BilingualTextField(serializers.Field):
     {"en", "zh-hans"}."""
 
     default_error_messages = {
-        "invalid": 'Give a string or an object {"en": ..., "zh-hans": ...} of strings.',
+        "invalid": 'Give a string or an object {{"en": ..., "zh-hans": ...}} of strings.',
         "max_length": "Each text may be at most {max_length} characters.",
     }
 

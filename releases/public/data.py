@@ -170,15 +170,17 @@ def _statistic_data(
     values = statistic_kind.values(entry)
     intervals, count_nonpositive = _intervals(entry, levels)
     cells = [str(c) for c in entry.get("cells") or []]
+    # a statistic the owner named in Chinese only has no plain label
+    label = entry.get("label") or ("" if (spec or {}).get("label_zh") else kind)
     if kind in ("sum", "mean") or (kind == "count" and not cells):
-        cells = [entry.get("label") or kind]
+        cells = [label or str((spec or {}).get("label_zh"))]
     if kind != "argmax" and len(cells) != len(values):
         raise ValueError("a published statistic's cells and values disagree")
     shape = entry.get("shape")
     data: dict[str, Any] = {
         "position": int(entry["position"]),
         "kind": kind,
-        "label": entry.get("label") or kind,
+        "label": label,
         "columns": columns,
         "category": entry.get("category"),
         "layout": statistic_kind.layout(entry),
