@@ -285,7 +285,8 @@ def test_the_public_page_in_each_language(client, published, chinese):
     zh = client.get(url, **ZH).content.decode()
     assert "<h1>人口普查第一轮</h1>" in zh and "Counts of the first wave." in zh
     assert _headings(zh) == [
-        "行数", "age的均值", "按地区分组的年收入均值", "各地区行数", "收入总和", "The most common region",
+        "行数", "age的均值", "按地区分组的年收入均值", "各地区行数", "收入总和",
+        "The most common region",
     ]  # fmt: skip
     assert "每个地区一个条形。" in zh and "全部行" in zh and "人口普查" in zh
 
