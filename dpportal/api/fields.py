@@ -7,9 +7,11 @@ from collections.abc import Mapping
 from decimal import Context, Decimal
 from typing import Any
 
+from django.core.validators import ProhibitNullCharactersValidator
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from dpportal import messages
 from dpportal.bilingual import EN, SUFFIX, ZH, Bilingual
@@ -98,6 +100,9 @@ class BilingualTextField(serializers.Field):
             self.fail("invalid")
         if any(len(t) > self.max_length for t in texts.values()):
             self.fail("max_length", max_length=self.max_length)
+        for text in texts.values():  # as a CharField refuses them (PostgreSQL stores neither)
+            ProhibitNullCharactersValidator()(text)
+            ProhibitSurrogateCharactersValidator()(text)
         return texts
 
     def to_representation(self, value: Any) -> dict[str, str]:
