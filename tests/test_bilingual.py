@@ -289,6 +289,9 @@ def test_the_public_page_in_each_language(client, published, chinese):
         "The most common region",
     ]  # fmt: skip
     assert "每个地区一个条形。" in zh and "全部行" in zh and "人口普查" in zh
+    # the privacy unit's note names the dataset in the reader's language
+    assert "调查" in zh and "survey" not in zh.lower().split("<main")[1].split("</dl>")[0]
+    assert "“survey”" in en and "调查" not in en
 
 
 def test_downloads_and_registry_keep_both_languages(client, published):

@@ -8,6 +8,7 @@ from decimal import Context, Decimal
 from typing import Any
 
 from django.core.validators import ProhibitNullCharactersValidator
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -82,8 +83,8 @@ class BilingualTextField(serializers.Field):
     {"en", "zh-hans"}."""
 
     default_error_messages = {
-        "invalid": 'Give a string or an object {{"en": ..., "zh-hans": ...}} of strings.',
-        "max_length": "Each text may be at most {max_length} characters.",
+        "invalid": _('Give a string or an object {{"en": ..., "zh-hans": ...}} of strings.'),
+        "max_length": _("Each text may be at most {max_length} characters."),
     }
 
     def __init__(self, *, max_length: int, **kwargs: Any) -> None:

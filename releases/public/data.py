@@ -305,6 +305,9 @@ def release_public_data(
         "description": release.description,
         "description_zh": release.description_zh,
         "project_name_zh": release.project.name_zh,
+        # the owner's words in the privacy unit's notes, in both languages (page_words)
+        "unit_words_i18n": Bilingual.of(release.project, "privacy_unit_description").as_json(),
+        "dataset_name_i18n": Bilingual.of(release.dataset, "name").as_json(),
         "mechanism": mechanism,
         "mechanism_label": MECHANISM_LABELS.get(mechanism, mechanism),
         "epsilon": formatting.exact(release.epsilon),

@@ -221,6 +221,21 @@ def _localise_statistic(stat: dict[str, Any]) -> None:
                 band["high_text"] = [percentile_text(p) for p in band["high"]]
 
 
+def _owner_words(record: Any, data: dict[str, Any]) -> Any:
+    """A privacy unit note with the owner's words (the unit's description, the dataset's
+    name) in the reader's language, where the data has them in both."""
+    if not (isinstance(record, list | tuple) and len(record) == 2 and isinstance(record[1], dict)):
+        return record
+    params = dict(record[1])
+    words = Bilingual.from_json(data.get("unit_words_i18n"))
+    if "words" in params and words:
+        params["words"] = words.show().strip().rstrip(".")
+    name = Bilingual.from_json(data.get("dataset_name_i18n"))
+    if "dataset" in params and name:
+        params["dataset"] = name.show()
+    return [record[0], params]
+
+
 def localised(data: dict[str, Any]) -> dict[str, Any]:
     """A copy of the release's public data with its words in the reader's language."""
     out = copy.deepcopy(data)
@@ -229,6 +244,7 @@ def localised(data: dict[str, Any]) -> dict[str, Any]:
     out["description"] = statistic_names.texts_of(out, "description").show()
     records = out.get("privacy_unit_records")
     if records:
+        records = [_owner_words(r, out) for r in records]
         out["privacy_unit"] = " ".join(notes.translated(r) for r in records)
     for stat in out.get("statistics") or []:
         _localise_statistic(stat)
