@@ -340,3 +340,24 @@ def test_owner_pages_inbox_and_review_in_chinese(client, project, owner, reviewe
     assert "第二轮" in review and "age的均值" in review
     english = client.get(request_url).content.decode()
     assert "第二轮" in english and "Mean of age" in english  # fallback; made name in English
+
+
+def test_a_clone_keeps_the_texts_in_both_languages(project, owner, reviewer):
+    dataset = bilingual_dataset(project=bilingual_project(project), owner=owner)
+    data = builder_data(
+        dataset,
+        statistics=[
+            {"kind": "count", "label": {"en": "People", "zh-hans": "人数"},
+             "description": {"en": "Everyone.", "zh-hans": "所有人。"}},
+        ],
+        title={"en": "Wave 1", "zh-hans": "第一轮"},
+        description={"en": "First.", "zh-hans": "第一次。"},
+    )  # fmt: skip
+    release = services.release_save_draft(project=project, actor=owner, data=data)
+    release = lifecycle.release_submit(release=release, actor=owner)
+    release = lifecycle.release_reject(release=release, reviewer=reviewer, comment="no")
+    clone = services.release_clone(release=release, actor=owner)
+    assert (clone.title, clone.title_zh) == ("Wave 1 (copy)", "第一轮（副本）")
+    assert (clone.description, clone.description_zh) == ("First.", "第一次。")
+    stat = clone.statistics.get()
+    assert (stat.label, stat.label_zh, stat.description_zh) == ("People", "人数", "所有人。")
