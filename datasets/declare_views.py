@@ -61,6 +61,8 @@ def _column_rows(columns: list[Column], data=None, errors=None) -> list[dict]:
                     "en": data.get(f"labels-{key}", ""),
                     "zh": data.get(f"labels-zh-{key}", ""),
                 },
+                "label": data.get(f"label-{key}", ""),
+                "label_zh": data.get(f"label-zh-{key}", ""),
             }
         else:
             declared = column.kind != Column.Kind.UNDECLARED
@@ -80,6 +82,8 @@ def _column_rows(columns: list[Column], data=None, errors=None) -> list[dict]:
                 "derived": list(column.derived_from_data or []),
                 "confirm_derived": bool(column.derived_from_data),
                 "labels": _labels_shown(column),
+                "label": column.label,
+                "label_zh": column.label_zh,
             }
         profile = column.profile or {}
         rows.append(
@@ -163,6 +167,8 @@ def _spec(columns: list[Column], data) -> dict[str, dict]:
                 EN: data.get(f"labels-{c.position}", ""),
                 ZH: data.get(f"labels-zh-{c.position}", ""),
             },
+            "label": data.get(f"label-{c.position}", ""),
+            "label_zh": data.get(f"label-zh-{c.position}", ""),
         }
         for c in columns
     }

@@ -33,6 +33,7 @@ from datasets.services import (
     dataset_confirm_unit,
     dataset_create,
     dataset_delete,
+    dataset_texts_update,
     failed_upload_retention,
 )
 from datasets.upload_limits import (
@@ -58,6 +59,25 @@ class DatasetUploadForm(forms.Form):
             "A table with a header line: CSV or TSV (any common encoding), Excel .xlsx, "
             "Parquet, Stata .dta, SPSS .sav, SAS .sas7bdat or .xpt; plain, gzip or alone in a zip."
         ),
+    )
+    name_zh = forms.CharField(
+        label=_("Name in Chinese"),
+        max_length=200,
+        required=False,
+        widget=forms.TextInput(attrs={"lang": "zh-Hans"}),
+    )
+    description = forms.CharField(
+        label=_("Description"),
+        max_length=5000,
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text=_("What the data is (public)."),
+    )
+    description_zh = forms.CharField(
+        label=_("Description in Chinese"),
+        max_length=5000,
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2, "lang": "zh-Hans"}),
     )
     sheet = forms.CharField(
         max_length=200,
@@ -105,6 +125,14 @@ class DatasetUploadView(View):
             return self._render(
                 request, project, form, status=exc.status_code, error=exc.reader_message()
             )
+        texts = {f: form.cleaned_data[f] for f in ("name_zh", "description", "description_zh")}
+        if any(texts.values()):
+            try:
+                dataset = dataset_texts_update(
+                    dataset=dataset, actor=request.user, name=dataset.name, **texts
+                )
+            except ApplicationError as exc:
+                messages.error(request, exc.message)
         if dataset.status == Dataset.Status.AWAITING:
             messages.success(
                 request, gettext("Uploaded. Check how the file is read, then confirm.")
@@ -159,6 +187,14 @@ class DatasetDetailView(View):
             if dataset.failed_at
             else None,
             "in_progress": dataset.status in (Dataset.Status.UPLOADED, Dataset.Status.INGESTING),
+            "texts_form": DatasetTextsForm(
+                initial={
+                    f: getattr(dataset, f)
+                    for f in ("name", "name_zh", "description", "description_zh")
+                }
+            )
+            if is_owner
+            else None,
         }
         return render(request, "datasets/detail.html", context)
 
@@ -186,6 +222,36 @@ class DatasetConfirmUnitView(View):
             messages.error(request, exc.message)
         else:
             messages.success(request, gettext("The privacy unit is confirmed."))
+        return redirect("datasets:detail", pk=dataset.pk)
+
+
+class DatasetTextsForm(forms.Form):
+    name = forms.CharField(label=_("Name"), max_length=200, required=False)
+    name_zh = DatasetUploadForm.base_fields["name_zh"]
+    description = DatasetUploadForm.base_fields["description"]
+    description_zh = DatasetUploadForm.base_fields["description_zh"]
+
+
+class DatasetTextsView(View):
+    """An owner names and describes the dataset for readers, in English and Chinese."""
+
+    def get(self, request: HttpRequest, pk: int) -> HttpResponse:
+        dataset_get_for_member(dataset_id=pk, user=request.user, roles=OWNER)
+        return redirect("datasets:detail", pk)
+
+    def post(self, request: HttpRequest, pk: int) -> HttpResponse:
+        dataset = dataset_get_for_member(dataset_id=pk, user=request.user, roles=OWNER)
+        form = DatasetTextsForm(request.POST)
+        if not form.is_valid():
+            field, errors = next(iter(form.errors.items()))
+            messages.error(request, f"{form.fields[field].label}: {errors[0]}")
+            return redirect("datasets:detail", pk=dataset.pk)
+        try:
+            dataset_texts_update(dataset=dataset, actor=request.user, **form.cleaned_data)
+        except ApplicationError as exc:
+            messages.error(request, exc.message)
+        else:
+            messages.success(request, gettext("The dataset's name and description are saved."))
         return redirect("datasets:detail", pk=dataset.pk)
 
 

@@ -65,6 +65,7 @@ def results_for_display(
         widths = {c.halfwidth for c in cells}
         common = widths.pop() if len(widths) == 1 else None
         item: dict[str, Any] = {
+            "position": entry.get("position"),
             "label": entry["label"],
             "kind": entry["kind"],
             "columns": entry["columns"],

@@ -26,6 +26,7 @@ from budgets.selectors import (
 )
 from datasets.models import Column, Dataset
 from datasets.selectors import dataset_usability_problem
+from dpportal import statistic_names
 from dpportal.bilingual import category_label
 from dpportal.errors import ApplicationError, ValidationFailed
 from releases import lifecycle, selectors, services
@@ -198,6 +199,21 @@ def _results_page(result, *, page: int) -> list[dict[str, Any]]:
     return items
 
 
+def _named(items: list[dict[str, Any]], statistics: list) -> list[dict[str, Any]]:
+    """The results' statistics and their one cell over all rows named in the reader's
+    language (the statistics' rows are frozen once submitted)."""
+    labels = {s.position: statistic_names.label_of(s) for s in statistics}
+    named = []
+    for item in items:
+        rows = item.get("rows") or []
+        if len(rows) == 1:
+            rows = [{**rows[0], "cell": statistic_names.cell_name(str(rows[0].get("cell")))}]
+        named.append(
+            {**item, "label": labels.get(item.get("position"), item["label"]), "rows": rows}
+        )
+    return named
+
+
 @login_required
 @require_GET
 def release_detail_view(request: HttpRequest, release_id: int) -> HttpResponse:
@@ -224,6 +240,9 @@ def release_detail_view(request: HttpRequest, release_id: int) -> HttpResponse:
         except ApplicationError as exc:
             preview_error = exc.message
     result = selectors.release_result_get(release=release)
+    statistics = list(
+        release.statistics.select_related("column", "column2", "group_column", "group_column2")
+    )
     return render(
         request,
         "releases/detail.html",
@@ -239,11 +258,11 @@ def release_detail_view(request: HttpRequest, release_id: int) -> HttpResponse:
                 if release.budget_request_id
                 else request.user,
             ),
-            "statistics": release.statistics.select_related("column", "column2"),
+            "statistics": statistics,
             "events": release.events.select_related("actor"),
             "preview": preview,
             "preview_error": preview_error,
-            "results": _results_page(result, page=page) if result else None,
+            "results": _named(_results_page(result, page=page), statistics) if result else None,
             "status": selectors.release_status(release=release),
         },
     )

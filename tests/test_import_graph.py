@@ -105,6 +105,7 @@ LAYERS = {
     "dpportal.middleware": "interface",
     "dpportal.privacy": "privacy",
     "dpportal.settings": "interface",
+    "dpportal.statistic_names": "base",
     "dpportal.staticfiles": "interface",
     "dpportal.tasklimits": "base",
     "dpportal.templatetags": "interface",

@@ -21,11 +21,14 @@ from dpportal.api import (
     PAGINATION_PARAMETERS,
     AmountField,
     ApiView,
+    BilingualOutputField,
+    BilingualTextField,
     error_responses,
     paginated,
     paginated_response,
     validated_input,
 )
+from dpportal.bilingual import Bilingual
 
 
 class BudgetSummarySerializer(serializers.Serializer):
@@ -44,8 +47,11 @@ class BudgetSummarySerializer(serializers.Serializer):
 class ProjectOutputSerializer(serializers.Serializer):
     slug = serializers.CharField()
     name = serializers.CharField()
+    name_i18n = BilingualOutputField("name")
     description = serializers.CharField()
+    description_i18n = BilingualOutputField("description")
     privacy_unit_description = serializers.CharField()
+    privacy_unit_description_i18n = BilingualOutputField("privacy_unit_description")
     epsilon_cap = AmountField()
     delta_cap = AmountField()
     created_at = serializers.DateTimeField()
@@ -70,12 +76,10 @@ class ProjectCollectionApi(ApiView):
 
     @extend_schema_serializer(component_name="ProjectCollectionInput")
     class InputSerializer(serializers.Serializer):
-        name = serializers.CharField(max_length=200)
+        name = BilingualTextField(max_length=200)
         slug = serializers.CharField(max_length=80, required=False, allow_blank=True)
-        description = serializers.CharField(max_length=10000, allow_blank=True, default="")
-        privacy_unit_description = serializers.CharField(
-            max_length=10000, allow_blank=True, default=""
-        )
+        description = BilingualTextField(max_length=10000, default="")
+        privacy_unit_description = BilingualTextField(max_length=10000, default="")
         epsilon_cap = serializers.CharField(max_length=64, help_text="Exact decimal, > 0.")
         delta_cap = serializers.CharField(
             max_length=64, default="0", help_text="Exact decimal in [0, 1)."
@@ -103,6 +107,9 @@ class ProjectCollectionApi(ApiView):
     )
     def post(self, request: Request) -> Response:
         data = validated_input(self.InputSerializer, request)
+        for field in ("name", "description", "privacy_unit_description"):
+            texts = Bilingual.from_json(data.get(field))
+            data[field], data[field + "_zh"] = texts.en, texts.zh
         project = services.project_create(created_by=request.user, **data)
         return Response(
             _project_detail(project=project, user=request.user), status=status.HTTP_201_CREATED

@@ -24,7 +24,7 @@ from budgets.selectors.budget import (
     budget_standing,
     budget_summaries,
 )
-from dpportal import formatting
+from dpportal import formatting, statistic_names
 
 #: each kind's label in the reader's language: the labels of releases.models.Statistic.Kind
 #: (budgets may not import releases; a test keeps the two equal)
@@ -98,6 +98,28 @@ def _cells(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
+def _strings(value: Any) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def _label(entry: dict, *, kind: str, columns: list) -> str:
+    """The statistic's name in the reader's language (dpportal.statistic_names), from
+    the preview's strings only."""
+    if kind not in statistic_names.KINDS:
+        return _text(entry.get("label"))
+    return statistic_names.label_of(
+        {
+            "label": _text(entry.get("label")),
+            "label_zh": _text(entry.get("label_zh")),
+            "kind": kind,
+            "columns": _strings(columns),
+            "group_columns": _strings(entry.get("group_columns")),
+            "category": _text(entry.get("category")),
+            "quantiles": _strings(entry.get("quantiles")),
+        }
+    )
+
+
 def statistic_lines(*, summary: Any) -> tuple[StatisticLine, ...]:
     """The statistics of a request's preview; anything malformed is left out, never shown raw."""
     statistics = summary.get("statistics") if isinstance(summary, dict) else None
@@ -114,7 +136,8 @@ def statistic_lines(*, summary: Any) -> tuple[StatisticLine, ...]:
             StatisticLine(
                 number=index + 1,
                 # lazy texts: the page renders them in its reader's language
-                label=_text(entry.get("label")) or KIND_TEXT.get(kind, _("Statistic")),
+                label=_label(entry, kind=kind, columns=columns)
+                or KIND_TEXT.get(kind, _("Statistic")),
                 kind=kind,
                 kind_text=KIND_TEXT.get(kind, kind or _("unknown")),
                 columns=tuple(c for c in columns if isinstance(c, str)),

@@ -22,6 +22,7 @@ from datasets.domains import DATE_BINS, DATE_FORMATS, date_bin_labels
 from datasets.models import Column
 from datasets.services.category_labels import set_category_labels
 from dpportal.bidi import bidi_controls_in, shown
+from dpportal.bilingual import LABEL_MAX_CHARS
 
 MAX_CATEGORIES = 1000
 MAX_CATEGORY_LENGTH = 200
@@ -40,6 +41,8 @@ DECLARED_FIELDS = [
     "date",
     "derived_from_data",
     "category_labels",
+    "label",
+    "label_zh",
 ]
 #: a date range with too many bins, by bin (translated when the problem is found)
 _TOO_MANY_BINS = {
@@ -114,7 +117,28 @@ def declare_column(column: Column, spec: Mapping[str, object]) -> list[str]:
     if kind != Column.Kind.EXCLUDED:
         _missing_codes(column, spec, errors, numeric=kind == Column.Kind.NUMERIC)
     set_category_labels(column, spec, errors)
+    _labels(column, spec, errors)
     return errors
+
+
+def _labels(column: Column, spec: Mapping[str, object], errors: list[str]) -> None:
+    """The column's label for readers in English and Chinese, when the spec gives them
+    (kept as they are otherwise): at most LABEL_MAX_CHARS each, no direction control."""
+    for field in ("label", "label_zh"):
+        if field not in spec:
+            continue
+        text = str(spec.get(field) or "").strip()
+        if len(text) > LABEL_MAX_CHARS:
+            errors.append(
+                gettext("a label may be at most %(limit)s characters.") % {"limit": LABEL_MAX_CHARS}
+            )
+        elif bidi_controls_in(text):
+            errors.append(
+                gettext("the label %(label)s holds an invisible direction control: remove it.")
+                % {"label": shown(text)}
+            )
+        else:
+            setattr(column, field, text)
 
 
 def _categorical(column: Column, spec: Mapping[str, object], errors: list[str]) -> None:

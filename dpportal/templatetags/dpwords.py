@@ -10,7 +10,7 @@ from __future__ import annotations
 from django import template
 from django.utils.translation import gettext
 
-from dpportal import bilingual, messages, words
+from dpportal import bilingual, messages, statistic_names, words
 
 register = template.Library()
 
@@ -61,3 +61,23 @@ def quantile_planning(accuracy, which: str = "") -> str:
     if not hasattr(accuracy, "get"):
         return ""
     return words.quantile_planning_text(accuracy, simultaneous=which == "all")
+
+
+@register.filter
+def statistic_label(stat) -> str:
+    """A statistic's name in the reader's language: the owner's label, else the name
+    dpportal makes from its kind and columns, translated (dpportal.statistic_names)."""
+    return statistic_names.label_of(stat)
+
+
+@register.filter
+def release_title(obj) -> str:
+    """A release's (or budget request's) title in the reader's language."""
+    return statistic_names.title_of(obj)
+
+
+@register.filter
+def i18n_text(texts) -> str:
+    """A {"en": ..., "zh-hans": ...} text (the API's and the registry's form) in the
+    reader's language, falling back to the other one."""
+    return bilingual.Bilingual.from_json(texts).show() if texts else ""

@@ -30,6 +30,8 @@ def column_domain(column: Column) -> dict[str, Any]:
     # only when declared, so that specifications without them keep their form
     if column.missing_codes:
         domain["missing_codes"] = [str(c) for c in column.missing_codes]
+    if column.label or column.label_zh:
+        domain["label"] = {"en": column.label, "zh-hans": column.label_zh}
     if column.date:
         domain["date"] = {k: str(v) for k, v in sorted(column.date.items())}
     labels = _declared_labels(column)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from dpportal import formatting
+from dpportal.bilingual import Bilingual
 from releases import kinds
 from releases.kinds import quantiles as quantile_words
 from releases.kinds.counting import HEATMAP_MAX_CELLS, HEATMAP_MAX_LABELS
@@ -187,15 +188,17 @@ def _statistic_data(
     values = statistic_kind.values(entry)
     intervals, count_nonpositive = _intervals(entry, levels)
     cells = [str(c) for c in entry.get("cells") or []]
+    # a statistic the owner named in Chinese only has no plain label
+    label = entry.get("label") or ("" if (spec or {}).get("label_zh") else kind)
     if kind in ("sum", "mean") or (kind == "count" and not cells):
-        cells = [entry.get("label") or kind]
+        cells = [label or str((spec or {}).get("label_zh"))]
     if kind != "argmax" and len(cells) != len(values):
         raise ValueError("a published statistic's cells and values disagree")
     shape = entry.get("shape")
     data: dict[str, Any] = {
         "position": int(entry["position"]),
         "kind": kind,
-        "label": entry.get("label") or kind,
+        "label": label,
         "columns": columns,
         "category": entry.get("category"),
         "layout": statistic_kind.layout(entry),
@@ -225,6 +228,8 @@ def _statistic_data(
         "quantiles": list(entry.get("quantiles") or []),
         "exact_values": list(entry.get("values") or []),
         "generated_labels": _generated_labels(spec),
+        # the owner's texts frozen with the specification (releases.services.freeze)
+        **_owner_texts(spec),
     }
     _add_cell_labels(data, spec)
     if kind == "quantiles":  # what n a quantile's data-unit range is read with (or None)
@@ -253,6 +258,23 @@ def _add_cell_labels(data: dict[str, Any], spec: dict[str, Any] | None) -> None:
     if isinstance(argmax, dict) and argmax.get("label") is not None:
         found = cell_labels(spec, cells=[str(argmax["label"])], row_labels=[], col_labels=[])
         data["argmax_label"] = (found["cells"] or [None])[0]
+
+
+def _owner_texts(spec: dict[str, Any] | None) -> dict[str, Any]:
+    """The statistic's Chinese label, its description in both languages and its columns'
+    labels ({name: {"en", "zh-hans"}}), as frozen in its specification."""
+    spec = spec or {}
+    titles = {
+        str(domain.get("name")): Bilingual.from_json(domain["label"]).as_json()
+        for domain in [*(spec.get("columns") or []), *(spec.get("groups") or [])]
+        if isinstance(domain, dict) and domain.get("label")
+    }
+    return {
+        "label_zh": str(spec.get("label_zh") or ""),
+        "description": str(spec.get("description") or ""),
+        "description_zh": str(spec.get("description_zh") or ""),
+        "column_titles": titles,
+    }
 
 
 def _generated_labels(spec: dict[str, Any] | None) -> list[str]:
@@ -317,7 +339,13 @@ def release_public_data(
         "project": release.project.slug,
         "project_name": release.project.name,
         "title": release.title,
+        "title_zh": release.title_zh,
         "description": release.description,
+        "description_zh": release.description_zh,
+        "project_name_zh": release.project.name_zh,
+        # the owner's words in the privacy unit's notes, in both languages (page_words)
+        "unit_words_i18n": Bilingual.of(release.project, "privacy_unit_description").as_json(),
+        "dataset_name_i18n": Bilingual.of(release.dataset, "name").as_json(),
         "mechanism": mechanism,
         "mechanism_label": MECHANISM_LABELS.get(mechanism, mechanism),
         "epsilon": formatting.exact(release.epsilon),

@@ -16,6 +16,7 @@ from typing import Any
 from django.utils.translation import gettext
 
 from dpportal import formatting
+from dpportal.bilingual import ZH, Bilingual
 from dpportal.errors import ValidationFailed
 from releases.kinds import quantiles as quantile_words
 
@@ -76,6 +77,8 @@ def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str,
                 "position": stat["position"],
                 "kind": stat["kind"],
                 "label": stat["label"],
+                "label_i18n": _both(stat, "label"),
+                "description_i18n": _both(stat, "description"),
                 "columns": stat["columns"],
                 "group_columns": stat.get("group_columns", []),
                 "category": stat["category"],
@@ -100,6 +103,8 @@ def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str,
             "id": data["release_id"],
             "project": data["project"],
             "title": data["title"],
+            "title_i18n": _both(data, "title"),
+            "description_i18n": _both(data, "description"),
             "mechanism": data["mechanism"],
             "epsilon": data["epsilon"],
             "delta": data["delta"],
@@ -135,7 +140,14 @@ CSV_COLUMNS = [
     "published_at", "notes", "group_columns", "rank_error", "simultaneous_rank_error",
     "cell_label", "cell_label_zh",
     "about_lower", "about_upper", "simultaneous_about_lower", "simultaneous_about_upper",
+    "release_title_zh", "statistic_label_zh",
 ]  # fmt: skip
+
+
+def _both(data: dict[str, Any], field: str) -> dict[str, str]:
+    """The owner's text `field` and its Chinese twin as {"en": ..., "zh-hans": ...}."""
+    return Bilingual(en=str(data.get(field) or ""), zh=str(data.get(field + "_zh") or "")).as_json()
+
 
 _PLAIN_NUMBER = re.compile(r"^-?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -274,6 +286,8 @@ def release_download_csv_chunks(
             "release_title": meta["title"],
             "statistic_position": stat["position"],
             "statistic_label": stat["label"],
+            "statistic_label_zh": stat["label_i18n"][ZH],
+            "release_title_zh": meta["title_i18n"][ZH],
             "kind": stat["kind"],
             "columns": " x ".join(stat["columns"]),
             "group_columns": " x ".join(stat["group_columns"]),

@@ -18,7 +18,8 @@ from typing import Any
 
 from django.utils.translation import gettext, pgettext
 
-from dpportal import bilingual, formatting, words
+from dpportal import bilingual, formatting, statistic_names, words
+from dpportal.bilingual import Bilingual
 from releases.public import notes
 
 
@@ -170,8 +171,30 @@ def _localise_numbers(stat: dict[str, Any]) -> None:
                         band[key] = _numbers(band[key])
 
 
+def _localise_owner_texts(stat: dict[str, Any]) -> None:
+    """The statistic's name and description in the reader's language (the owner's, else
+    the name dpportal makes, translated), and its columns named by their owner labels."""
+    titles = {
+        name: Bilingual.from_json(title).show()
+        for name, title in (stat.get("column_titles") or {}).items()
+    }
+    stat["label"] = statistic_names.label_of(stat, titles=titles)
+    stat["description_text"] = statistic_names.texts_of(stat, "description").show()
+    cells = stat.get("cells") or []
+    if stat["kind"] in ("sum", "mean"):
+        stat["cells"] = [stat["label"]] * len(cells)
+    elif len(cells) == 1 and not stat.get("category") and not stat.get("group_columns"):
+        stat["cells"] = [statistic_names.cell_name(cells[0])]
+    for key in ("row_title", "col_title"):
+        if stat.get(key):
+            stat[key] = titles.get(stat[key]) or stat[key]
+    for key in ("columns", "group_columns"):
+        stat[key] = [titles.get(c) or c for c in stat.get(key) or []]
+
+
 def _localise_statistic(stat: dict[str, Any]) -> None:
     _localise_numbers(stat)
+    _localise_owner_texts(stat)
     generated = stat.get("generated_labels") or []
     for key in ("cells", "row_labels", "col_labels"):
         stat[key] = [cell_label(c, generated) for c in stat.get(key) or []]
@@ -233,12 +256,30 @@ def _owner_labels(stat: dict[str, Any]) -> dict[str, str]:
     return named
 
 
+def _owner_words(record: Any, data: dict[str, Any]) -> Any:
+    """A privacy unit note with the owner's words (the unit's description, the dataset's
+    name) in the reader's language, where the data has them in both."""
+    if not (isinstance(record, list | tuple) and len(record) == 2 and isinstance(record[1], dict)):
+        return record
+    params = dict(record[1])
+    words = Bilingual.from_json(data.get("unit_words_i18n"))
+    if "words" in params and words:
+        params["words"] = words.show().strip().rstrip(".")
+    name = Bilingual.from_json(data.get("dataset_name_i18n"))
+    if "dataset" in params and name:
+        params["dataset"] = name.show()
+    return [record[0], params]
+
+
 def localised(data: dict[str, Any]) -> dict[str, Any]:
     """A copy of the release's public data with its words in the reader's language."""
     out = copy.deepcopy(data)
     out["mechanism_label"] = words.mechanism_label(out.get("mechanism", ""))
+    out["title"] = statistic_names.title_of(out)
+    out["description"] = statistic_names.texts_of(out, "description").show()
     records = out.get("privacy_unit_records")
     if records:
+        records = [_owner_words(r, out) for r in records]
         out["privacy_unit"] = " ".join(notes.translated(r) for r in records)
     for stat in out.get("statistics") or []:
         _localise_statistic(stat)

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.utils.translation import gettext, pgettext
+from django.utils.translation import gettext
 
 from budgets.amounts import fmt
 from budgets.models import Membership, Project
@@ -17,52 +17,9 @@ from dpportal.errors import InvalidTransition, NotFound, PermissionDenied
 from releases import kinds
 from releases.models import Release, Statistic
 from releases.services.plan import release_plan_parse
-from releases.services.plan_fields import _text
 from releases.services.preview import _check_fits
 
 logger = logging.getLogger(__name__)
-
-#: the longest description (a release's, a statistic's) in either language, in characters
-DESCRIPTION_MAX_CHARS = 5000
-
-
-def _texts(raw: object, fields: dict[str, tuple[str, int]]) -> dict[str, str]:
-    """The owner's texts `fields` (name -> (field's words, longest)) of one input object."""
-    raw = raw if isinstance(raw, dict) else {}
-    return {
-        name: _text(raw.get(name), field=words, max_length=longest)
-        for name, (words, longest) in fields.items()
-    }
-
-
-def _owner_texts(data: dict) -> tuple[dict[str, str], list[dict[str, str]]]:
-    """What the owner wrote for readers beside the plan's English title and labels: the
-    release's Chinese title and its description in both languages, and each statistic's
-    Chinese label and description in both languages (absent: empty)."""
-    release = _texts(
-        data,
-        {
-            "title_zh": (pgettext("field", "Chinese title"), 200),
-            "description_zh": (pgettext("field", "Chinese description"), DESCRIPTION_MAX_CHARS),
-        },
-    )
-    raw_statistics = data.get("statistics")
-    statistics = [
-        _texts(
-            raw,
-            {
-                "label_zh": (pgettext("field", "Chinese label"), 200),
-                "description": (pgettext("field", "description"), DESCRIPTION_MAX_CHARS),
-                "description_zh": (
-                    pgettext("field", "Chinese description"),
-                    DESCRIPTION_MAX_CHARS,
-                ),
-            },
-        )
-        for raw in (raw_statistics if isinstance(raw_statistics, list) else [])
-    ]
-    return release, statistics
-
 
 def _require_owner(*, project: Project, user: AbstractBaseUser) -> None:
     roles = project_roles(project=project, user=user)
@@ -82,7 +39,6 @@ def release_save_draft(
     """
     _require_owner(project=project, user=actor)
     plan = release_plan_parse(project=project, data=data)
-    texts, statistic_texts = _owner_texts(data)
     _check_fits(plan=plan)
     with transaction.atomic():
         if release is None:
@@ -96,10 +52,8 @@ def release_save_draft(
                     gettext("This release was submitted: its statistics and parameters are frozen.")
                 )
         release.dataset = plan.dataset
-        release.title = plan.title
-        release.description = plan.description
-        release.title_zh = texts["title_zh"]
-        release.description_zh = texts["description_zh"]
+        release.title, release.title_zh = plan.title, plan.title_zh
+        release.description, release.description_zh = plan.description, plan.description_zh
         release.mechanism = plan.mechanism
         release.confidence = plan.confidence
         release.epsilon = plan.cost_epsilon
@@ -113,7 +67,9 @@ def release_save_draft(
                     position=s.position,
                     kind=s.kind,
                     label=s.label,
-                    **statistic_texts[i],
+                    label_zh=s.label_zh,
+                    description=s.description,
+                    description_zh=s.description_zh,
                     column=s.column,
                     column2=s.column2,
                     category=s.category,
