@@ -21,6 +21,7 @@ from releases.services.preview import _check_fits
 
 logger = logging.getLogger(__name__)
 
+
 def _require_owner(*, project: Project, user: AbstractBaseUser) -> None:
     roles = project_roles(project=project, user=user)
     if not roles:
