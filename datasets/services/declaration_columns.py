@@ -21,6 +21,7 @@ from django.utils.translation import gettext, gettext_noop
 from datasets.domains import DATE_BINS, DATE_FORMATS, date_bin_labels
 from datasets.models import Column
 from dpportal.bidi import bidi_controls_in, shown
+from dpportal.buckets import bucket_name, bucket_named
 
 MAX_CATEGORIES = 1000
 MAX_CATEGORY_LENGTH = 200
@@ -155,6 +156,7 @@ def _categorical(column: Column, spec: Mapping[str, object], errors: list[str]) 
                 )
                 % {"category": shown(category[:50]), "controls": ", ".join(controls)}
             )
+    _bucket_names(categories, errors)
     duplicates = sorted({c for c in categories if categories.count(c) > 1})
     if duplicates:
         errors.append(
@@ -162,6 +164,33 @@ def _categorical(column: Column, spec: Mapping[str, object], errors: list[str]) 
             % {"categories": ", ".join(duplicates[:10])}
         )
     column.categories = categories
+
+
+def _bucket_names(categories: list[str], errors: list[str]) -> None:
+    """Refuse a category named like one of dpportal's own cells, in any language or case
+    (dpportal.buckets): a reader could not tell the two apart."""
+    for category in categories:
+        mark = bucket_named(category)
+        if mark is None:
+            continue
+        holds = (
+            gettext("values outside the declared categories")
+            if mark == "other"
+            else gettext("missing values counted as a category")
+        )
+        errors.append(
+            gettext(
+                "category '%(category)s' reads like “%(bucket)s”, the cell dpportal adds for "
+                "%(holds)s: rename the category (for example '%(suggestion)s') so readers can "
+                "tell them apart."
+            )
+            % {
+                "category": category[:50],
+                "bucket": bucket_name(mark),
+                "holds": holds,
+                "suggestion": gettext("%(category)s (as answered)") % {"category": category[:50]},
+            }
+        )
 
 
 def _numeric(column: Column, spec: Mapping[str, object], errors: list[str]) -> None:
