@@ -50,6 +50,13 @@ def bucket_note(mark: str) -> str:
     return gettext("dpportal's own cell: values outside the declared categories")
 
 
+def bucket_holds(mark: str) -> str:
+    """What the bucket holds, as words inside a sentence, in the active language."""
+    if mark == "missing":
+        return gettext("missing values counted as a category")
+    return gettext("values outside the declared categories")
+
+
 def bucket_names() -> dict[str, str]:
     """Every name a bucket is written with in any language, normalized -> its mark."""
     names: dict[str, str] = {}

@@ -21,7 +21,7 @@ from django.utils.translation import gettext, gettext_noop
 from datasets.domains import DATE_BINS, DATE_FORMATS, date_bin_labels
 from datasets.models import Column
 from dpportal.bidi import bidi_controls_in, shown
-from dpportal.buckets import bucket_name, bucket_named
+from dpportal.buckets import bucket_holds, bucket_name, bucket_named
 
 MAX_CATEGORIES = 1000
 MAX_CATEGORY_LENGTH = 200
@@ -173,11 +173,6 @@ def _bucket_names(categories: list[str], errors: list[str]) -> None:
         mark = bucket_named(category)
         if mark is None:
             continue
-        holds = (
-            gettext("values outside the declared categories")
-            if mark == "other"
-            else gettext("missing values counted as a category")
-        )
         errors.append(
             gettext(
                 "category '%(category)s' reads like “%(bucket)s”, the cell dpportal adds for "
@@ -187,7 +182,7 @@ def _bucket_names(categories: list[str], errors: list[str]) -> None:
             % {
                 "category": category[:50],
                 "bucket": bucket_name(mark),
-                "holds": holds,
+                "holds": bucket_holds(mark),
                 "suggestion": gettext("%(category)s (as answered)") % {"category": category[:50]},
             }
         )

@@ -17,7 +17,14 @@ from typing import Any
 from django.conf import settings
 
 #: the per-cell lists of releases.public.data's statistic (besides `intervals`)
-PER_CELL = ("cells", "values", "exact_values", "clamped", "count_nonpositive_cells")
+PER_CELL = (
+    "cells",
+    "values",
+    "exact_values",
+    "clamped",
+    "count_nonpositive_cells",
+    "cell_buckets",
+)
 
 
 @dataclass(frozen=True)
@@ -89,4 +96,6 @@ def statistic_page(stat: dict[str, Any], *, page: int) -> dict[str, Any]:
     if stat.get("shape"):
         out["shape"] = [part.row_stop - part.row_start, stat["shape"][1]]
         out["row_labels"] = stat["row_labels"][part.row_start : part.row_stop]
+        if stat.get("row_buckets"):
+            out["row_buckets"] = stat["row_buckets"][part.row_start : part.row_stop]
     return out

@@ -50,6 +50,21 @@
     return values.map(esc);
   }
 
+  // The bars' names: dpportal's own cells ("(Other)", "(Missing)": stat.cell_buckets) in
+  // italics, so that they read apart from the declared categories.
+  function cellNames(stat) {
+    var marks = stat.cell_buckets || [];
+    return stat.cells.map(function (cell, i) {
+      return marks[i] ? "<i>" + esc(cell) + "</i>" : esc(cell);
+    });
+  }
+
+  function bucketNote(stat, i) {
+    var mark = (stat.cell_buckets || [])[i];
+    var notes = stat.bucket_notes || {};
+    return mark && notes[mark] ? "<br>" + esc(notes[mark]) : "";
+  }
+
   function state() {
     var s = { confidence: release.default_confidence, intervals: "per_cell", display: "raw" };
     if (!form) {
@@ -134,11 +149,13 @@
     }
     return {
       type: "bar",
-      x: escAll(stat.cells),
+      x: cellNames(stat),
       y: ys,
       error_y: errorY,
       marker: { color: "#1f5fbf" },
-      hovertext: stat.cells.map(function (cell, i) { return hoverLine(cell, t, i); }),
+      hovertext: stat.cells.map(function (cell, i) {
+        return hoverLine(cell, t, i) + bucketNote(stat, i);
+      }),
       hoverinfo: "text",
       name: esc(stat.label),
     };
@@ -228,7 +245,7 @@
     }
     if (stat.layout === "bars") {
       trace = barTrace(stat, st);
-      layout.xaxis = categoryAxis(escAll(stat.cells), "");
+      layout.xaxis = categoryAxis(cellNames(stat), "");
       layout.yaxis = { title: { text: esc(stat.value_title) }, zeroline: true };
     } else if (stat.layout === "heatmap") {
       trace = heatmapTrace(stat, st);
