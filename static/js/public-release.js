@@ -50,15 +50,9 @@
     return values.map(esc);
   }
 
-  // The bars' names: dpportal's own cells ("(Other)", "(Missing)": stat.cell_buckets) in
-  // italics, so that they read apart from the declared categories.
-  function cellNames(stat) {
-    var marks = stat.cell_buckets || [];
-    return stat.cells.map(function (cell, i) {
-      return marks[i] ? "<i>" + esc(cell) + "</i>" : esc(cell);
-    });
-  }
-
+  // What dpportal's own cells ("(Other)", "(Missing)": stat.cell_buckets, written apart
+  // from the declared categories by the server) hold, under their hover text. (No <i> on
+  // the axis: Plotly draws it as an inline style, which the page's CSP refuses.)
   function bucketNote(stat, i) {
     var mark = (stat.cell_buckets || [])[i];
     var notes = stat.bucket_notes || {};
@@ -149,7 +143,7 @@
     }
     return {
       type: "bar",
-      x: cellNames(stat),
+      x: escAll(stat.cells),
       y: ys,
       error_y: errorY,
       marker: { color: "#1f5fbf" },
@@ -245,7 +239,7 @@
     }
     if (stat.layout === "bars") {
       trace = barTrace(stat, st);
-      layout.xaxis = categoryAxis(cellNames(stat), "");
+      layout.xaxis = categoryAxis(escAll(stat.cells), "");
       layout.yaxis = { title: { text: esc(stat.value_title) }, zeroline: true };
     } else if (stat.layout === "heatmap") {
       trace = heatmapTrace(stat, st);
