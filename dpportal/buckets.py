@@ -14,6 +14,8 @@ all refused), and every page writes a bucket in its own form, "(Other)" and
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from django.conf import settings
 from django.utils import translation
@@ -72,3 +74,34 @@ def bucket_names() -> dict[str, str]:
 def bucket_named(text: str) -> str | None:
     """The mark of the bucket `text` would be read as ("other", "missing"), or None."""
     return bucket_names().get(normalized(text))
+
+
+def axis_marks(domain: Mapping[str, Any]) -> list[str]:
+    """Per cell of one axis of a frozen spec (a column's public domain, in the order compute
+    gives its cells): "" for a declared category or bin, "other" and "missing" for the
+    buckets."""
+    if domain.get("kind") == "categorical":
+        marks = [""] * len(domain.get("categories") or []) + ["other"]
+    else:
+        marks = [""] * max(0, len(domain.get("bin_edges") or []) - 1)
+    return marks + (["missing"] if domain.get("missing") == "category" else [])
+
+
+def cell_marks(
+    domains: Sequence[Mapping[str, Any]], *, cells: int, shape: Sequence[int] | None
+) -> dict[str, list[str]]:
+    """The bucket marks of a result's cells, found by their place on its axes, so that a
+    bucket is told from a category even when an old declaration gave a category its name:
+    {"cell_buckets"} for one axis, also {"row_buckets", "col_buckets"} for two. Empty when
+    the cells are not the axes' (a count of one category, the most common category)."""
+    axes = [axis_marks(d) for d in domains]
+    if shape and len(axes) == 2 and [len(a) for a in axes] == list(shape):
+        rows, cols = axes
+        return {
+            "cell_buckets": [r or c for r in rows for c in cols],
+            "row_buckets": rows,
+            "col_buckets": cols,
+        }
+    if len(axes) == 1 and len(axes[0]) == cells:
+        return {"cell_buckets": axes[0]}
+    return {}

@@ -9,17 +9,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from dpportal import buckets
 from releases import kinds
 from releases.public.paging import list_slice
 from releases.results_text import mechanism_name, noise_parameters
 
 
-def _rows(entry: dict[str, Any], cells: list[kinds.Cell]) -> list[dict[str, Any]]:
+def _rows(entry: dict[str, Any], cells: list[kinds.Cell], marks: list[str]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     if not cells:  # a selection (the most common category): no value, no row
         return rows
-    for label, cell in zip(entry["cells"], cells, strict=True):
-        row = {"cell": label, **cell.as_dict()}
+    marks = marks if len(marks) == len(cells) else [""] * len(cells)
+    for label, cell, mark in zip(entry["cells"], cells, marks, strict=True):
+        # `bucket`: dpportal's own cell ("other", "missing"), written as such by the page
+        row = {"cell": label, "bucket": mark, **cell.as_dict()}
         if row["halfwidth"] is None and cell.low is not None:
             # an asymmetric interval: its larger side fixes the precision shown
             row["halfwidth"] = max(cell.high - cell.value, cell.value - cell.low)
@@ -27,13 +30,27 @@ def _rows(entry: dict[str, Any], cells: list[kinds.Cell]) -> list[dict[str, Any]
     return rows
 
 
-def results_for_display(payload: dict[str, Any], *, page: int = 1) -> list[dict[str, Any]]:
+def _marks(entry: dict[str, Any], kind: Any, specs: dict[int, dict[str, Any]]) -> list[str]:
+    """Which of the entry's cells are dpportal's own (dpportal.buckets), from the frozen
+    spec's axes; none known without the spec."""
+    spec = specs.get(int(entry.get("position", -1)))
+    if not spec:
+        return []
+    domains = (spec.get("groups") if kind.fields == "grouped" else spec.get("columns")) or []
+    marks = buckets.cell_marks(domains, cells=len(entry["cells"]), shape=entry.get("shape"))
+    return marks.get("cell_buckets", [])
+
+
+def results_for_display(
+    payload: dict[str, Any], *, page: int = 1, spec: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
     """One dict per statistic: rows of (cell, noisy value, low, high) and the noise used.
 
     A statistic longer than a page (releases.public.paging) shows page `page` of its
     rows (clamped to its own last page), with "paging" {page, pages, first, last, total}
     saying which; the cells' intervals are read once, every row is formatted only
-    when shown.
+    when shown. With the release's frozen `spec`, each row says whether its cell is
+    one of dpportal's own ("bucket": "other", "missing"; "" for a declared one).
 
     Intervals describe the noisy value before any post-processing; recomputed at
     the release's confidence from public parameters only. Numbers stay exact
@@ -41,6 +58,10 @@ def results_for_display(payload: dict[str, Any], *, page: int = 1) -> list[dict[
     has the same symmetric interval.
     """
     confidence = payload["confidence"]
+    entries = (spec or {}).get("statistics") if isinstance(spec, dict) else None
+    specs = {
+        int(e["position"]): e for e in entries or [] if isinstance(e, dict) and "position" in e
+    }
     out = []
     for entry in payload["statistics"]:
         kind = kinds.get(entry["kind"])
@@ -48,8 +69,9 @@ def results_for_display(payload: dict[str, Any], *, page: int = 1) -> list[dict[
         noise = noise_parameters(explanation, kind=entry["kind"])
         cells = kind.intervals(entry, confidence=confidence)
         part = list_slice(len(cells), page=page)
+        marks = _marks(entry, kind, specs)[part.start : part.stop]
         rows = _rows({**entry, "cells": entry["cells"][part.start : part.stop]},
-                     cells[part.start : part.stop])  # fmt: skip
+                     cells[part.start : part.stop], marks)  # fmt: skip
         paging = None
         if part.pages > 1:
             paging = {"page": part.page, "pages": part.pages, "first": part.start + 1,

@@ -166,10 +166,10 @@ RESULTS_CACHE_SECONDS = 24 * 3600
 def _results_page(result, *, page: int) -> list[dict[str, Any]]:
     """Page `page` of a stored result for display, cached: a result never changes once
     computed, and reading its intervals back costs up to seconds for the largest."""
-    key = f"results:display:{result.pk}:{page}:{settings.RESULT_PAGE_CELLS}"
+    key = f"results:display:2:{result.pk}:{page}:{settings.RESULT_PAGE_CELLS}"
     items = cache.get(key)
     if items is None:
-        items = results_for_display(result.payload, page=page)
+        items = results_for_display(result.payload, page=page, spec=result.release.spec)
         cache.set(key, items, RESULTS_CACHE_SECONDS)
     return items
 

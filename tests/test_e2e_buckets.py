@@ -24,6 +24,7 @@ from tests.test_e2e_browser import (  # noqa: F401 (browser: the chromium fixtur
     Pages,
     browser,
     draw_every_chart,
+    login,
 )
 
 pytestmark = [pytest.mark.browser]
@@ -127,5 +128,39 @@ def test_buckets_read_apart_from_declared_categories(
         pages.shot("release")
         assert pages.errors == [], pages.errors
         assert pages.outside == [], pages.outside
+    finally:
+        pages.close()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(("language", "other"), [("en", "(Other)"), ("zh-hans", "(其他)")])
+def test_the_owners_results_write_the_buckets_apart_too(
+    browser,  # noqa: F811
+    live_server,
+    project,
+    owner,
+    reviewer,
+    language,
+    other,
+):
+    compile_all()
+    release = build_release(project=project, owner=owner, reviewer=reviewer)
+    _old_declaration(release)
+    pages = Pages(browser, live_server, f"buckets-results-{language}")
+    try:
+        page = pages.page
+        login(pages, owner)
+        pages.context.add_cookies(
+            [{"name": "django_language", "value": language, "url": live_server.url}]
+        )
+        pages.goto(f"/releases/{release.pk}/")
+        assert page.locator("html").get_attribute("lang") == language
+        cells = page.locator("td.bucket").all_inner_texts()
+        assert cells[:2] == [other, other.replace("其他", "缺失").replace("Other", "Missing")]
+        # the declared "Other" and "其他" stay plain cells beside them
+        plain = page.locator("td:not(.bucket)").all_inner_texts()
+        assert "Other" in plain and "其他" in plain
+        assert page.locator("td.bucket").first.get_attribute("title")
+        assert pages.errors == [], pages.errors
     finally:
         pages.close()

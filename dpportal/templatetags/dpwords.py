@@ -10,7 +10,7 @@ from __future__ import annotations
 from django import template
 from django.utils.translation import gettext
 
-from dpportal import bilingual, messages, words
+from dpportal import bilingual, buckets, messages, words
 
 register = template.Library()
 
@@ -52,3 +52,15 @@ def inlang(obj, field: str) -> str:
 def category_label(labels, code) -> str:
     """A category code's owner label in the reader's language, else the code."""
     return bilingual.category_label(labels, code)
+
+
+@register.filter
+def bucket_text(mark: str) -> str:
+    """dpportal's own cell ("other", "missing") as pages write it: "(Other)", "(Missing)"."""
+    return buckets.bucket_text(mark)
+
+
+@register.filter
+def bucket_note(mark: str) -> str:
+    """What dpportal's own cell holds, for its tooltip."""
+    return buckets.bucket_note(mark)

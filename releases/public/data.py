@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dpportal import formatting
+from dpportal import buckets, formatting
 from releases import kinds
 from releases.kinds.counting import HEATMAP_MAX_CELLS, HEATMAP_MAX_LABELS
 from releases.models import Release
@@ -229,38 +229,16 @@ def _generated_labels(spec: dict[str, Any] | None) -> list[str]:
     return [label for label in (notes.OTHER, notes.MISSING) if label not in declared]
 
 
-def _axis_marks(domain: dict[str, Any]) -> list[str]:
-    """Per cell of one axis (releases.compute.readers.Axis): "" for a declared category or
-    bin, "other" and "missing" for dpportal's own cells."""
-    if domain.get("kind") == "categorical":
-        marks = [""] * len(domain.get("categories") or []) + ["other"]
-    else:
-        marks = [""] * max(0, len(domain.get("bin_edges") or []) - 1)
-    return marks + (["missing"] if domain.get("missing") == "category" else [])
-
-
 def _bucket_marks(
     statistic_kind: Any, spec: dict[str, Any] | None, *, data_cells: list[str], shape: Any
 ) -> dict[str, list[str]]:
-    """Which cells are dpportal's own ("other", "missing"; "" for the rest), found by their
-    place on the axes of the frozen spec, so that a bucket is told from a category even
-    when an old declaration gave a category the bucket's name. Empty when the cells are
-    not the axes' (a count of one category, the most common category: declared only)."""
+    """Which cells are dpportal's own (dpportal.buckets.cell_marks), by their place on the
+    axes of the frozen spec: the groups of a grouped kind, the columns of the others."""
     if not spec:
         return {}
     grouped = statistic_kind.fields == "grouped"
-    domains = list((spec.get("groups") if grouped else spec.get("columns")) or [])
-    axes = [_axis_marks(d) for d in domains]
-    if shape and len(axes) == 2 and [len(a) for a in axes] == list(shape):
-        rows, cols = axes
-        return {
-            "cell_buckets": [r or c for r in rows for c in cols],
-            "row_buckets": rows,
-            "col_buckets": cols,
-        }
-    if len(axes) == 1 and len(axes[0]) == len(data_cells):
-        return {"cell_buckets": axes[0]}
-    return {}
+    domains = (spec.get("groups") if grouped else spec.get("columns")) or []
+    return buckets.cell_marks(domains, cells=len(data_cells), shape=shape)
 
 
 def _frozen_statistics(*, release: Release) -> dict[int, dict[str, Any]]:
