@@ -30,9 +30,12 @@ def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str,
         per_cell = stat["intervals"][confidence]["per_cell"]
         simultaneous = stat["intervals"][confidence]["simultaneous"]
         cells = []
+        marks = stat.get("cell_buckets") or []
         if stat["kind"] != "argmax":
             for i, cell in enumerate(stat["cells"]):
                 row: dict[str, Any] = {"cell": cell, "value": stat["values"][i]}
+                # dpportal's own cell ("other", "missing"; null for a declared one)
+                row["bucket"] = (marks[i] if i < len(marks) else "") or None
                 if stat["layout"] == "heatmap":
                     cols = stat["shape"][1]
                     row["row"] = stat["row_labels"][i // cols]
