@@ -21,7 +21,7 @@ from django.utils.translation import gettext, gettext_noop
 from datasets.domains import DATE_BINS, DATE_FORMATS, date_bin_labels
 from datasets.models import Column
 from dpportal.bidi import bidi_controls_in, shown
-from dpportal.buckets import bucket_holds, bucket_name, bucket_named
+from dpportal.buckets import bucket_holds, bucket_name, bucket_names, normalized
 
 MAX_CATEGORIES = 1000
 MAX_CATEGORY_LENGTH = 200
@@ -169,8 +169,9 @@ def _categorical(column: Column, spec: Mapping[str, object], errors: list[str]) 
 def _bucket_names(categories: list[str], errors: list[str]) -> None:
     """Refuse a category named like one of dpportal's own cells, in any language or case
     (dpportal.buckets): a reader could not tell the two apart."""
+    names = bucket_names()  # once: every language's names of the buckets
     for category in categories:
-        mark = bucket_named(category)
+        mark = names.get(normalized(category))
         if mark is None:
             continue
         errors.append(
