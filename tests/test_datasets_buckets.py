@@ -59,7 +59,7 @@ def test_the_refusal_names_the_bucket_in_the_owners_language(dataset, owner):  #
     with translation.override("zh-hans"), pytest.raises(ValidationFailed) as raised:
         dataset_declare(dataset=dataset, actor=owner, columns=with_sex("female\nOther"))
     (problem,) = raised.value.extra["errors"]["sex"]
-    assert "“其他”" in problem
+    assert "其他" in problem
 
 
 def test_a_renamed_category_is_accepted(dataset, owner):  # noqa: F811

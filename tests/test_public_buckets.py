@@ -8,8 +8,9 @@ import re
 
 import pytest
 from django.urls import reverse
+from django.utils import translation
 
-from dpportal.buckets import axis_marks, cell_marks
+from dpportal.buckets import axis_marks, bucket_text, cell_marks
 from dpportal.catalogues import compile_all
 from tests.public_builders import build_release
 from tests.test_e2e_buckets import DECLARED, _old_declaration
@@ -42,13 +43,14 @@ def test_the_json_download_marks_the_buckets_by_place(client, project, owner, re
     assert [c["bucket"] for c in hist["cells"]] == [None] * 4 + ["other", "missing"]
 
 
-@pytest.mark.parametrize(
-    ("language", "buckets"), [("en", ["(Other)", "(Missing)"]), ("zh-hans", ["(其他)", "(缺失)"])]
-)
+@pytest.mark.parametrize("language", ["en", "zh-hans"])
 def test_the_page_writes_each_bucket_once_apart_from_the_categories(
-    client, project, owner, reviewer, language, buckets
+    client, project, owner, reviewer, language
 ):
     compile_all()
+    with translation.override(language):
+        buckets = [bucket_text("other"), bucket_text("missing")]
+    assert not set(buckets) & {"Other", "Missing", "其他", "缺失"}
     release = build_release(project=project, owner=owner, reviewer=reviewer)
     _old_declaration(release)
     client.cookies["django_language"] = language
