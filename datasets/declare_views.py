@@ -13,7 +13,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.utils.translation import gettext, gettext_lazy
+from django.utils.translation import gettext, gettext_lazy, pgettext
 from django.views import View
 
 from budgets.models import Membership
@@ -35,6 +35,12 @@ DATE_BIN_LABELS = {
 }
 
 OWNER = {Membership.Role.OWNER.value}
+
+#: the part of a declaration each kind may take from the profile (a date's bins never do)
+DERIVED_PART_OF_KIND = {
+    Column.Kind.CATEGORICAL.value: Column.Derived.CATEGORIES.value,
+    Column.Kind.NUMERIC.value: Column.Derived.BOUNDS.value,
+}
 
 
 def _column_rows(columns: list[Column], data=None, errors=None) -> list[dict]:
@@ -86,15 +92,18 @@ def _column_rows(columns: list[Column], data=None, errors=None) -> list[dict]:
                 "label_zh": column.label_zh,
             }
         profile = column.profile or {}
+        # the badge names only what the chosen kind takes from the profile
+        shown = [p for p in values["derived"] if p == DERIVED_PART_OF_KIND.get(values["kind"])]
         rows.append(
             {
                 "column": column,
                 "key": key,
                 "values": values,
                 "derived_text": " ".join(values["derived"]),
-                "derived_labels": [
-                    Column.Derived(p).label for p in values["derived"] if p in Column.Derived
-                ],
+                "derived_shown": shown,
+                "derived_labels": pgettext("list separator", ", ").join(
+                    str(Column.Derived(p).label) for p in shown
+                ),
                 "errors": (errors or {}).get(column.name, []),
                 "fill": {
                     "categories": "\n".join(profile.get("values") or []),
@@ -251,5 +260,9 @@ class DatasetDeclareView(View):
             "missing_choices": Column.Missing.choices,
             "derived_confirmation": DERIVED_CONFIRMATION,
             "fills": {row["key"]: row["fill"] for row in rows},
+            "derived_words": {
+                **{part.value: str(part.label) for part in Column.Derived},
+                "separator": pgettext("list separator", ", "),
+            },
         }
         return render(request, self.template_name, context, status=status)

@@ -14,7 +14,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.decorators import method_decorator
-from django.utils.translation import gettext
+from django.utils.translation import gettext, pgettext
 from django.utils.translation import gettext_lazy as _
 from django.views import View
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
@@ -22,9 +22,10 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from budgets.models import Membership
 from budgets.selectors import project_get_for_member, project_roles
 from datasets.ingest import human_size
-from datasets.models import Dataset
+from datasets.models import Column, Dataset
 from datasets.selectors import (
     dataset_get_for_member,
+    dataset_get_shape,
     dataset_is_frozen,
     dataset_list_for_project,
     dataset_usability_problem,
@@ -170,10 +171,22 @@ class DatasetDetailView(View):
         roles = project_roles(project=dataset.project, user=request.user)
         is_owner = Membership.Role.OWNER in roles
         problem = dataset_usability_problem(dataset=dataset)
+        # the rows and empty shares are private, like the profile: owners only
+        shape = dataset_get_shape(dataset=dataset) if is_owner else None
+        columns = list(dataset.columns.order_by("position"))
+        separator = pgettext("list separator", ", ")
+        for column in columns:
+            column.empty_share = shape.empty_share.get(column.name) if shape else None
+            column.derived_text = separator.join(
+                str(Column.Derived(p).label)
+                for p in column.derived_from_data or []
+                if p in Column.Derived.values
+            )
         context = {
             "dataset": dataset,
             "project": dataset.project,
-            "columns": list(dataset.columns.order_by("position")),
+            "columns": columns,
+            "shape": shape,
             "is_owner": is_owner,
             "frozen": dataset_is_frozen(dataset=dataset),
             "usable": problem is None,

@@ -9,25 +9,44 @@ from __future__ import annotations
 
 from typing import Any
 
+from dpportal import buckets
 from releases import kinds
 from releases.kinds.domains import cell_labels
 from releases.public.paging import list_slice
 from releases.results_text import mechanism_name, noise_parameters, result_noise_text
 
 
-def _rows(entry: dict[str, Any], cells: list[kinds.Cell]) -> list[dict[str, Any]]:
+def _rows(entry: dict[str, Any], cells: list[kinds.Cell], marks: list[str]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     if not cells:  # a selection (the most common category): no value, no row
         return rows
     kind = kinds.get(entry["kind"])
-    for label, cell in zip(entry["cells"], cells, strict=True):
+    marks = marks if len(marks) == len(cells) else [""] * len(cells)
+    for label, cell, mark in zip(entry["cells"], cells, marks, strict=True):
+        # `bucket`: dpportal's own cell ("other", "missing"), written as such by the page;
         # a quantile's accuracy in words: the data-unit range beside the rank error
-        row = {"cell": label, **cell.as_dict(), "accuracy_text": kind.cell_accuracy_text(cell)}
+        row = {
+            "cell": label,
+            "bucket": mark,
+            **cell.as_dict(),
+            "accuracy_text": kind.cell_accuracy_text(cell),
+        }
         if row["halfwidth"] is None and cell.low is not None:
             # an asymmetric interval: its larger side fixes the precision shown
             row["halfwidth"] = max(cell.high - cell.value, cell.value - cell.low)
         rows.append(row)
     return rows
+
+
+def _marks(entry: dict[str, Any], kind: Any, specs: dict[int, dict[str, Any]]) -> list[str]:
+    """Which of the entry's cells are dpportal's own (dpportal.buckets), from the frozen
+    spec's axes; none known without the spec."""
+    spec = specs.get(int(entry.get("position", -1)))
+    if not spec:
+        return []
+    domains = (spec.get("groups") if kind.fields == "grouped" else spec.get("columns")) or []
+    marks = buckets.cell_marks(domains, cells=len(entry["cells"]), shape=entry.get("shape"))
+    return marks.get("cell_buckets", [])
 
 
 def results_for_display(
@@ -38,7 +57,8 @@ def results_for_display(
     A statistic longer than a page (releases.public.paging) shows page `page` of its
     rows (clamped to its own last page), with "paging" {page, pages, first, last, total}
     saying which; the cells' intervals are read once, every row is formatted only
-    when shown.
+    when shown. With the release's frozen `spec`, each row says whether its cell is
+    one of dpportal's own ("bucket": "other", "missing"; "" for a declared one).
 
     Intervals describe the noisy value before any post-processing; recomputed at
     the release's confidence from public parameters only. Numbers stay exact
@@ -49,6 +69,10 @@ def results_for_display(
     """
     confidence = payload["confidence"]
     frozen = _frozen_entries(spec)
+    entries = (spec or {}).get("statistics") if isinstance(spec, dict) else None
+    specs = {
+        int(e["position"]): e for e in entries or [] if isinstance(e, dict) and "position" in e
+    }
     out = []
     for entry in payload["statistics"]:
         kind = kinds.get(entry["kind"])
@@ -56,8 +80,9 @@ def results_for_display(
         noise = noise_parameters(explanation, kind=entry["kind"])
         cells = kind.intervals(entry, confidence=confidence)
         part = list_slice(len(cells), page=page)
+        marks = _marks(entry, kind, specs)[part.start : part.stop]
         rows = _rows({**entry, "cells": entry["cells"][part.start : part.stop]},
-                     cells[part.start : part.stop])  # fmt: skip
+                     cells[part.start : part.stop], marks)  # fmt: skip
         paging = None
         if part.pages > 1:
             paging = {"page": part.page, "pages": part.pages, "first": part.start + 1,

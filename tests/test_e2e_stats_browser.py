@@ -93,8 +93,11 @@ def _public_checks(pages: Pages, release: Release) -> None:
     rows, cols = mean["shape"]
     assert [t["name"] for t in traces] == mean["col_labels"] and len(traces) == cols
     cells = _intervals(mean, confidence="0.95")
+    # dpportal's own groups ("Other", "Missing") are written as such, apart from categories
+    groups = [f"({g})" if g in ("Other", "Missing") else g for g in mean["row_labels"]]
+    assert groups[-2:] == ["(Other)", "(Missing)"]
     for c, trace in enumerate(traces):
-        assert trace["type"] == "bar" and trace["x"] == mean["row_labels"]
+        assert trace["type"] == "bar" and trace["x"] == groups
         for r in range(rows):
             cell = cells[r * cols + c]
             assert trace["y"][r] == pytest.approx(cell["value"])

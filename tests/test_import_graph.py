@@ -93,6 +93,7 @@ LAYERS = {
     "dpportal.api_urls": "interface",
     "dpportal.bidi": "base",
     "dpportal.bilingual": "base",
+    "dpportal.buckets": "base",
     "dpportal.cache": "base",
     "dpportal.catalogues": "interface",
     "dpportal.celery": "base",

@@ -23,6 +23,7 @@ from datasets.models import Column
 from datasets.services.category_labels import set_category_labels
 from dpportal.bidi import bidi_controls_in, shown
 from dpportal.bilingual import LABEL_MAX_CHARS
+from dpportal.buckets import bucket_holds, bucket_name, bucket_names, normalized
 
 MAX_CATEGORIES = 1000
 MAX_CATEGORY_LENGTH = 200
@@ -182,6 +183,7 @@ def _categorical(column: Column, spec: Mapping[str, object], errors: list[str]) 
                 )
                 % {"category": shown(category[:50]), "controls": ", ".join(controls)}
             )
+    _bucket_names(categories, errors)
     duplicates = sorted({c for c in categories if categories.count(c) > 1})
     if duplicates:
         errors.append(
@@ -189,6 +191,29 @@ def _categorical(column: Column, spec: Mapping[str, object], errors: list[str]) 
             % {"categories": ", ".join(duplicates[:10])}
         )
     column.categories = categories
+
+
+def _bucket_names(categories: list[str], errors: list[str]) -> None:
+    """Refuse a category named like one of dpportal's own cells, in any language or case
+    (dpportal.buckets): a reader could not tell the two apart."""
+    names = bucket_names()  # once: every language's names of the buckets
+    for category in categories:
+        mark = names.get(normalized(category))
+        if mark is None:
+            continue
+        errors.append(
+            gettext(
+                "category '%(category)s' reads like “%(bucket)s”, the cell dpportal adds for "
+                "%(holds)s: rename the category (for example '%(suggestion)s') so readers can "
+                "tell them apart."
+            )
+            % {
+                "category": category[:50],
+                "bucket": bucket_name(mark),
+                "holds": bucket_holds(mark),
+                "suggestion": gettext("%(category)s (as answered)") % {"category": category[:50]},
+            }
+        )
 
 
 def _numeric(column: Column, spec: Mapping[str, object], errors: list[str]) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from django import template
 from django.utils.translation import gettext
 
-from dpportal import bilingual, messages, statistic_names, words
+from dpportal import bilingual, buckets, messages, statistic_names, words
 
 register = template.Library()
 
@@ -81,3 +81,15 @@ def i18n_text(texts) -> str:
     """A {"en": ..., "zh-hans": ...} text (the API's and the registry's form) in the
     reader's language, falling back to the other one."""
     return bilingual.Bilingual.from_json(texts).show() if texts else ""
+
+
+@register.filter
+def bucket_text(mark: str) -> str:
+    """dpportal's own cell ("other", "missing") as pages write it: "(Other)", "(Missing)"."""
+    return buckets.bucket_text(mark)
+
+
+@register.filter
+def bucket_note(mark: str) -> str:
+    """What dpportal's own cell holds, for its tooltip."""
+    return buckets.bucket_note(mark)

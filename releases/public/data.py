@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dpportal import formatting
+from dpportal import buckets, formatting
 from dpportal.bilingual import Bilingual
 from releases import kinds
 from releases.kinds import quantiles as quantile_words
@@ -230,6 +230,7 @@ def _statistic_data(
         "generated_labels": _generated_labels(spec),
         # the owner's texts frozen with the specification (releases.services.freeze)
         **_owner_texts(spec),
+        **_bucket_marks(statistic_kind, spec, data_cells=cells, shape=shape),
     }
     _add_cell_labels(data, spec)
     if kind == "quantiles":  # what n a quantile's data-unit range is read with (or None)
@@ -286,6 +287,18 @@ def _generated_labels(spec: dict[str, Any] | None) -> list[str]:
         for category in (domain.get("categories") or [])
     }
     return [label for label in (notes.OTHER, notes.MISSING) if label not in declared]
+
+
+def _bucket_marks(
+    statistic_kind: Any, spec: dict[str, Any] | None, *, data_cells: list[str], shape: Any
+) -> dict[str, list[str]]:
+    """Which cells are dpportal's own (dpportal.buckets.cell_marks), by their place on the
+    axes of the frozen spec: the groups of a grouped kind, the columns of the others."""
+    if not spec:
+        return {}
+    grouped = statistic_kind.fields == "grouped"
+    domains = (spec.get("groups") if grouped else spec.get("columns")) or []
+    return buckets.cell_marks(domains, cells=len(data_cells), shape=shape)
 
 
 def _frozen_statistics(*, release: Release) -> dict[int, dict[str, Any]]:

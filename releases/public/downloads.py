@@ -41,11 +41,14 @@ def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str,
         simultaneous = stat["intervals"][confidence]["simultaneous"]
         cells = []
         labels = stat.get("cell_labels") or []
+        marks = stat.get("cell_buckets") or []
         if stat["kind"] != "argmax":
             for i, cell in enumerate(stat["cells"]):
                 row: dict[str, Any] = {"cell": cell, "value": stat["values"][i]}
                 # the owner's label beside the code: {"en", "zh-hans"}, or None
                 row["cell_label"] = labels[i] if i < len(labels) else None
+                # dpportal's own cell ("other", "missing"; null for a declared one)
+                row["bucket"] = (marks[i] if i < len(marks) else "") or None
                 if stat["layout"] == "heatmap":
                     cols = stat["shape"][1]
                     row["row"] = stat["row_labels"][i // cols]

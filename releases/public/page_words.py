@@ -18,7 +18,7 @@ from typing import Any
 
 from django.utils.translation import gettext, pgettext
 
-from dpportal import bilingual, formatting, statistic_names, words
+from dpportal import bilingual, buckets, formatting, statistic_names, words
 from dpportal.bilingual import Bilingual
 from releases.public import notes
 
@@ -36,12 +36,39 @@ def names_text(names: list[str], *, empty: str = "") -> str:
 
 
 def cell_label(label: str, generated: list[str]) -> str:
-    """A cell's name: dpportal's own "Other" and "Missing" translated, a category as declared."""
+    """A cell's name: dpportal's own "Other" and "Missing" written as buckets, "(Other)", in
+    the reader's language (dpportal.buckets); a category as declared."""
     if label not in generated:
         return label
-    return {notes.OTHER: pgettext("cell", "Other"), notes.MISSING: pgettext("cell", "Missing")}[
-        label
-    ]
+    return buckets.bucket_text(buckets.MARKS[label])
+
+
+def cell_names(
+    labels: list[str], marks: list[str] | None, generated: list[str]
+) -> tuple[list[str], list[str]]:
+    """The cells' names and their bucket marks ("other", "missing", "" for a category).
+
+    `marks` come from the cells' places on the axes (releases.public.data); without
+    them a name the spec declares no category for is taken for the bucket it names."""
+    if not marks or len(marks) != len(labels):
+        marks = [buckets.MARKS[label] if label in generated else "" for label in labels]
+    names = [buckets.bucket_text(m) if m else label for label, m in zip(labels, marks, strict=True)]
+    return names, list(marks)
+
+
+def _note_value(key: str, value: Any, generated: list[str]) -> Any:
+    """A note's parameter: "other" and "missing" always name dpportal's own cells; a
+    "category" is one only when no declared category has its name."""
+    if key in ("other", "missing"):
+        return buckets.bucket_text(key)
+    if key == "category":
+        return cell_label(value, generated)
+    return value
+
+
+def bucket_notes() -> dict[str, str]:
+    """The tooltip of each bucket, in the reader's language."""
+    return {mark: buckets.bucket_note(mark) for mark in buckets.MARKS.values()}
 
 
 def percentile_name(number: str) -> str:
@@ -196,12 +223,15 @@ def _localise_statistic(stat: dict[str, Any]) -> None:
     _localise_numbers(stat)
     _localise_owner_texts(stat)
     generated = stat.get("generated_labels") or []
-    for key in ("cells", "row_labels", "col_labels"):
-        stat[key] = [cell_label(c, generated) for c in stat.get(key) or []]
+    for key, marks in (("cells", "cell_buckets"), ("row_labels", "row_buckets"),
+                       ("col_labels", "col_buckets")):  # fmt: skip
+        stat[key], stat[marks] = cell_names(stat.get(key) or [], stat.get(marks), generated)
+    stat["bucket_notes"] = bucket_notes()
     if stat["kind"] == "quantiles" and stat.get("quantiles"):
         stat["cells"] = [quantile_name(q) for q in stat["quantiles"]]
+        stat["cell_buckets"] = [""] * len(stat["cells"])
     if stat.get("argmax") and isinstance(stat["argmax"], dict):
-        stat["argmax"]["label"] = cell_label(str(stat["argmax"].get("label", "")), generated)
+        _localise_argmax(stat["argmax"])
     named = _owner_labels(stat)
     stat["value_title"] = value_title(stat["kind"], stat.get("columns") or [])
     if stat.get("noise"):
@@ -211,11 +241,16 @@ def _localise_statistic(stat: dict[str, Any]) -> None:
                 noise[part] = {**noise[part], **noise_words(noise[part])}
         stat["noise"] = {**noise, **noise_words(noise)}
     stat["note_records"] = [
-        [msgid, {k: (named.get(v) if isinstance(v, str) else None) or cell_label(v, generated)
-                 if k in ("other", "missing", "category") else v
-                 for k, v in (params or {}).items()}]
+        [
+            msgid,
+            {
+                k: (named.get(v) if k == "category" and isinstance(v, str) else None)
+                or _note_value(k, v, generated)
+                for k, v in (params or {}).items()
+            },
+        ]
         for msgid, params in stat.get("note_records") or []
-    ]  # fmt: skip
+    ]
     chart = stat.get("quantile_chart")
     if chart:
         chart["percent_texts"] = [percentile_text(p) for p in chart.get("percents") or []]
@@ -269,6 +304,23 @@ def _owner_words(record: Any, data: dict[str, Any]) -> Any:
     if "dataset" in params and name:
         params["dataset"] = name.show()
     return [record[0], params]
+
+
+def _localise_argmax(argmax: dict[str, Any]) -> None:
+    """The most common category is always a declared one (releases.kinds.counting): its name
+    is never taken for a bucket; one that reads like a bucket (a declaration from before such
+    names were refused) says plainly that it is a declared category."""
+    label = str(argmax.get("label", ""))
+    mark = buckets.bucket_named(label)
+    argmax["declared_note"] = (
+        gettext(
+            "“%(category)s” is one of the declared categories, not the cell dpportal adds for "
+            "%(holds)s."
+        )
+        % {"category": label, "holds": buckets.bucket_holds(mark)}
+        if mark
+        else ""
+    )
 
 
 def localised(data: dict[str, Any]) -> dict[str, Any]:

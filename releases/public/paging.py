@@ -19,6 +19,7 @@ from django.conf import settings
 #: the per-cell lists of releases.public.data's statistic (besides `intervals`)
 PER_CELL = (
     "cells", "values", "exact_values", "clamped", "count_nonpositive_cells", "cell_labels",
+    "cell_buckets",
 )  # fmt: skip
 
 
@@ -93,4 +94,6 @@ def statistic_page(stat: dict[str, Any], *, page: int) -> dict[str, Any]:
         out["row_labels"] = stat["row_labels"][part.row_start : part.row_stop]
         if stat.get("row_names"):
             out["row_names"] = stat["row_names"][part.row_start : part.row_stop]
+        if stat.get("row_buckets"):
+            out["row_buckets"] = stat["row_buckets"][part.row_start : part.row_stop]
     return out

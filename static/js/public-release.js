@@ -50,6 +50,15 @@
     return values.map(esc);
   }
 
+  // What dpportal's own cells ("(Other)", "(Missing)": stat.cell_buckets, written apart
+  // from the declared categories by the server) hold, under their hover text. (No <i> on
+  // the axis: Plotly draws it as an inline style, which the page's CSP refuses.)
+  function bucketNote(stat, i) {
+    var mark = (stat.cell_buckets || [])[i];
+    var notes = stat.bucket_notes || {};
+    return mark && notes[mark] ? "<br>" + esc(notes[mark]) : "";
+  }
+
   function state() {
     var s = { confidence: release.default_confidence, intervals: "per_cell", display: "raw" };
     if (!form) {
@@ -138,7 +147,9 @@
       y: ys,
       error_y: errorY,
       marker: { color: "#1f5fbf" },
-      hovertext: stat.cells.map(function (cell, i) { return hoverLine(cell, t, i); }),
+      hovertext: stat.cells.map(function (cell, i) {
+        return hoverLine(cell, t, i) + bucketNote(stat, i);
+      }),
       hoverinfo: "text",
       name: esc(stat.label),
     };
