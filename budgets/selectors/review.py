@@ -23,6 +23,7 @@ from budgets.selectors.budget import (
     budget_standing,
     budget_summaries,
 )
+from budgets.selectors.spend import spend_standing, standing_with_spend
 from dpportal import formatting
 
 KIND_TEXT = {
@@ -106,7 +107,10 @@ def inbox_list_for_reviewer(*, user: AbstractBaseUser | AnonymousUser) -> list[I
         InboxEntry(
             budget_request=r,
             release_id=getattr(getattr(r, "release", None), "pk", None),
-            budget=budget_standing(budget_request=r, summary=summaries[r.project_id]),
+            budget=standing_with_spend(
+                budget_standing(budget_request=r, summary=summaries[r.project_id]),
+                spend_standing(budget_request=r),  # kept per ledger state (cap_check_cached)
+            ),
             statistics=statistic_lines(summary=r.summary),
         )
         for r in requests

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
 from fractions import Fraction
@@ -27,6 +27,7 @@ from typing import ClassVar
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
+from budgets import amounts
 from budgets.models import BudgetRequest, LedgerEntry
 from budgets.selectors.accounting import (
     cap_check_cached,
@@ -35,12 +36,12 @@ from budgets.selectors.accounting import (
     ledger_state,
     rows_records,
 )
-from budgets.selectors.budget import MomentLabels, _caps_at
+from budgets.selectors.budget import BudgetStanding, MomentLabels, _caps_at
 from dpportal.privacy.errors import PrivacyParameterError
 from dpportal.privacy.mechanism_records import MechanismRecord
 from dpportal.privacy.pld import Spend
 
-__all__ = ["SpendStanding", "spend_standing"]
+__all__ = ["SpendStanding", "spend_standing", "standing_with_spend"]
 
 logger = logging.getLogger(__name__)
 
@@ -176,4 +177,29 @@ def spend_standing(*, budget_request: BudgetRequest) -> SpendStanding | None:
         within_basic=check.within_basic,
         fit=check.fit,
         fit_at_least=check.fit_at_least,
+    )
+
+
+def standing_with_spend(standing: BudgetStanding, spend: SpendStanding | None) -> BudgetStanding:
+    """`standing` with the remaining epsilon by the one spend figure (spend_figure's rule).
+
+    Before: cap - the tight loss before, at least zero; after: cap - the tight loss
+    after, at least zero when the request fits (by any bound), so a request that fits
+    never shows a negative remainder. `spend` None (not accounted): unchanged.
+    """
+    if spend is None:
+        return standing
+
+    def left(loss: float | None) -> Decimal:
+        if loss is None:
+            return amounts.ZERO
+        return amounts.sub(spend.epsilon_cap, Decimal(repr(loss)))
+
+    before = max(amounts.ZERO, left(spend.epsilon_before))
+    after = left(spend.epsilon_after)
+    fits = standing.fits if standing.moment == "now" else after >= 0 or spend.within
+    return replace(
+        standing,
+        tight_epsilon_before=before,
+        tight_epsilon_after=max(amounts.ZERO, after) if fits else after,
     )
