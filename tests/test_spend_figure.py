@@ -70,9 +70,10 @@ def api_client(user) -> APIClient:
 
 
 def amount(html: str, testid_or_id: str) -> str:
-    """The text of the first amount inside the element with this data-testid or id."""
+    """The text of the first amount inside the element with this data-testid, id or
+    data-param."""
     match = re.search(
-        rf'(?:data-testid|id)="{testid_or_id}"[^>]*>(?:[^<]*<(?!span)[^>]*>)*?[^<]*'
+        rf'(?:data-testid|id|data-param)="{testid_or_id}"[^>]*>(?:[^<]*<(?!span)[^>]*>)*?[^<]*'
         r'<span class="amount" title="[^"]*">([^<]+)</span>',
         html,
     )
@@ -190,3 +191,31 @@ def test_remaining_after_is_never_negative_when_the_release_fits():
     ) == Decimal("0.5")
     # not accounted: the basic sums, at least zero when it fits
     assert remaining_after(epsilon_cap=Decimal(3), after=None, fits=True, fallback=Decimal(-1)) == 0
+
+
+def test_review_and_inbox_state_the_tight_remainder(client, project, owner, reviewer):
+    """A pending Gaussian request only the tight accountant admits: no negative remainder."""
+    spend_project(project, owner, reviewer)
+    remaining = project_spend_figure(project=project).remaining_epsilon
+    pending = budget_request_create(
+        project=project, title="Gaussian pending", epsilon="1", delta="0.000001", summary={},
+        spec_hash="f" * 64, requested_by=owner, mechanisms=[GAUSS.to_dict()],
+    )  # fmt: skip
+    review = api_client(reviewer).get(f"/api/v1/budget-requests/{pending.pk}/").json()["review"]
+    budget = review["budget"]
+    assert budget["fits"] is True
+    assert Decimal(budget["epsilon_after"]) == Decimal("-1.3")  # the plain sums, signed
+    assert Decimal(budget["tight_epsilon_before"]) == remaining
+    tight_after = Decimal(budget["tight_epsilon_after"])
+    assert 0 <= tight_after < remaining
+    assert tight_after == CAP_EPSILON - Decimal(review["spend"]["epsilon_after"])
+    assert budget["text"].startswith("Tight accounting at delta 0.00001")
+
+    client.force_login(reviewer)
+    inbox = client.get(reverse("budgets:inbox")).content.decode()
+    detail = client.get(reverse("review:request_detail", args=[pending.pk])).content.decode()
+    for html in (inbox, detail):
+        assert "epsilon (tight accounting)" in html and "epsilon (basic sum)" in html
+        assert amount(html, "tight-remaining-before") == formatting.budget(remaining)
+        assert amount(html, "tight-remaining-after") == formatting.budget(tight_after)
+        assert "does not fit" not in html
