@@ -128,6 +128,12 @@ def test_every_surface_states_the_same_tight_spend(client, project, owner, revie
     assert preview["budget"]["epsilon_remaining"] == remaining
     assert preview["budget"]["epsilon_remaining_text"] == remaining_text
     assert preview["fits"] is True
+    # the owner's budget page: the same figure, the ledger's sums beside it
+    for name in ("budgets:project_detail", "budgets:project_budget"):
+        html = client.get(reverse(name, args=[project.slug])).content.decode()
+        assert amount(html, "tight-epsilon-spent") == spent_text
+        assert amount(html, "tight-epsilon-remaining") == remaining_text
+    assert amount(html, "spend-figure") == spent_text  # the budget page's headline
 
     # the API: the project's spend and the preview's remainder agree with fits
     api = api_client(owner)
