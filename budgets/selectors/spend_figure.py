@@ -132,25 +132,6 @@ class SpendFigure:
             return amounts.ZERO
         return max(amounts.ZERO, amounts.sub(self.epsilon_cap, self.committed_epsilon))
 
-    @property
-    def basic_differs(self) -> bool:
-        """The basic sum of what was spent counts more than the headline (worth explaining)."""
-        return self.spent_epsilon is None or self.basic_spent_epsilon != self.spent_epsilon
-
-    def spent_share(self) -> Decimal:
-        """The headline spent as a fraction of the cap, between 0 and 1 (bars)."""
-        return self._share(self.spent_epsilon)
-
-    def committed_share(self) -> Decimal:
-        return self._share(self.committed_epsilon)
-
-    def _share(self, value: Decimal | None) -> Decimal:
-        if self.epsilon_cap <= 0:
-            return Decimal(0)
-        if value is None:
-            return Decimal(1)
-        return min(Decimal(1), value / self.epsilon_cap)
-
     def to_json(self) -> dict[str, object]:
         """Exact strings for JSON (null: no finite epsilon at the cap's delta)."""
 
