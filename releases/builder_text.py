@@ -52,9 +52,13 @@ def builder_text() -> dict[str, object]:
         "cells": gettext("cells"),
         "per_cell": gettext("± per cell"),
         "all_cells": gettext("± all cells at once"),
-        "cost": gettext(
-            "Total cost: epsilon {epsilon}, delta {delta}. Remaining in the project: "
-            "epsilon {epsilon_remaining}, delta {delta_remaining}."
+        "cost": gettext("Total cost: epsilon {epsilon}, delta {delta}."),
+        "remaining": gettext(
+            "Remaining in the project, counted tightly at the cap's delta: epsilon "
+            "{epsilon_remaining} now, epsilon {epsilon_remaining_after} after this release."
+        ),
+        "basic_remaining": gettext(
+            "Basic composition (the plain sums) would leave epsilon {epsilon} after it."
         ),
         "no_fit": gettext("This release does not fit the remaining budget."),
         "untight": gettext(

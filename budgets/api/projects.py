@@ -32,6 +32,8 @@ from dpportal.bilingual import Bilingual
 
 
 class BudgetSummarySerializer(serializers.Serializer):
+    """The ledger's exact basic sums (basic composition); the stated loss is `spend`."""
+
     epsilon_cap = AmountField()
     delta_cap = AmountField()
     epsilon_spent = AmountField()
@@ -42,6 +44,33 @@ class BudgetSummarySerializer(serializers.Serializer):
     delta_committed = AmountField()
     epsilon_remaining = AmountField()
     delta_remaining = AmountField()
+
+
+class SpendBasicSerializer(serializers.Serializer):
+    spent_epsilon = AmountField(source="basic_spent_epsilon")
+    spent_delta = AmountField(source="basic_spent_delta")
+    committed_epsilon = AmountField(source="basic_committed_epsilon")
+    committed_delta = AmountField(source="basic_committed_delta")
+
+
+class SpendFigureSerializer(serializers.Serializer):
+    """The one spend figure every page states (budgets.selectors.spend_figure)."""
+
+    delta = AmountField(help_text="The cap's delta, at which every epsilon here is read.")
+    epsilon_cap = AmountField()
+    spent_epsilon = AmountField(
+        allow_null=True,
+        help_text="The computed releases' privacy loss, tight: the smallest valid epsilon at "
+        "the cap's delta (privacy loss distributions, Renyi DP, or the basic sum). null: no "
+        "finite epsilon reaches that delta.",
+    )
+    committed_epsilon = AmountField(
+        allow_null=True, help_text="The same, with approved releases not yet computed."
+    )
+    remaining_epsilon = AmountField(help_text="epsilon_cap - committed_epsilon, at least 0.")
+    basic = SpendBasicSerializer(
+        source="*", help_text="The plain sums of the same rows (basic composition)."
+    )
 
 
 class ProjectOutputSerializer(serializers.Serializer):
@@ -59,14 +88,20 @@ class ProjectOutputSerializer(serializers.Serializer):
 
 class ProjectDetailOutputSerializer(ProjectOutputSerializer):
     roles = serializers.ListField(child=serializers.CharField(), help_text="Your roles.")
-    budget = BudgetSummarySerializer()
+    budget = BudgetSummarySerializer(help_text="The basic sums from the ledger, exact.")
+    spend = SpendFigureSerializer(
+        help_text="The stated spend: tight at the cap's delta, the basic sums beside it."
+    )
 
 
 def _project_detail(*, project: Project, user) -> dict:
+    summary = selectors.budget_summary(project=project)
+    figure = selectors.project_spend_figure(project=project, summary=summary)
     return {
         **ProjectOutputSerializer(project).data,
         "roles": sorted(selectors.project_roles(project=project, user=user)),
-        "budget": BudgetSummarySerializer(selectors.budget_summary(project=project)).data,
+        "budget": BudgetSummarySerializer(summary).data,
+        "spend": SpendFigureSerializer(figure).data,
     }
 
 

@@ -4,7 +4,8 @@ A package by capability; every public name is importable from here:
 projects (membership and visibility), budget (totals, requests, the ledger,
 a request's budget standing), summary (the BudgetSummary value), accounting (what
 fits under the cap), review (the reviewer's inbox), audit (the invariants),
-registry (the public epsilon registry).
+registry (the public epsilon registry), spend_figure (the one spend figure: the
+tight loss at the cap's delta, the basic sum beside it).
 """
 
 from budgets.selectors.accounting import (
@@ -58,7 +59,13 @@ from budgets.selectors.review import (
     inbox_list_for_reviewer,
     statistic_lines,
 )
-from budgets.selectors.spend import SpendStanding, spend_standing
+from budgets.selectors.spend import SpendStanding, spend_standing, standing_with_spend
+from budgets.selectors.spend_figure import (
+    SpendFigure,
+    project_spend_figure,
+    release_spend_figure,
+    remaining_after,
+)
 
 __all__ = [
     "ACCOUNTING_RULE",
@@ -71,6 +78,7 @@ __all__ = [
     "BudgetStanding",
     "BudgetSummary",
     "InboxEntry",
+    "SpendFigure",
     "SpendStanding",
     "StatisticLine",
     "budget_request_get_for_member",
@@ -100,6 +108,10 @@ __all__ = [
     "project_registry_version",
     "project_roles",
     "role_required",
+    "project_spend_figure",
+    "release_spend_figure",
+    "remaining_after",
     "spend_standing",
+    "standing_with_spend",
     "statistic_lines",
 ]

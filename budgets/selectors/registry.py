@@ -18,6 +18,7 @@ from budgets import amounts
 from budgets.models import BudgetRequest, LedgerEntry, Project
 from budgets.selectors.budget import budget_summary
 from budgets.selectors.registry_accounting import registry_tight
+from budgets.selectors.spend_figure import project_spend_figure
 from dpportal.bilingual import Bilingual
 from dpportal.privacy.accounting import Cost, group_privacy, group_privacy_delta
 from dpportal.privacy.params import exact_str
@@ -25,7 +26,9 @@ from dpportal.privacy.pld import ACCOUNTANT
 
 # 2: tight accounting (the PLD loss, the accountant, each release's mechanisms)
 # 3: the RDP bound, exact records of Gaussian vectors (zCDP) and of each quantile
-REGISTRY_VERSION = 3
+# 4: "spend", the one spend figure (tight at the cap's delta, the basic sums beside);
+#    spent, committed and remaining stay, as the basic sums
+REGISTRY_VERSION = 4
 
 
 GROUP_SIZES = (1, 2, 5, 10)
@@ -81,6 +84,7 @@ def project_registry(*, project: Project, now: datetime | None = None) -> dict:
     now = now or timezone.now()
     today = timezone.localdate(now, timezone=UTC)
     summary = budget_summary(project=project)
+    figure = project_spend_figure(project=project, summary=summary)
     # Only the (public) approval DAY of each charged request is used for time: the
     # charge's own time is when the computation finished, and its distance to the
     # approval would publish the compute duration (PRIVACY-TESTING.md, "Timing").
@@ -170,6 +174,7 @@ def project_registry(*, project: Project, now: datetime | None = None) -> dict:
         "mechanism_families": mechanisms,
         "accounting_rule": ACCOUNTING_RULE,
         "tight_accounting": tight,
+        "spend": figure.to_json(),
         "caps": _pair(project.epsilon_cap, project.delta_cap),
         "spent": _pair(summary.epsilon_spent, summary.delta_spent),
         "committed": _pair(summary.epsilon_committed, summary.delta_committed),

@@ -24,6 +24,7 @@ from budgets.selectors.budget import (
     budget_standing,
     budget_summaries,
 )
+from budgets.selectors.spend import spend_standings_pending, standing_with_spend
 from dpportal import formatting, statistic_names
 
 #: each kind's label in the reader's language: the labels of releases.models.Statistic.Kind
@@ -164,11 +165,15 @@ def inbox_list_for_reviewer(*, user: AbstractBaseUser | AnonymousUser) -> list[I
     """Pending requests `user` may decide, oldest first, each with its budget standing."""
     requests = list(budget_request_list_pending_for_reviewer(user=user))
     summaries = budget_summaries(projects={r.project for r in requests})
+    spends = spend_standings_pending(budget_requests=requests)  # a constant number of queries
     return [
         InboxEntry(
             budget_request=r,
             release_id=getattr(getattr(r, "release", None), "pk", None),
-            budget=budget_standing(budget_request=r, summary=summaries[r.project_id]),
+            budget=standing_with_spend(
+                budget_standing(budget_request=r, summary=summaries[r.project_id]),
+                spends[r.pk],
+            ),
             statistics=statistic_lines(summary=r.summary),
         )
         for r in requests

@@ -89,10 +89,15 @@ class PreviewOutputSerializer(serializers.Serializer):
     privacy_unit = serializers.DictField(required=False)
     statistics = PreviewStatisticSerializer(many=True, required=False)
     cost = serializers.DictField(required=False, child=serializers.CharField())
-    budget = serializers.DictField(
+    budget = serializers.JSONField(
         required=False,
-        child=serializers.CharField(),
-        help_text="Remaining budget now and after (only for unsubmitted previews).",
+        help_text="Remaining budget now and after (only for unsubmitted previews), by the "
+        "stated spend: epsilon_remaining, epsilon_remaining_after: the epsilon cap minus the "
+        "tight loss at the cap's delta (the spend's epsilon), now and with this release, never "
+        "negative when fits; delta_remaining, delta_remaining_after: the basic sums of deltas, "
+        "at least 0 when fits; *_text for people; basic: the plain sums (basic composition), "
+        "exact and signed: epsilon_remaining, delta_remaining, epsilon_remaining_after, "
+        "delta_remaining_after.",
     )
     fits = serializers.BooleanField(
         required=False,

@@ -22,7 +22,12 @@ from django.utils.translation import gettext
 
 from budgets import amounts
 from budgets.models import BudgetRequest
-from budgets.selectors import budget_standing, spend_standing, statistic_lines
+from budgets.selectors import (
+    budget_standing,
+    spend_standing,
+    standing_with_spend,
+    statistic_lines,
+)
 from datasets.models import Column, Dataset
 from dpportal import bilingual, formatting, statistic_names
 from dpportal.bilingual import Bilingual
@@ -239,6 +244,7 @@ def review_document_get(*, budget_request: BudgetRequest) -> ReviewDocument:
     earlier = _earlier(release) if release is not None else ()
     spent = [r for r in earlier if r.status in SPENT_STATUSES]
     confidence = plan.confidence if plan else None
+    spend = spend_standing(budget_request=budget_request)
     return ReviewDocument(
         budget_request=budget_request,
         release=release,
@@ -260,8 +266,8 @@ def review_document_get(*, budget_request: BudgetRequest) -> ReviewDocument:
         statistics=statistics,
         preview_lines=() if plan else statistic_lines(summary=summary),
         notice=notice,
-        budget=budget_standing(budget_request=budget_request),
-        spend=spend_standing(budget_request=budget_request),
+        budget=standing_with_spend(budget_standing(budget_request=budget_request), spend),
+        spend=spend,
         earlier_releases=earlier,
         earlier_epsilon_spent=amounts.total(r.epsilon for r in spent),
         earlier_delta_spent=amounts.total(r.delta for r in spent),

@@ -268,14 +268,31 @@
         ])
       );
     }
-    const cost = el("p", {}, [
+    // the remaining budget is the one spend figure (tight at the cap's delta), the
+    // basic sums beside it when they differ (texts formatted by the server)
+    const cost = el("p", { id: "preview-cost" }, [
       fill(T.cost, {
-        epsilon: p.cost.epsilon_text,
-        delta: p.cost.delta_text,
-        epsilon_remaining: p.budget.epsilon_remaining_text,
-        delta_remaining: p.budget.delta_remaining_text,
+        epsilon: p.cost.epsilon_text || p.cost.epsilon,
+        delta: p.cost.delta_text || p.cost.delta,
       }),
     ]);
+    if (p.budget) {
+      cost.append(
+        " ",
+        el("span", {
+          id: "preview-remaining",
+          text: fill(T.remaining, {
+            epsilon_remaining: p.budget.epsilon_remaining_text,
+            epsilon_remaining_after: p.budget.epsilon_remaining_after_text,
+          }),
+        })
+      );
+      const basic = p.budget.basic;
+      if (basic && basic.epsilon_remaining_after !== p.budget.epsilon_remaining_after) {
+        const text = fill(T.basic_remaining, { epsilon: basic.epsilon_remaining_after_text });
+        cost.append(" ", el("span", { class: "muted", id: "preview-basic", text: text }));
+      }
+    }
     if (!p.fits) cost.append(" ", el("strong", { class: "error", text: T.no_fit }));
     // the release's cells beside the limit the server refuses it over (translated there)
     const cells = el("p", { class: "muted", id: "preview-cells", text: p.cells_text || "" });
