@@ -120,6 +120,7 @@ def test_buckets_read_apart_from_declared_categories(
         # the chart: one bar per row, as many as its explanation states
         assert _bars(page, 1) == 6
         assert _ticks(page, 1) == [*DECLARED, other, missing]
+        page.locator("#stat-1 details.explanation summary").click()  # the reader unfolds it
         explanation = page.locator("#stat-1 .explanation p").first.inner_text()
         assert re.search(r"(?<!\d)6(?!\d)", explanation), explanation
         # the notes name the bucket in its own form too

@@ -280,7 +280,8 @@ def test_builder_saves_labels_and_descriptions_in_both_languages(
             "截断于 100,000。",
         )
         assert histogram.label_zh == "各地区人数"
-        assert histogram.label  # named from its kind and column when left empty
+        # only a Chinese label: English readers fall back to it (dpportal.bilingual)
+        assert histogram.label == ""
         assert (histogram.description, histogram.description_zh) == ("", "")
         # the draft opens again with every text in its input
         pages.goto(f"/releases/{release.pk}/edit/")

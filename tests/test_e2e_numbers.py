@@ -83,7 +83,7 @@ def _download(pages: Pages, path: str):
 
 def _halfwidth_cells(page, position: int) -> list[str]:
     """The half-width column of a statistic's table on the public page ('± 110' -> '110')."""
-    texts = page.locator(f"#table-body-{position} tr td:nth-of-type(4)").all_inner_texts()
+    texts = page.locator(f"#table-body-{position} tr td:nth-of-type(4)").all_text_contents()
     return [_plain(t).replace("±", "").strip() for t in texts]
 
 
@@ -127,6 +127,10 @@ def test_one_quantity_reads_alike_on_page_results_registry_and_downloads(
         page.wait_for_selector("h1")
         assert page.locator("html").get_attribute("lang") == (
             "zh-hans" if language == "zh" else "en"
+        )
+        # every statistic's explanation open, as a reader who unfolds them reads it
+        page.evaluate(
+            "document.querySelectorAll('main details').forEach((d) => { d.open = true; })"
         )
         text = _plain(page.locator("main").inner_text())
         _assert_budget_digits(text, "public page")

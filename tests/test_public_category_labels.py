@@ -50,7 +50,7 @@ def test_the_public_page_shows_labels_in_the_readers_language(client, release):
     english = _page(client, release, "en")
     stats = {s["position"]: s for s in _chart_data(english)["statistics"]}
     assert stats[0]["cells"][:2] == ["Male", "Female"]
-    assert stats[0]["cells"][2:] == ["Other"]  # dpportal's own bucket, never labelled
+    assert stats[0]["cells"][2:] == ["(Other)"]  # dpportal's own bucket, never labelled
     assert stats[1]["cells"] == ["Female"]  # the count of one category
     # no English label for region: the Chinese one, never the code
     assert stats[2]["row_labels"][:2] == ["Male", "Female"]
@@ -58,7 +58,7 @@ def test_the_public_page_shows_labels_in_the_readers_language(client, release):
     assert stats[2]["cells"][0] == "Male / 北方"
     assert stats[3]["argmax"]["label"] == "北方"
     assert "Male" in _text(english) and "北方" in _text(english)
-    assert stats[4]["cells"] == ["Male", "Female", "Other"]  # the groups of a mean
+    assert stats[4]["cells"] == ["Male", "Female", "(Other)"]  # the groups of a mean
     assert "whose sex is “Female”" in _text(english)  # the note names the label too
 
     chinese = _page(client, release, "zh-CN,zh;q=0.9")

@@ -59,7 +59,7 @@ def test_each_new_kind_states_domains_grid_split_sensitivity_and_accuracy(submit
     assert quantiles.unit == "ranks" and quantiles.halfwidth == q_preview["rank_error"]
     # the rank error as the builder and the public page write it: whole records, rounded up
     ranks = formatting.rank(q_preview["rank_error"])
-    assert f"Rank error ±{ranks} ranks for each quantile" in quantiles.halfwidth_text
+    assert f"rank ± {ranks} values" in quantiles.halfwidth_text
     assert quantiles.noise == ()
     # spread: three parts in the data's units, the split, the interval rule
     assert [n.part for n in sd.noise] == ["count", "centred sum", "sum of squares"]

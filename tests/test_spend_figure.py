@@ -215,7 +215,7 @@ def test_review_and_inbox_state_the_tight_remainder(client, project, owner, revi
     tight_after = Decimal(budget["tight_epsilon_after"])
     assert 0 <= tight_after < remaining
     assert tight_after == CAP_EPSILON - Decimal(review["spend"]["epsilon_after"])
-    assert budget["text"].startswith("Tight accounting at delta 0.00001")
+    assert budget["text"].startswith("Tight accounting at delta 1\xa0×\xa010⁻⁵")
 
     client.force_login(reviewer)
     inbox = client.get(reverse("budgets:inbox")).content.decode()
