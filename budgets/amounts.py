@@ -47,6 +47,8 @@ def text(value: Decimal) -> str:
     """
     readable = formatting.budget(value)
     exact = formatting.exact(value)
-    if readable.replace(",", "") == exact:
+    if formatting.round_significant(value, formatting.BUDGET_DIGITS) == formatting.to_decimal(
+        value
+    ):
         return readable
     return f"{readable} (exactly {exact})"

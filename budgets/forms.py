@@ -11,6 +11,13 @@ from budgets.services import COMMENT_MAX_LENGTH
 
 class ProjectCreateForm(forms.Form):
     name = forms.CharField(label=_("Name"), max_length=200)
+    name_zh = forms.CharField(
+        label=_("Name in Chinese"),
+        max_length=200,
+        required=False,
+        widget=forms.TextInput(attrs={"lang": "zh-Hans"}),
+        help_text=_("Readers of Chinese see these texts; the others see the English ones."),
+    )
     slug = forms.SlugField(
         label=_("Address"),
         max_length=80,
@@ -23,10 +30,20 @@ class ProjectCreateForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 3}),
         help_text=_("What the data is used for (public)."),
     )
+    description_zh = forms.CharField(
+        label=_("Description in Chinese"),
+        widget=forms.Textarea(attrs={"rows": 3, "lang": "zh-Hans"}),
+        required=False,
+    )
     privacy_unit_description = forms.CharField(
         label=_("Privacy unit"),
         widget=forms.Textarea(attrs={"rows": 2}),
         help_text=_("Who is protected, e.g. 'one respondent of the 2026 survey' (public)."),
+    )
+    privacy_unit_description_zh = forms.CharField(
+        label=_("Privacy unit in Chinese"),
+        widget=forms.Textarea(attrs={"rows": 2, "lang": "zh-Hans"}),
+        required=False,
     )
     # Text, not DecimalField: exact decimals are parsed and explained by the services.
     epsilon_cap = forms.CharField(label=_("Epsilon cap"), max_length=40, initial="1")

@@ -75,12 +75,15 @@ def project_create_view(request: HttpRequest) -> HttpResponse:
 
 def _project_context(request: HttpRequest, project: Project) -> dict:
     roles = selectors.project_roles(project=project, user=request.user)
+    summary = selectors.budget_summary(project=project)
     return {
         "project": project,
         "roles": roles,
         "is_owner": Membership.Role.OWNER in roles,
         "is_reviewer": Membership.Role.REVIEWER in roles,
-        "summary": selectors.budget_summary(project=project),
+        "summary": summary,
+        # the one spend figure (tight at the cap's delta), the sums above its explanation
+        "spend": selectors.project_spend_figure(project=project, summary=summary).to_json(),
     }
 
 

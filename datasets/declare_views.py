@@ -13,7 +13,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.utils.translation import gettext, gettext_lazy
+from django.utils.translation import gettext, gettext_lazy, pgettext
 from django.views import View
 
 from budgets.models import Membership
@@ -21,8 +21,10 @@ from datasets.domains import DATE_BINS, DATE_FORMATS
 from datasets.models import Column
 from datasets.selectors import dataset_get_for_member, dataset_is_frozen
 from datasets.services import dataset_declare
+from datasets.services.category_labels import labels_as_lines, value_label_lines
 from datasets.services.declaration import DERIVED_CONFIRMATION
 from datasets.services.declaration_columns import DATE, column_kind
+from dpportal.bilingual import EN, ZH
 from dpportal.errors import ApplicationError
 
 DATE_BIN_LABELS = {
@@ -33,6 +35,12 @@ DATE_BIN_LABELS = {
 }
 
 OWNER = {Membership.Role.OWNER.value}
+
+#: the part of a declaration each kind may take from the profile (a date's bins never do)
+DERIVED_PART_OF_KIND = {
+    Column.Kind.CATEGORICAL.value: Column.Derived.CATEGORIES.value,
+    Column.Kind.NUMERIC.value: Column.Derived.BOUNDS.value,
+}
 
 
 def _column_rows(columns: list[Column], data=None, errors=None) -> list[dict]:
@@ -55,6 +63,12 @@ def _column_rows(columns: list[Column], data=None, errors=None) -> list[dict]:
                 "date_format": data.get(f"date-format-{key}", ""),
                 "derived": data.get(f"derived-{key}", "").split(),
                 "confirm_derived": bool(data.get(f"confirm-derived-{key}")),
+                "labels": {
+                    "en": data.get(f"labels-{key}", ""),
+                    "zh": data.get(f"labels-zh-{key}", ""),
+                },
+                "label": data.get(f"label-{key}", ""),
+                "label_zh": data.get(f"label-zh-{key}", ""),
             }
         else:
             declared = column.kind != Column.Kind.UNDECLARED
@@ -73,17 +87,23 @@ def _column_rows(columns: list[Column], data=None, errors=None) -> list[dict]:
                 "date_format": date.get("format", ""),
                 "derived": list(column.derived_from_data or []),
                 "confirm_derived": bool(column.derived_from_data),
+                "labels": _labels_shown(column),
+                "label": column.label,
+                "label_zh": column.label_zh,
             }
         profile = column.profile or {}
+        # the badge names only what the chosen kind takes from the profile
+        shown = [p for p in values["derived"] if p == DERIVED_PART_OF_KIND.get(values["kind"])]
         rows.append(
             {
                 "column": column,
                 "key": key,
                 "values": values,
                 "derived_text": " ".join(values["derived"]),
-                "derived_labels": [
-                    Column.Derived(p).label for p in values["derived"] if p in Column.Derived
-                ],
+                "derived_shown": shown,
+                "derived_labels": pgettext("list separator", ", ").join(
+                    str(Column.Derived(p).label) for p in shown
+                ),
                 "errors": (errors or {}).get(column.name, []),
                 "fill": {
                     "categories": "\n".join(profile.get("values") or []),
@@ -102,7 +122,18 @@ def _label_fill(profile: dict) -> dict | None:
     labels = profile.get("value_labels") or []
     if not labels:
         return None
-    return {"kind": Column.Kind.CATEGORICAL, "categories": "\n".join(c for c, _ in labels)}
+    boxes = value_label_lines(labels)
+    return {
+        "kind": Column.Kind.CATEGORICAL,
+        "categories": "\n".join(c for c, _ in labels),
+        "label_lines": {"en": boxes[EN], "zh": boxes[ZH]},
+    }
+
+
+def _labels_shown(column: Column) -> dict[str, str]:
+    """The column's stored category labels as the page's two boxes ("code = label")."""
+    boxes = labels_as_lines(column.category_labels, [str(c) for c in column.categories])
+    return {"en": boxes[EN], "zh": boxes[ZH]}
 
 
 def _suggested_kind(column: Column) -> str:
@@ -141,6 +172,12 @@ def _spec(columns: list[Column], data) -> dict[str, dict]:
             "date_format": data.get(f"date-format-{c.position}", ""),
             "derived_from_data": data.get(f"derived-{c.position}", ""),
             "confirm_derived": bool(data.get(f"confirm-derived-{c.position}")),
+            "category_labels_lines": {
+                EN: data.get(f"labels-{c.position}", ""),
+                ZH: data.get(f"labels-zh-{c.position}", ""),
+            },
+            "label": data.get(f"label-{c.position}", ""),
+            "label_zh": data.get(f"label-zh-{c.position}", ""),
         }
         for c in columns
     }
@@ -223,5 +260,9 @@ class DatasetDeclareView(View):
             "missing_choices": Column.Missing.choices,
             "derived_confirmation": DERIVED_CONFIRMATION,
             "fills": {row["key"]: row["fill"] for row in rows},
+            "derived_words": {
+                **{part.value: str(part.label) for part in Column.Derived},
+                "separator": pgettext("list separator", ", "),
+            },
         }
         return render(request, self.template_name, context, status=status)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+import pyarrow as pa
+from botocore.exceptions import BotoCoreError, ClientError
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Q, QuerySet
 from django.db.models.functions import Coalesce
@@ -11,8 +15,12 @@ from django.utils.translation import gettext
 
 from budgets.models import Membership, Project
 from budgets.selectors import project_roles, role_required
+from datasets import storage
+from datasets.ingest.profile import rounded_share
 from datasets.models import Column, Dataset
 from dpportal.errors import NotFound
+
+logger = logging.getLogger(__name__)
 
 # Release statuses in which the dataset's declaration may still change.
 EDITABLE_RELEASE_STATUSES = ("draft",)
@@ -137,3 +145,41 @@ def dataset_ids_to_redispatch(
         .order_by("uploaded_at", "pk")
         .values_list("pk", flat=True)
     )
+
+
+@dataclass(frozen=True)
+class DatasetShape:
+    """What the owners are shown of a dataset's size (private, never published): its rows
+    and, per column name, the share of its cells that are empty (a whole percent, as text,
+    datasets.ingest.profile.rounded_share)."""
+
+    rows: int
+    empty_share: dict[str, str] = field(default_factory=dict)
+
+
+def dataset_get_shape(*, dataset: Dataset) -> DatasetShape | None:
+    """The rows and empty shares of an ingested dataset, read from its Parquet file's footer
+    (the row groups' statistics: no data is read, nothing is stored); None when there is no
+    file of its own (not ingested, or registered in place) or it cannot be read."""
+    if dataset.status != Dataset.Status.READY or not dataset.parquet_file:
+        return None
+    try:
+        meta = storage.open_parquet(dataset.parquet_file).metadata
+    except (OSError, pa.ArrowException, storage.StorageError, BotoCoreError, ClientError) as exc:
+        logger.warning(
+            "dataset %s: its file's footer is unreadable (%s)", dataset.pk, type(exc).__name__
+        )
+        return None
+    rows = int(meta.num_rows)
+    empty: dict[str, str] = {}
+    for position in range(meta.num_columns):
+        nulls = 0
+        for group in range(meta.num_row_groups):
+            stats = meta.row_group(group).column(position).statistics
+            if stats is None or not stats.has_null_count:
+                nulls = -1
+                break
+            nulls += stats.null_count
+        if nulls >= 0:
+            empty[meta.schema.column(position).name] = rounded_share(nulls, rows)
+    return DatasetShape(rows=rows, empty_share=empty)

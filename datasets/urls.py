@@ -23,4 +23,5 @@ urlpatterns = [
     ),
     path("<int:pk>/confirm-unit/", views.DatasetConfirmUnitView.as_view(), name="confirm_unit"),
     path("<int:pk>/delete/", views.DatasetDeleteView.as_view(), name="delete"),
+    path("<int:pk>/texts/", views.DatasetTextsView.as_view(), name="texts"),
 ]

@@ -14,7 +14,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.decorators import method_decorator
-from django.utils.translation import gettext
+from django.utils.translation import gettext, pgettext
 from django.utils.translation import gettext_lazy as _
 from django.views import View
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
@@ -22,9 +22,10 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from budgets.models import Membership
 from budgets.selectors import project_get_for_member, project_roles
 from datasets.ingest import human_size
-from datasets.models import Dataset
+from datasets.models import Column, Dataset
 from datasets.selectors import (
     dataset_get_for_member,
+    dataset_get_shape,
     dataset_is_frozen,
     dataset_list_for_project,
     dataset_usability_problem,
@@ -33,6 +34,7 @@ from datasets.services import (
     dataset_confirm_unit,
     dataset_create,
     dataset_delete,
+    dataset_texts_update,
     failed_upload_retention,
 )
 from datasets.upload_limits import (
@@ -58,6 +60,25 @@ class DatasetUploadForm(forms.Form):
             "A table with a header line: CSV or TSV (any common encoding), Excel .xlsx, "
             "Parquet, Stata .dta, SPSS .sav, SAS .sas7bdat or .xpt; plain, gzip or alone in a zip."
         ),
+    )
+    name_zh = forms.CharField(
+        label=_("Name in Chinese"),
+        max_length=200,
+        required=False,
+        widget=forms.TextInput(attrs={"lang": "zh-Hans"}),
+    )
+    description = forms.CharField(
+        label=_("Description"),
+        max_length=5000,
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text=_("What the data is (public)."),
+    )
+    description_zh = forms.CharField(
+        label=_("Description in Chinese"),
+        max_length=5000,
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2, "lang": "zh-Hans"}),
     )
     sheet = forms.CharField(
         max_length=200,
@@ -105,6 +126,14 @@ class DatasetUploadView(View):
             return self._render(
                 request, project, form, status=exc.status_code, error=exc.reader_message()
             )
+        texts = {f: form.cleaned_data[f] for f in ("name_zh", "description", "description_zh")}
+        if any(texts.values()):
+            try:
+                dataset = dataset_texts_update(
+                    dataset=dataset, actor=request.user, name=dataset.name, **texts
+                )
+            except ApplicationError as exc:
+                messages.error(request, exc.message)
         if dataset.status == Dataset.Status.AWAITING:
             messages.success(
                 request, gettext("Uploaded. Check how the file is read, then confirm.")
@@ -142,10 +171,22 @@ class DatasetDetailView(View):
         roles = project_roles(project=dataset.project, user=request.user)
         is_owner = Membership.Role.OWNER in roles
         problem = dataset_usability_problem(dataset=dataset)
+        # the rows and empty shares are private, like the profile: owners only
+        shape = dataset_get_shape(dataset=dataset) if is_owner else None
+        columns = list(dataset.columns.order_by("position"))
+        separator = pgettext("list separator", ", ")
+        for column in columns:
+            column.empty_share = shape.empty_share.get(column.name) if shape else None
+            column.derived_text = separator.join(
+                str(Column.Derived(p).label)
+                for p in column.derived_from_data or []
+                if p in Column.Derived.values
+            )
         context = {
             "dataset": dataset,
             "project": dataset.project,
-            "columns": list(dataset.columns.order_by("position")),
+            "columns": columns,
+            "shape": shape,
             "is_owner": is_owner,
             "frozen": dataset_is_frozen(dataset=dataset),
             "usable": problem is None,
@@ -159,6 +200,14 @@ class DatasetDetailView(View):
             if dataset.failed_at
             else None,
             "in_progress": dataset.status in (Dataset.Status.UPLOADED, Dataset.Status.INGESTING),
+            "texts_form": DatasetTextsForm(
+                initial={
+                    f: getattr(dataset, f)
+                    for f in ("name", "name_zh", "description", "description_zh")
+                }
+            )
+            if is_owner
+            else None,
         }
         return render(request, "datasets/detail.html", context)
 
@@ -186,6 +235,36 @@ class DatasetConfirmUnitView(View):
             messages.error(request, exc.message)
         else:
             messages.success(request, gettext("The privacy unit is confirmed."))
+        return redirect("datasets:detail", pk=dataset.pk)
+
+
+class DatasetTextsForm(forms.Form):
+    name = forms.CharField(label=_("Name"), max_length=200, required=False)
+    name_zh = DatasetUploadForm.base_fields["name_zh"]
+    description = DatasetUploadForm.base_fields["description"]
+    description_zh = DatasetUploadForm.base_fields["description_zh"]
+
+
+class DatasetTextsView(View):
+    """An owner names and describes the dataset for readers, in English and Chinese."""
+
+    def get(self, request: HttpRequest, pk: int) -> HttpResponse:
+        dataset_get_for_member(dataset_id=pk, user=request.user, roles=OWNER)
+        return redirect("datasets:detail", pk)
+
+    def post(self, request: HttpRequest, pk: int) -> HttpResponse:
+        dataset = dataset_get_for_member(dataset_id=pk, user=request.user, roles=OWNER)
+        form = DatasetTextsForm(request.POST)
+        if not form.is_valid():
+            field, errors = next(iter(form.errors.items()))
+            messages.error(request, f"{form.fields[field].label}: {errors[0]}")
+            return redirect("datasets:detail", pk=dataset.pk)
+        try:
+            dataset_texts_update(dataset=dataset, actor=request.user, **form.cleaned_data)
+        except ApplicationError as exc:
+            messages.error(request, exc.message)
+        else:
+            messages.success(request, gettext("The dataset's name and description are saved."))
         return redirect("datasets:detail", pk=dataset.pk)
 
 

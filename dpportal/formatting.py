@@ -2,23 +2,36 @@
 
 Templates (through the `dpformat` template library), API text fields and CSV
 downloads call these functions; JSON keeps the exact values. Nothing here
-prints a repr, an exponent or a float's binary noise:
+prints a repr, a computer's exponent ("1e-08") or a float's binary noise.
+
+Each QUANTITY a person reads has its digits decided once, in `QUANTITIES`
+(`Quantity` -> `Digits`), so one quantity reads the same in every table, page,
+text field and download:
 
 - budgets (epsilon, delta) to `BUDGET_DIGITS` significant digits, the exact
-  value kept for a title attribute or JSON (`exact`);
+  value kept for a title attribute or JSON (`exact`); an amount below
+  `SCIENTIFIC_BELOW` (in practice a delta) is written "1.429 × 10⁻⁸" for
+  people, in every language;
 - noisy values rounded to a precision that their half-width justifies (two
   significant digits of the half-width fix the last shown decimal place);
   integer results never gain decimals;
-- half-widths, noise scales and sigmas to `SCALE_DIGITS` significant digits.
+- half-widths to `HALFWIDTH_DIGITS`, noise scales and sigmas to `SCALE_DIGITS`
+  significant digits; a quantile's rank error in whole records, rounded up.
+
+Text for people groups every whole part of 1000 or more in thousands ("8,000",
+"12,357"; the reader's separator: dpportal.words). Text for programs (`group=False`,
+used by the CSV download) is a plain machine number: no separator, no "× 10ⁿ",
+the same rounding.
 
 Pure Python (no Django), so the math's neighbours may use it too.
 """
 
 from __future__ import annotations
 
+import enum
 import math
 from dataclasses import dataclass
-from decimal import ROUND_HALF_EVEN, Context, Decimal, InvalidOperation
+from decimal import ROUND_CEILING, ROUND_HALF_EVEN, Context, Decimal, InvalidOperation
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any
@@ -26,11 +39,59 @@ from typing import Any
 BUDGET_DIGITS = 4
 SCALE_DIGITS = 3
 HALFWIDTH_DIGITS = 2
-# a value with at least this many integer digits is grouped in thousands ("12,345")
-GROUP_FROM = Decimal(10000)
+# a whole part of at least this is grouped in thousands ("8,000", "12,345")
+GROUP_FROM = Decimal(1000)
+# a budget amount below this (a delta, in practice) is written "1.429 × 10⁻⁸" for people
+SCIENTIFIC_BELOW = Decimal("0.001")
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 _CONTEXT = Context(prec=80)
 
 Number = Decimal | int | float | str | Fraction
+
+
+class Quantity(enum.Enum):
+    """What a number IS, which decides how many digits a person sees (`QUANTITIES`)."""
+
+    EPSILON = "epsilon"  # a privacy loss epsilon (a cap, a cost, a spend, a share)
+    DELTA = "delta"  # a privacy loss delta
+    VALUE = "value"  # a noisy value: its half-width fixes its last decimal place
+    HALFWIDTH = "halfwidth"  # the half-width of an interval (± 110)
+    SCALE = "scale"  # a noise scale b, a sigma, a sensitivity, a rho
+    COUNT = "count"  # a whole number of things: rows, cells, candidates, pages
+    RANK = "rank"  # a quantile's rank error in records: whole, rounded up
+    SHARE = "share"  # a fraction of a whole, shown as a percentage
+    BOUND = "bound"  # a public bound, bin edge or grid value the owner typed: exact
+
+
+@dataclass(frozen=True)
+class Digits:
+    """How one quantity is written.
+
+    significant: significant digits kept (None: not rounded so; for VALUE, the
+    digits of the half-width that fix the last decimal place). whole: a rounding
+    mode to a whole number (COUNT, RANK). scientific_below: a magnitude below which
+    people read "m × 10⁻ⁿ" (programs keep the plain decimal).
+    """
+
+    significant: int | None
+    whole: str | None = None
+    scientific_below: Decimal | None = None
+
+
+QUANTITIES: dict[Quantity, Digits] = {
+    Quantity.EPSILON: Digits(BUDGET_DIGITS, scientific_below=SCIENTIFIC_BELOW),
+    Quantity.DELTA: Digits(BUDGET_DIGITS, scientific_below=SCIENTIFIC_BELOW),
+    Quantity.VALUE: Digits(HALFWIDTH_DIGITS),
+    Quantity.HALFWIDTH: Digits(HALFWIDTH_DIGITS),
+    Quantity.SCALE: Digits(SCALE_DIGITS),
+    Quantity.COUNT: Digits(None, whole=ROUND_HALF_EVEN),
+    Quantity.RANK: Digits(None, whole=ROUND_CEILING),
+    Quantity.SHARE: Digits(3),
+    Quantity.BOUND: Digits(None),
+}
+
+#: between a mantissa and its power of ten; no-break spaces keep "1.4 × 10⁻⁸" on one line
+TIMES = "\u00a0×\u00a0"
 
 
 @dataclass(frozen=True)
@@ -110,11 +171,14 @@ def round_significant(value: Number, digits: int) -> Decimal:
     return number.quantize(Decimal(1).scaleb(exponent), rounding=ROUND_HALF_EVEN, context=_CONTEXT)
 
 
-def exact(value: Number | None) -> str:
-    """The exact value as plain text: '0.250' -> '0.25', '1E-7' -> '0.0000001', '1E+1' -> '10'."""
+def exact(value: Number | None, *, group: bool = False) -> str:
+    """The exact value as plain text: '0.250' -> '0.25', '1E-7' -> '0.0000001', '1E+1' -> '10'.
+
+    Without separators by default (JSON, title attributes); `group=True` for people
+    ('250000' -> '250,000': a bound, an edge or a grid value the owner typed)."""
     if value is None:
         return ""
-    return _plain(to_decimal(value), group=False)
+    return _plain(to_decimal(value), group=group)
 
 
 def significant(value: Number | None, digits: int = SCALE_DIGITS, *, group: bool = True) -> str:
@@ -124,14 +188,48 @@ def significant(value: Number | None, digits: int = SCALE_DIGITS, *, group: bool
     return _plain(round_significant(value, digits), group=group)
 
 
+def scientific(value: Number, digits: int) -> str:
+    """`value` to `digits` significant digits as people write a small number: '1.429 × 10⁻⁸'."""
+    rounded = round_significant(value, digits)
+    if rounded == 0:
+        return "0"
+    power = rounded.adjusted()
+    mantissa = _plain(rounded.scaleb(-power), group=False)
+    return f"{mantissa}{TIMES}10{str(power).translate(_SUPERSCRIPT)}"
+
+
+def _amount(value: Number | None, quantity: Quantity, *, group: bool) -> str:
+    """An epsilon or a delta as its `QUANTITIES` entry says (people: `group`; programs: not)."""
+    if value is None:
+        return ""
+    digits = QUANTITIES[quantity]
+    rounded = round_significant(value, digits.significant or BUDGET_DIGITS)
+    below = digits.scientific_below
+    if group and below is not None and 0 < abs(rounded) < below:
+        return scientific(rounded, digits.significant or BUDGET_DIGITS)
+    return _plain(rounded, group=group)
+
+
 def budget(value: Number | None, *, group: bool = True) -> str:
-    """An epsilon or delta for people: 4 significant digits, '1E-7' -> '0.0000001'."""
-    return significant(value, BUDGET_DIGITS, group=group)
+    """An epsilon or delta for people: 4 significant digits, '1E-7' -> '1 × 10⁻⁷'.
+
+    `group=False` (a CSV cell): the plain machine number, '1E-7' -> '0.0000001'."""
+    return _amount(value, Quantity.EPSILON, group=group)
+
+
+def epsilon(value: Number | None, *, group: bool = True) -> str:
+    """A privacy loss epsilon (Quantity.EPSILON)."""
+    return _amount(value, Quantity.EPSILON, group=group)
+
+
+def delta(value: Number | None, *, group: bool = True) -> str:
+    """A privacy loss delta (Quantity.DELTA): '0.000000014285714' -> '1.429 × 10⁻⁸'."""
+    return _amount(value, Quantity.DELTA, group=group)
 
 
 def scale(value: Number | None, *, group: bool = True) -> str:
     """A noise scale, sigma or sensitivity: 3 significant digits."""
-    return significant(value, SCALE_DIGITS, group=group)
+    return significant(value, QUANTITIES[Quantity.SCALE].significant or SCALE_DIGITS, group=group)
 
 
 @lru_cache(maxsize=4096)
@@ -140,7 +238,8 @@ def halfwidth(value: Number | None, *, group: bool = True) -> str:
     Memoised: the cells of a statistic share few half-widths."""
     if value is None:
         return ""
-    return significant(value, HALFWIDTH_DIGITS, group=group)
+    digits = QUANTITIES[Quantity.HALFWIDTH].significant or HALFWIDTH_DIGITS
+    return significant(value, digits, group=group)
 
 
 def precision_step(halfwidth_value: Number) -> Decimal:
@@ -152,7 +251,8 @@ def precision_step(halfwidth_value: Number) -> Decimal:
     hw = to_decimal(halfwidth_value)
     if hw <= 0:
         return Decimal(0)
-    return Decimal(1).scaleb(hw.adjusted() - HALFWIDTH_DIGITS + 1)
+    digits = QUANTITIES[Quantity.VALUE].significant or HALFWIDTH_DIGITS
+    return Decimal(1).scaleb(hw.adjusted() - digits + 1)
 
 
 @lru_cache(maxsize=4096)
@@ -196,17 +296,59 @@ def noisy(
 
 def integer(value: Number | None, *, group: bool = True) -> str:
     """A whole number: '119968.000' -> '119,968'."""
+    return _whole(value, Quantity.COUNT, group=group)
+
+
+def rank(value: Number | None, *, group: bool = True) -> str:
+    """A quantile's rank error in whole records, rounded up (never below the bound):
+    '996.2' -> '997'."""
+    return _whole(value, Quantity.RANK, group=group)
+
+
+def _whole(value: Number | None, quantity: Quantity, *, group: bool) -> str:
     if value is None:
         return ""
-    number = to_decimal(value).quantize(Decimal(1), rounding=ROUND_HALF_EVEN)
+    mode = QUANTITIES[quantity].whole or ROUND_HALF_EVEN
+    number = to_decimal(value).quantize(Decimal(1), rounding=mode, context=_CONTEXT)
     return _plain(number, group=group)
 
 
-def percent(fraction: Number | None, digits: int = 3) -> str:
+def percent(fraction: Number | None, digits: int | None = None) -> str:
     """A fraction as a percentage: 0.95 -> '95 %'."""
     if fraction is None:
         return ""
+    digits = digits or QUANTITIES[Quantity.SHARE].significant or 3
     return f"{significant(to_decimal(fraction) * 100, digits, group=False)} %"
+
+
+def text(
+    value: Number | None,
+    quantity: Quantity,
+    *,
+    halfwidth_value: Number | None = None,
+    group: bool = True,
+) -> str:
+    """`value` written as the quantity it is (`QUANTITIES`); '' for None.
+
+    For people by default; `group=False` gives the plain machine number a CSV cell
+    holds, rounded the same way. A VALUE needs its half-width (`halfwidth_value`)."""
+    if value is None:
+        return ""
+    writers = {
+        Quantity.EPSILON: epsilon,
+        Quantity.DELTA: delta,
+        Quantity.HALFWIDTH: halfwidth,
+        Quantity.SCALE: scale,
+        Quantity.COUNT: integer,
+        Quantity.RANK: rank,
+    }
+    if quantity is Quantity.VALUE:
+        return noisy(value, halfwidth_value, group=group)
+    if quantity is Quantity.SHARE:
+        return percent(value)
+    if quantity is Quantity.BOUND:
+        return exact(value, group=group)
+    return writers[quantity](value, group=group)
 
 
 def any_number(value: Any) -> str:

@@ -7,7 +7,10 @@ several parts of the product show.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from datetime import date
+from typing import Any
 
 from django.utils.formats import date_format, get_format
 from django.utils.translation import gettext
@@ -45,3 +48,46 @@ def day(value: str | date | None) -> str:
         except ValueError:
             return value
     return date_format(value, "DATE_FORMAT")
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def quantile_planning_text(accuracy: Mapping[str, Any], *, simultaneous: bool = False) -> str:
+    """A quantile preview's accuracy before the release, in words: the planning figure in
+    the data's units with its assumption, the rank error (the guarantee) beside it.
+
+    `accuracy`: the preview's numbers as releases.kinds.quantiles states them (also as
+    frozen in a budget request): rank_error, value_error (None without a guess of n),
+    their _simultaneous twins, n_guess, grid_first, grid_last. '' when they are missing.
+    """
+    suffix = "_simultaneous" if simultaneous else ""
+    ranks = _number(accuracy.get("rank_error" + suffix))
+    if ranks is None:
+        return ""
+    fills = {"ranks": formatting.rank(ranks)}
+    units = _number(accuracy.get("value_error" + suffix))
+    n = _number(accuracy.get("n_guess"))
+    first, last = _number(accuracy.get("grid_first")), _number(accuracy.get("grid_last"))
+    if units is None or n is None or first is None or last is None:
+        return (
+            gettext("rank ± %(ranks)s values (give a guess of n to see this in the data's units)")
+            % fills
+        )
+    return gettext(
+        "about ± %(width)s in the data's units (planning figure: if about %(n)s values were "
+        "spread evenly from %(first)s to %(last)s); rank ± %(ranks)s values"
+    ) % {
+        **fills,
+        "width": formatting.halfwidth(units),
+        "n": formatting.integer(n),
+        "first": formatting.significant(first, 15),
+        "last": formatting.significant(last, 15),
+    }

@@ -35,6 +35,11 @@ def builder_text() -> dict[str, object]:
         "low": pgettext("lower bound, short", "lo"),
         "high": pgettext("upper bound, short", "hi"),
         "remove": gettext("Remove"),
+        "description": pgettext("field", "description"),
+        "label_en": gettext("label in English (empty: named from its kind and columns)"),
+        "label_zh": gettext("label in Simplified Chinese"),
+        "description_en": gettext("description in English"),
+        "description_zh": gettext("description in Simplified Chinese"),
         "column_kinds": {
             "categorical": gettext("categorical"),
             "numeric": gettext("numeric"),
@@ -47,9 +52,13 @@ def builder_text() -> dict[str, object]:
         "cells": gettext("cells"),
         "per_cell": gettext("± per cell"),
         "all_cells": gettext("± all cells at once"),
-        "cost": gettext(
-            "Total cost: epsilon {epsilon}, delta {delta}. Remaining in the project: "
-            "epsilon {epsilon_remaining}, delta {delta_remaining}."
+        "cost": gettext("Total cost: epsilon {epsilon}, delta {delta}."),
+        "remaining": gettext(
+            "Remaining in the project, counted tightly at the cap's delta: epsilon "
+            "{epsilon_remaining} now, epsilon {epsilon_remaining_after} after this release."
+        ),
+        "basic_remaining": gettext(
+            "Basic composition (the plain sums) would leave epsilon {epsilon} after it."
         ),
         "no_fit": gettext("This release does not fit the remaining budget."),
         "untight": gettext(

@@ -46,7 +46,7 @@ EVERY_KIND = [
     {"kind": "grouped_sum", "column": "hours", "group_by": "sex",
      "label": "Total weekly working hours by sex"},
     {"kind": "quantiles", "column": "income", "quantiles": ["0.25", "0.5", "0.75"],
-     "step": "1000", "label": "Median and quartiles of yearly income"},
+     "step": "1000", "n_guess": 100000, "label": "Median and quartiles of yearly income"},
     {"kind": "stddev", "column": "hours", "n_guess": 100000,
      "label": "Standard deviation of weekly working hours"},
     {"kind": "variance", "column": "age", "group_by": "sex", "n_guess": 40000,

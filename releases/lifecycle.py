@@ -124,7 +124,7 @@ def release_submit(*, release: Release, actor: AbstractBaseUser) -> Release:
         frozen = release_freeze(release=locked)
         budget_request = budget_services.budget_request_create(
             project=locked.project,
-            title=locked.title,
+            title=locked.title or locked.title_zh,
             epsilon=frozen.epsilon,
             delta=frozen.delta,
             summary=frozen.summary,

@@ -18,6 +18,9 @@ class StatisticPlan:
     position: int
     kind: str
     label: str
+    label_zh: str = ""
+    description: str = ""
+    description_zh: str = ""
     column: Column | None = None
     column2: Column | None = None
     category: str = ""
@@ -57,6 +60,8 @@ class ReleasePlan:
     epsilon: Decimal
     delta: Decimal
     statistics: list[StatisticPlan] = field(default_factory=list)
+    title_zh: str = ""
+    description_zh: str = ""
 
     @property
     def cost_epsilon(self) -> Decimal:

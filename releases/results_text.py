@@ -78,6 +78,46 @@ def noise_text(explanation: Mapping[str, Any], *, kind: str) -> str:
     return "; ".join(p.text for p in noise_parameters(explanation, kind=kind))
 
 
+def noise_law(code: str) -> str:
+    """The law a noise part is drawn from (a NoisePart's `distribution`), or the
+    selection of a kind that draws no noise parameter, in the active language: the one
+    label map every results table reads (the public page's words for the same laws)."""
+    laws = {
+        "discrete_laplace": gettext("discrete Laplace"),
+        "discrete_gaussian": gettext("discrete Gaussian"),
+        "permute_and_flip": gettext("exact permute-and-flip selection"),
+    }
+    return laws.get(code) or mechanism_name(code)
+
+
+def noise_summary(parameters: list[NoiseParameter], *, laws: list[str], mechanism: str) -> str:
+    """'discrete Laplace noise, scale 26', 'discrete Laplace noise, sum: scale 2,690; count:
+    scale 4', or for a selection without noise parts 'exact permute-and-flip selection'.
+
+    `laws`: each parameter's law code (NoisePart.distribution), in order; `mechanism`:
+    the result's mechanism code, named when there is no noise part."""
+    if not parameters:
+        return noise_law(mechanism)
+    by_law: dict[str, list[str]] = {}
+    for law, parameter in zip(laws, parameters, strict=True):
+        by_law.setdefault(law, []).append(parameter.text)
+    return "; ".join(
+        gettext("%(mechanism)s noise, %(noise)s")
+        % {"mechanism": noise_law(law), "noise": "; ".join(texts)}
+        for law, texts in by_law.items()
+    )
+
+
+def result_noise_text(explanation: Mapping[str, Any], *, kind: str, mechanism: str) -> str:
+    """A stored result's noise in words (noise_summary of its kind's noise parts)."""
+    parts = kinds.get(kind).noise_parts(dict(explanation))
+    return noise_summary(
+        noise_parameters(explanation, kind=kind),
+        laws=[p.distribution for p in parts],
+        mechanism=mechanism,
+    )
+
+
 def mechanism_name(code: str) -> str:
     """'Laplace', 'Gaussian' or 'Permute-and-flip' in the active language (the code itself
     if unknown)."""

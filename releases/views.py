@@ -18,8 +18,16 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from budgets.models import Membership
-from budgets.selectors import budget_summary, project_get_for_member, project_roles
+from budgets.selectors import (
+    budget_summary,
+    project_get_for_member,
+    project_has_reviewer,
+    project_roles,
+)
 from datasets.models import Column, Dataset
+from datasets.selectors import dataset_usability_problem
+from dpportal import statistic_names
+from dpportal.bilingual import category_label
 from dpportal.errors import ApplicationError, ValidationFailed
 from releases import lifecycle, selectors, services
 from releases.builder_text import builder_text
@@ -45,7 +53,8 @@ def _builder_payload(request: HttpRequest) -> dict[str, Any]:
 
 
 def _datasets_context(project) -> list[dict[str, Any]]:
-    """Ready datasets with their columns' PUBLIC domains only (never the private profile)."""
+    """Ready datasets, newest first, with their columns' PUBLIC domains only (never the
+    private profile), and for each whether releases may use it yet and if not, why."""
     out = []
     # every dataset's public columns in one more query, not one per dataset
     public_columns = Column.objects.exclude(
@@ -55,11 +64,14 @@ def _datasets_context(project) -> list[dict[str, Any]]:
     datasets = ready.prefetch_related(
         Prefetch("columns", queryset=public_columns, to_attr="public_columns")
     )
-    for dataset in datasets:
+    for dataset in datasets.order_by("-uploaded_at", "-pk"):
+        problem = dataset_usability_problem(dataset=dataset)
         out.append(
             {
                 "id": dataset.pk,
                 "name": dataset.name,
+                "usable": problem is None,
+                "problem": problem or "",
                 "id_column": dataset.id_column,
                 "contribution_bound": dataset.contribution_bound,
                 "columns": [
@@ -67,6 +79,12 @@ def _datasets_context(project) -> list[dict[str, Any]]:
                         "name": c.name,
                         "kind": c.kind,
                         "categories": [str(x) for x in c.categories or []],
+                        # the codes' labels in the reader's language (the category picker)
+                        "category_names": {
+                            str(x): category_label(c.category_labels, str(x))
+                            for x in c.categories or []
+                            if str(x) in (c.category_labels or {})
+                        },
                         "lower": str(c.lower) if c.lower is not None else None,
                         "upper": str(c.upper) if c.upper is not None else None,
                         "bin_edges": [str(e) for e in c.bin_edges or []],
@@ -84,14 +102,21 @@ def _render_builder(request, *, project, release=None, data=None, error="", stat
         if data is not None
         else (services.release_form_data(release=release) if release else {})
     )
+    datasets = _datasets_context(project)
+    usable = [d for d in datasets if d["usable"]]
+    if not initial.get("dataset") and usable:
+        # a new release opens on the newest dataset that releases may use
+        initial = {**initial, "dataset": usable[0]["id"]}
     return render(
         request,
         "releases/builder.html",
         {
             "project": project,
             "release": release,
-            "datasets": _datasets_context(project),
+            "datasets": datasets,
+            "usable_datasets": usable,
             "initial": initial,
+            "no_reviewer": not project_has_reviewer(project=project, other_than=request.user),
             "budget": budget_summary(project=project),
             "error": error,
             "preview_url": reverse("releases:preview", args=[project.slug]),
@@ -166,12 +191,27 @@ RESULTS_CACHE_SECONDS = 24 * 3600
 def _results_page(result, *, page: int) -> list[dict[str, Any]]:
     """Page `page` of a stored result for display, cached: a result never changes once
     computed, and reading its intervals back costs up to seconds for the largest."""
-    key = f"results:display:{result.pk}:{page}:{settings.RESULT_PAGE_CELLS}"
+    key = f"results:display:2:{result.pk}:{page}:{settings.RESULT_PAGE_CELLS}"
     items = cache.get(key)
     if items is None:
-        items = results_for_display(result.payload, page=page)
+        items = results_for_display(result.payload, page=page, spec=result.release.spec)
         cache.set(key, items, RESULTS_CACHE_SECONDS)
     return items
+
+
+def _named(items: list[dict[str, Any]], statistics: list) -> list[dict[str, Any]]:
+    """The results' statistics and their one cell over all rows named in the reader's
+    language (the statistics' rows are frozen once submitted)."""
+    labels = {s.position: statistic_names.label_of(s) for s in statistics}
+    named = []
+    for item in items:
+        rows = item.get("rows") or []
+        if len(rows) == 1:
+            rows = [{**rows[0], "cell": statistic_names.cell_name(str(rows[0].get("cell")))}]
+        named.append(
+            {**item, "label": labels.get(item.get("position"), item["label"]), "rows": rows}
+        )
+    return named
 
 
 @login_required
@@ -200,6 +240,9 @@ def release_detail_view(request: HttpRequest, release_id: int) -> HttpResponse:
         except ApplicationError as exc:
             preview_error = exc.message
     result = selectors.release_result_get(release=release)
+    statistics = list(
+        release.statistics.select_related("column", "column2", "group_column", "group_column2")
+    )
     return render(
         request,
         "releases/detail.html",
@@ -208,11 +251,18 @@ def release_detail_view(request: HttpRequest, release_id: int) -> HttpResponse:
             "project": release.project,
             "is_owner": Membership.Role.OWNER in roles,
             "is_reviewer": Membership.Role.REVIEWER in roles,
-            "statistics": release.statistics.select_related("column", "column2"),
+            "no_reviewer": release.status in (Release.Status.DRAFT, Release.Status.SUBMITTED)
+            and not project_has_reviewer(
+                project=release.project,
+                other_than=release.budget_request.requested_by
+                if release.budget_request_id
+                else request.user,
+            ),
+            "statistics": statistics,
             "events": release.events.select_related("actor"),
             "preview": preview,
             "preview_error": preview_error,
-            "results": _results_page(result, page=page) if result else None,
+            "results": _named(_results_page(result, page=page), statistics) if result else None,
             "status": selectors.release_status(release=release),
         },
     )
@@ -239,12 +289,26 @@ def _action(request: HttpRequest, release_id: int, do, success: str) -> HttpResp
 @login_required
 @require_POST
 def release_submit_view(request: HttpRequest, release_id: int) -> HttpResponse:
-    return _action(
+    """Submit a draft. A project without a reviewer still takes the submission (the
+    request waits until one is added); the message says so."""
+    response = _action(
         request,
         release_id,
         lambda r: lifecycle.release_submit(release=r, actor=request.user),
         gettext("Submitted: a reviewer of the project will decide on its budget."),
     )
+    release = Release.objects.select_related("project").get(pk=release_id)
+    if release.status == Release.Status.SUBMITTED and not project_has_reviewer(
+        project=release.project, other_than=request.user
+    ):
+        messages.warning(
+            request,
+            gettext(
+                "This project has no reviewer yet: ask a project manager or admin to add "
+                "one; the release cannot be reviewed until then."
+            ),
+        )
+    return response
 
 
 @login_required

@@ -150,4 +150,4 @@ def test_openapi_documents_the_registry_with_the_repository_schema(db):
     assert _shape(resolve(documented)) == _shape(expected)
     nullable = documented["properties"]["burn_rate"]["properties"]["first_approved_at"]
     assert nullable["nullable"] is True and nullable["format"] == "date"
-    assert resolve(documented)["properties"]["version"]["enum"] == [3]
+    assert resolve(documented)["properties"]["version"]["enum"] == [4]

@@ -166,6 +166,10 @@ def test_a_project_named_in_chinese_has_a_readable_address_and_a_valid_registry(
     assert response.status_code == 200
     document = response.json()
     validate(document)
-    assert document["project"] == {"name": "人口普查", "slug": "人口普查"}
+    assert document["project"] == {
+        "name": "人口普查",
+        "name_i18n": {"en": "人口普查", "zh-hans": ""},
+        "slug": "人口普查",
+    }
     with pytest.raises(jsonschema.ValidationError):
         validate({**document, "project": {"name": "x", "slug": "a/b"}})

@@ -75,7 +75,7 @@ def test_seeded_demo_registry_recomputes_with_an_independent_accountant(client):
     project = Project.objects.get()
     document = fetch(client, project.slug)
     tight = document["tight_accounting"]
-    assert document["version"] == 3
+    assert document["version"] == 4
     assert tight["accountant"]["library"] == "dp-accounting"
     assert tight["accountant"]["version"] == "0.6.0"
     assert tight["delta"] == document["caps"]["delta"]

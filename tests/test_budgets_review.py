@@ -191,7 +191,7 @@ def test_page_and_api_carry_the_document_without_reprs(client, releases, reviewe
     assert Fraction(spend["basic_epsilon_after"]) == Fraction("2.4")
     assert spend["fit"] == expected.fit
     assert expected.after.epsilon < 2.4  # tight accounting is tighter here
-    assert "Tight accounting at delta 0.0001" in spend["text"]
+    assert "Tight accounting at delta 1\u00a0×\u00a010⁻⁴" in spend["text"]
     assert f"{expected.fit} releases like this one fit" in text
     assert "Committed now" in text and "After approval" in text
 

@@ -28,6 +28,7 @@ from budgets.services import (
     budget_request_withdraw,
     project_caps_update,
 )
+from dpportal import formatting
 from dpportal.errors import BudgetExceeded, ValidationFailed
 from dpportal.privacy import noise, pld
 from dpportal.privacy.mechanism_records import MechanismRecord, records_from_explanation
@@ -98,7 +99,8 @@ def test_cap_admits_five_times_more_gaussian_releases_than_basic(tight_project, 
     assert list(LedgerEntry.objects.filter(project=project).values_list("pk")) == entries_before
     req.refresh_from_db()
     assert req.status == BudgetRequest.Status.PENDING
-    assert f"already past its cap: epsilon {admitted}, delta 0.0000{admitted} committed" in (
+    committed = formatting.delta(Decimal(admitted) / 10**6)  # '7.1 × 10⁻⁵', readable
+    assert f"already past its cap: epsilon {admitted}, delta {committed} committed" in (
         refusal.message
     )
     assert "has used epsilon 9.946 of its cap of 10, so epsilon 0.05448 remains, and this " in (

@@ -118,10 +118,18 @@ def test_reject_needs_a_comment(client, project, owner, reviewer):
     assert LedgerEntry.objects.count() == 0
 
 
+TEN_TO_MINUS_5 = "1\u00a0×\u00a010⁻⁵"  # a delta as people read it (dpportal.formatting)
+
+
 @pytest.mark.parametrize(
     ("setup", "data", "status", "message"),
     [
-        ("exhausted", {"comment": ""}, 409, b"only epsilon 0.05, delta 0.00001 remain"),
+        (
+            "exhausted",
+            {"comment": ""},
+            409,
+            f"only epsilon 0.05, delta {TEN_TO_MINUS_5} remain".encode(),
+        ),
         ("none", {"comment": "x" * 2001}, 400, b"at most 2000 characters"),
         ("rejected", {"comment": ""}, 409, b"This request is rejected"),
         ("withdrawn", {"comment": ""}, 409, b"This request is withdrawn"),

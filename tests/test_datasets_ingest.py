@@ -359,6 +359,10 @@ def test_header_with_bom_and_spaces(project, owner):
         (0.012, 0.049, ["0.01", "0.05"]),
         (5, 5, ["5", "6"]),
         (0, 0, ["0", "1"]),
+        # a year-like range keeps the data's scale: to decades, not to 1000 and 3000
+        (1972, 2018, ["1970", "2020"]),
+        (1999, 2001, ["1999", "2001"]),
+        (-1005, -995, ["-1010", "-990"]),
     ],
 )
 def test_round_outward(lo, hi, expected):

@@ -320,4 +320,4 @@ def test_declaration_page_needs_an_explicit_unit_and_shows_data_derived_values(
     assert "dataset-declare.js" in again and "<script>" not in again
     client.force_login(reviewer)
     detail = client.get(reverse("datasets:detail", kwargs={"pk": dataset.pk})).content.decode()
-    assert "data-derived: categories" in detail and "Confirmed by" in detail
+    assert "data-derived: the categories" in detail and "Confirmed by" in detail

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import re
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from datasets.models import Dataset
+from datasets.selectors import dataset_get_shape
 from datasets.services import dataset_create, dataset_ingest
 from tests.factories import UserFactory
 
@@ -88,11 +90,62 @@ def test_owner_sees_the_private_profile_reviewer_does_not(client, owner, reviewe
     url = reverse("datasets:detail", kwargs={"pk": ready.pk})
     client.force_login(owner)
     page = client.get(url).content.decode()
-    assert PRIVATE in page and "north, south" in page and "range (rounded outward" in page
+    frequent = "<li>north</li><li>south</li>"  # each frequent value its own item
+    assert PRIVATE in page and frequent in page and "range (rounded outward" in page
     client.force_login(reviewer)
     page = client.get(url).content.decode()
-    assert PRIVATE not in page and "north, south" not in page and "range" not in page
+    assert PRIVATE not in page and "<li>north</li>" not in page and "range" not in page
     assert "Declared domains are public" in page
+
+
+def test_owner_sees_the_rows_and_each_columns_empty_share(client, owner, reviewer, project):
+    # 100 rows; "income" empty in 39 of them, "region" never
+    csv = b"region,income\n" + b"".join(
+        b"%s,%s\n" % (b"north" if i % 2 else b"south", b"" if i < 39 else b"%d" % (1000 + i))
+        for i in range(100)
+    )
+    dataset = dataset_create(
+        project=project,
+        name="wages",
+        uploaded_file=SimpleUploadedFile("w.csv", csv),
+        uploaded_by=owner,
+        dispatch=False,
+    )
+    dataset = dataset_ingest(dataset_id=dataset.pk)
+    shape = dataset_get_shape(dataset=dataset)
+    assert shape.rows == 100
+    assert shape.empty_share == {"region": "0", "income": "0.39"}
+    url = reverse("datasets:detail", kwargs={"pk": dataset.pk})
+    client.force_login(owner)
+    page = client.get(url).content.decode()
+    assert re.search(r'id="dataset-rows">\s*100 rows', page)
+    shares = re.findall(r'class="private empty-share">([^<]*)<', page)
+    assert shares == ["0 % of the cells are empty", "39 % of the cells are empty"]
+    client.force_login(reviewer)  # private, like the profile
+    page = client.get(url).content.decode()
+    assert "dataset-rows" not in page and "empty-share" not in page
+
+
+def test_the_declaration_page_reads_only_the_chosen_kinds_inputs(client, owner, ready):
+    """Posted with the inputs of each column's kind only (the others hidden, or never
+    sent): nothing else is required."""
+    client.force_login(owner)
+    url = reverse("datasets:declare", kwargs={"pk": ready.pk})
+    form = {
+        "unit": "row",
+        "kind-0": "excluded",
+        "kind-1": "numeric",
+        "lower-1": "0",
+        "upper-1": "100",
+        "kind-2": "categorical",
+        "categories-2": "north\nsouth",
+    }
+    response = client.post(url, form)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    columns = {c.name: c for c in ready.columns.all()}
+    assert columns["region"].categories == ["north", "south"]
+    assert (columns["age"].lower, columns["age"].upper) == (0, 100)
+    assert columns["region"].missing == "drop" and columns["age"].bin_edges == []
 
 
 @pytest.mark.parametrize("who", ["anonymous", "stranger"])
@@ -172,7 +225,7 @@ def test_declare_page_saves_and_shows_public_domains(client, owner, reviewer, re
     client.force_login(reviewer)
     page = client.get(reverse("datasets:detail", kwargs={"pk": ready.pk})).content.decode()
     assert "north, south, east, west" in page
-    assert "Numeric in [0, 120]; bins at 0, 18, 65, 120" in page
+    assert "Numeric in [0, 120]; bins at 0; 18; 65; 120" in page
     assert "at most 2 rows per person" in page
 
 

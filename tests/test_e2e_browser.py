@@ -244,7 +244,7 @@ def test_end_to_end_from_upload_to_public_chart(
         login(owner_pages, owner)
         owner_pages.goto(f"/projects/{project.slug}/")
         page.get_by_role("link", name="Upload a dataset").click()
-        page.get_by_label("Name").fill("Survey wave 1")
+        page.get_by_label("Name", exact=True).fill("Survey wave 1")
         page.set_input_files("input[type=file]", str(csv_path))
         owner_pages.shot("upload-form")
         page.get_by_role("button", name="Upload").click()

@@ -45,7 +45,7 @@ def _upload_and_confirm(pages: Pages, project, tmp_path) -> Dataset:
     source.write_bytes(("\r\n".join([HEADER, *ROWS]) + "\r\n").encode("gbk"))
     pages.goto(f"/projects/{project.slug}/")
     page.get_by_role("link", name="Upload a dataset").click()
-    page.get_by_label("Name").fill("调查 2024")
+    page.get_by_label("Name", exact=True).fill("调查 2024")
     page.set_input_files("input[type=file]", str(source))
     page.get_by_role("button", name="Upload").click()
     page.wait_for_url("**/reading/")

@@ -79,8 +79,9 @@ def test_heatmap_axes_stay_categorical_and_markup_stays_text(
             }"""
         )
         assert layout == {"x": "category", "y": "category", "trace": "heatmap"}
-        # every label on the axis, in the declared order, "Other" included, as text
-        assert _ticks(page, 2, "x") == NUMBERISH
+        # every label on the axis, in the declared order, dpportal's "Other" included (in
+        # its own form, apart from the declared labels), as text
+        assert _ticks(page, 2, "x") == [*NUMBERISH[:-1], "(Other)"]
         assert _ticks(page, 2, "y") == rows  # the markup shows as its own text
         hover = _hover(page, 2)
         assert "interval" in hover and " to " in hover
@@ -115,6 +116,15 @@ def test_charts_are_drawn_as_they_scroll_into_view(
     position = hist["position"]
     pages = Pages(browser, live_server, "public-lazy-charts")
     try:
+        # a narrow window (one statistic under the other) whose fold lies above the
+        # histogram's chart: measured on a first visit, then the page is opened afresh
+        pages.page.set_viewport_size({"width": 800, "height": 700})
+        pages.goto(f"/p/{project.slug}/releases/{release.pk}/")
+        top = pages.page.evaluate(
+            f"document.getElementById('chart-{position}').getBoundingClientRect().top"
+        )
+        # the script draws a chart within 200 px of the window at once: 260 px keeps it out
+        pages.page.set_viewport_size({"width": 800, "height": int(top) - 260})
         pages.goto(f"/p/{project.slug}/releases/{release.pk}/")
         page = pages.page
         page.wait_for_selector("body[data-charts-ready='1']")
@@ -132,7 +142,7 @@ def test_charts_are_drawn_as_they_scroll_into_view(
         assert in_view and far, charts  # the page has charts on both sides of the fold
         assert all(c["drawn"] and c["svg"] for c in in_view), charts
         assert not any(c["drawn"] or c["svg"] for c in far), charts
-        assert f"chart-{position}" in [c["id"] for c in far], charts
+        assert f"chart-{position}" in [c["id"] for c in charts if not c["drawn"]], charts
         # its numbers are already there as text
         assert page.locator(f"#table-body-{position} tr").count() == len(hist["values"])
         # the reader picks 99 %, all bars at once, then scrolls to the histogram

@@ -97,6 +97,10 @@ ALLOWED = {
     "missing",
     "codes",
     "format",
+    # the codebook's label headers: category_labels, category_labels_zh
+    "category",
+    "labels",
+    "zh",
     # authors cited by name (Dwork & Roth, The Algorithmic Foundations of Differential Privacy)
     "Dwork",
     "Roth",

@@ -115,12 +115,15 @@ def test_statistic_page_cuts_every_per_cell_list_alike(settings):
         "kind": "grouped_mean", "cells": list("abcdefg"), "values": list(range(7)),
         "exact_values": list(range(7)), "clamped": [False] * 7,
         "uninformative_cells": [i == 5 for i in range(7)], "shape": None,
+        "cell_labels": [{"en": c.upper(), "zh-hans": ""} for c in "abcdefg"],
+        "cell_buckets": [""] * 6 + ["other"],
         "intervals": {"0.95": {"per_cell": {"lower": list(range(7)), "upper": list(range(7)),
                                             "halfwidths": [None] * 7}}},
     }  # fmt: skip
     page = paging.statistic_page(stat, page=2)
     assert page["cells"] == ["d", "e", "f"] and page["values"] == [3, 4, 5]
     assert page["uninformative_cells"] == [False, False, True]
+    assert [label["en"] for label in page["cell_labels"]] == ["D", "E", "F"]
     for key in paging.PER_CELL:
         assert len(page[key]) == 3
     assert page["intervals"]["0.95"]["per_cell"]["lower"] == [3, 4, 5]

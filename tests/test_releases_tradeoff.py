@@ -236,7 +236,20 @@ def test_a_release_only_tight_accounting_admits_can_be_saved_and_submitted(
         delta="0.000001",
     )  # fmt: skip
     preview = services.release_preview(project=project, data=data)
-    assert preview["budget"]["epsilon_remaining"] == "0"  # nothing left by basic sums
+    budget = preview["budget"]
+    assert budget["basic"]["epsilon_remaining"] == "0"  # nothing left by basic sums
+    # the stated remainder is the tight one: cap 3 minus the loss at the cap's delta
+    assert Decimal(budget["epsilon_remaining"]) == 3 - Decimal(
+        preview["spend"]["before"]["epsilon"]
+    )
+    after = Decimal(budget["epsilon_remaining_after"])
+    assert (
+        0
+        <= after
+        == 3 - Decimal(preview["spend"]["after"]["epsilon"])
+        < Decimal(budget["epsilon_remaining"])
+    )
+    assert Decimal(budget["basic"]["epsilon_remaining_after"]) == Decimal("-0.5")
     assert preview["spend"]["within_pld"] and not preview["spend"]["within_basic"]
     assert preview["fits"] is True and preview["spend"]["fit"] >= 2
     release = services.release_save_draft(project=project, actor=owner, data=data)

@@ -51,12 +51,15 @@ def test_each_new_kind_states_domains_grid_split_sensitivity_and_accuracy(submit
     assert quantiles.mechanism == "permute_and_flip" and quantiles.delta == 0
     assert "Permute-and-flip" in quantiles.mechanism_text
     details = {heading: text for heading, text, _ in quantiles.details}
-    assert details["Candidate grid"].startswith("every 1000 from 0 to 150,000: 151 candidates")
+    assert details["Candidate grid"].startswith("every 1,000 from 0 to 150,000: 151 candidates")
     share = formatting.budget(Fraction(quantiles.epsilon) / 3)
     assert details["Epsilon split"] == f"equal shares: 3 × {share} (sequential composition)"
     assert "0.5: 0.5 ranks" in details["Sensitivity of the rank utility"]
     q_preview = dp.statistic_accuracy(plan=plan, stat=plan.statistics[1])
     assert quantiles.unit == "ranks" and quantiles.halfwidth == q_preview["rank_error"]
+    # the rank error as the builder and the public page write it: whole records, rounded up
+    ranks = formatting.rank(q_preview["rank_error"])
+    assert f"rank ± {ranks} values" in quantiles.halfwidth_text
     assert quantiles.noise == ()
     # spread: three parts in the data's units, the split, the interval rule
     assert [n.part for n in sd.noise] == ["count", "centred sum", "sum of squares"]
@@ -65,7 +68,7 @@ def test_each_new_kind_states_domains_grid_split_sensitivity_and_accuracy(submit
     assert details["Epsilon split"] == "count 1/4, centred sum 1/4, sum of squares 1/2"
     assert "clamped to 0" in details["Interval"]
     assert sd.halfwidth_simultaneous_text.endswith("(one value: the same interval)")
-    assert "5000 rows have a value per cell" in sd.halfwidth_text
+    assert "5,000 rows have a value per cell" in sd.halfwidth_text
 
 
 def test_reviewer_page_shows_the_new_rows_without_reprs(client, submitted, reviewer):

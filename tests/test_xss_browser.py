@@ -189,7 +189,7 @@ def test_script_payloads_in_data_never_run_or_render_as_markup(
         # --- upload through the page; a real worker ingests ---------------------------
         login(owner_pages, owner)
         owner_pages.goto(f"/datasets/upload/{project.slug}/")
-        owner_pages.page.get_by_label("Name").fill(SCRIPT + " data")
+        owner_pages.page.get_by_label("Name", exact=True).fill(SCRIPT + " data")
         owner_pages.page.set_input_files("input[type=file]", str(csv_path))
         owner_pages.page.get_by_role("button", name="Upload").click()
         owner_pages.page.wait_for_load_state()
@@ -274,7 +274,9 @@ def test_script_payloads_in_data_never_run_or_render_as_markup(
             ready="body[data-charts-ready='1']",
         )
         # the labels reach the reader as text, exactly as declared
-        table_text = public_pages.page.locator("main table").all_inner_texts()
+        table_text = public_pages.page.locator(
+            "main table"
+        ).all_text_contents()  # tables fold under their statistic
         for label in (CATEGORIES[SCRIPT][0], CATEGORIES[LINK][0], CATEGORIES[QUOTES][1]):
             assert any(label in t for t in table_text), label
         pub.visit(f"/registry/{slug}/", "registry")

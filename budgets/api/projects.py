@@ -21,14 +21,19 @@ from dpportal.api import (
     PAGINATION_PARAMETERS,
     AmountField,
     ApiView,
+    BilingualOutputField,
+    BilingualTextField,
     error_responses,
     paginated,
     paginated_response,
     validated_input,
 )
+from dpportal.bilingual import Bilingual
 
 
 class BudgetSummarySerializer(serializers.Serializer):
+    """The ledger's exact basic sums (basic composition); the stated loss is `spend`."""
+
     epsilon_cap = AmountField()
     delta_cap = AmountField()
     epsilon_spent = AmountField()
@@ -41,11 +46,41 @@ class BudgetSummarySerializer(serializers.Serializer):
     delta_remaining = AmountField()
 
 
+class SpendBasicSerializer(serializers.Serializer):
+    spent_epsilon = AmountField(source="basic_spent_epsilon")
+    spent_delta = AmountField(source="basic_spent_delta")
+    committed_epsilon = AmountField(source="basic_committed_epsilon")
+    committed_delta = AmountField(source="basic_committed_delta")
+
+
+class SpendFigureSerializer(serializers.Serializer):
+    """The one spend figure every page states (budgets.selectors.spend_figure)."""
+
+    delta = AmountField(help_text="The cap's delta, at which every epsilon here is read.")
+    epsilon_cap = AmountField()
+    spent_epsilon = AmountField(
+        allow_null=True,
+        help_text="The computed releases' privacy loss, tight: the smallest valid epsilon at "
+        "the cap's delta (privacy loss distributions, Renyi DP, or the basic sum). null: no "
+        "finite epsilon reaches that delta.",
+    )
+    committed_epsilon = AmountField(
+        allow_null=True, help_text="The same, with approved releases not yet computed."
+    )
+    remaining_epsilon = AmountField(help_text="epsilon_cap - committed_epsilon, at least 0.")
+    basic = SpendBasicSerializer(
+        source="*", help_text="The plain sums of the same rows (basic composition)."
+    )
+
+
 class ProjectOutputSerializer(serializers.Serializer):
     slug = serializers.CharField()
     name = serializers.CharField()
+    name_i18n = BilingualOutputField("name")
     description = serializers.CharField()
+    description_i18n = BilingualOutputField("description")
     privacy_unit_description = serializers.CharField()
+    privacy_unit_description_i18n = BilingualOutputField("privacy_unit_description")
     epsilon_cap = AmountField()
     delta_cap = AmountField()
     created_at = serializers.DateTimeField()
@@ -53,14 +88,20 @@ class ProjectOutputSerializer(serializers.Serializer):
 
 class ProjectDetailOutputSerializer(ProjectOutputSerializer):
     roles = serializers.ListField(child=serializers.CharField(), help_text="Your roles.")
-    budget = BudgetSummarySerializer()
+    budget = BudgetSummarySerializer(help_text="The basic sums from the ledger, exact.")
+    spend = SpendFigureSerializer(
+        help_text="The stated spend: tight at the cap's delta, the basic sums beside it."
+    )
 
 
 def _project_detail(*, project: Project, user) -> dict:
+    summary = selectors.budget_summary(project=project)
+    figure = selectors.project_spend_figure(project=project, summary=summary)
     return {
         **ProjectOutputSerializer(project).data,
         "roles": sorted(selectors.project_roles(project=project, user=user)),
-        "budget": BudgetSummarySerializer(selectors.budget_summary(project=project)).data,
+        "budget": BudgetSummarySerializer(summary).data,
+        "spend": SpendFigureSerializer(figure).data,
     }
 
 
@@ -70,12 +111,10 @@ class ProjectCollectionApi(ApiView):
 
     @extend_schema_serializer(component_name="ProjectCollectionInput")
     class InputSerializer(serializers.Serializer):
-        name = serializers.CharField(max_length=200)
+        name = BilingualTextField(max_length=200)
         slug = serializers.CharField(max_length=80, required=False, allow_blank=True)
-        description = serializers.CharField(max_length=10000, allow_blank=True, default="")
-        privacy_unit_description = serializers.CharField(
-            max_length=10000, allow_blank=True, default=""
-        )
+        description = BilingualTextField(max_length=10000, default="")
+        privacy_unit_description = BilingualTextField(max_length=10000, default="")
         epsilon_cap = serializers.CharField(max_length=64, help_text="Exact decimal, > 0.")
         delta_cap = serializers.CharField(
             max_length=64, default="0", help_text="Exact decimal in [0, 1)."
@@ -103,6 +142,9 @@ class ProjectCollectionApi(ApiView):
     )
     def post(self, request: Request) -> Response:
         data = validated_input(self.InputSerializer, request)
+        for field in ("name", "description", "privacy_unit_description"):
+            texts = Bilingual.from_json(data.get(field))
+            data[field], data[field + "_zh"] = texts.en, texts.zh
         project = services.project_create(created_by=request.user, **data)
         return Response(
             _project_detail(project=project, user=request.user), status=status.HTTP_201_CREATED

@@ -50,10 +50,19 @@ class BudgetStandingSerializer(serializers.Serializer):
     delta_cost = AmountField()
     epsilon_cap = AmountField()
     delta_cap = AmountField()
-    epsilon_before = AmountField()
-    delta_before = AmountField()
-    epsilon_after = AmountField()
-    delta_after = AmountField()
+    epsilon_before = AmountField(help_text="Remaining epsilon before, by the basic sums.")
+    delta_before = AmountField(help_text="Remaining delta before, by the basic sums.")
+    epsilon_after = AmountField(help_text="Remaining epsilon after, by the basic sums.")
+    delta_after = AmountField(help_text="Remaining delta after, by the basic sums.")
+    tight_epsilon_before = AmountField(
+        allow_null=True,
+        help_text="Remaining epsilon before by the stated spend: the cap minus the tight loss "
+        "at the cap's delta, at least 0 (null: not accounted).",
+    )
+    tight_epsilon_after = AmountField(
+        allow_null=True,
+        help_text="The same after the request; never negative when fits (null: not accounted).",
+    )
     fits = serializers.BooleanField()
     text = serializers.SerializerMethodField()
 
@@ -61,9 +70,17 @@ class BudgetStandingSerializer(serializers.Serializer):
         def pair(eps: Decimal, delta: Decimal) -> str:
             return f"epsilon {formatting.budget(eps)}, delta {formatting.budget(delta)}"
 
-        return (
+        basic = (
             f"{obj.before_label}: {pair(obj.epsilon_before, obj.delta_before)}. "
             f"{obj.after_label}: {pair(obj.epsilon_after, obj.delta_after)}."
+        )
+        if obj.tight_epsilon_before is None or obj.tight_epsilon_after is None:
+            return basic
+        return (
+            f"Tight accounting at delta {formatting.budget(obj.delta_cap)}: "
+            f"{obj.before_label}: epsilon {formatting.budget(obj.tight_epsilon_before)}. "
+            f"{obj.after_label}: epsilon {formatting.budget(obj.tight_epsilon_after)}. "
+            f"By the basic sums: {basic}"
         )
 
 

@@ -4,7 +4,8 @@ A package by capability; every public name is importable from here:
 projects (membership and visibility), budget (totals, requests, the ledger,
 a request's budget standing), summary (the BudgetSummary value), accounting (what
 fits under the cap), review (the reviewer's inbox), audit (the invariants),
-registry (the public epsilon registry).
+registry (the public epsilon registry), spend_figure (the one spend figure: the
+tight loss at the cap's delta, the basic sum beside it).
 """
 
 from budgets.selectors.accounting import (
@@ -37,6 +38,7 @@ from budgets.selectors.budget import (
 from budgets.selectors.projects import (
     project_get_for_member,
     project_get_public,
+    project_has_reviewer,
     project_list_for_user,
     project_roles,
     role_required,
@@ -57,7 +59,13 @@ from budgets.selectors.review import (
     inbox_list_for_reviewer,
     statistic_lines,
 )
-from budgets.selectors.spend import SpendStanding, spend_standing
+from budgets.selectors.spend import SpendStanding, spend_standing, standing_with_spend
+from budgets.selectors.spend_figure import (
+    SpendFigure,
+    project_spend_figure,
+    release_spend_figure,
+    remaining_after,
+)
 
 __all__ = [
     "ACCOUNTING_RULE",
@@ -70,6 +78,7 @@ __all__ = [
     "BudgetStanding",
     "BudgetSummary",
     "InboxEntry",
+    "SpendFigure",
     "SpendStanding",
     "StatisticLine",
     "budget_request_get_for_member",
@@ -92,12 +101,17 @@ __all__ = [
     "ledger_list_for_project",
     "project_get_for_member",
     "project_get_public",
+    "project_has_reviewer",
     "project_list_for_user",
     "project_registry",
     "project_registry_cached",
     "project_registry_version",
     "project_roles",
     "role_required",
+    "project_spend_figure",
+    "release_spend_figure",
+    "remaining_after",
     "spend_standing",
+    "standing_with_spend",
     "statistic_lines",
 ]

@@ -56,6 +56,8 @@ __all__ = [
     "entry_records",
     "epsilon_text",
     "committed_records_at",
+    "committed_records_of",
+    "ledger_states",
     "fit_text",
     "float_exact",
     "ledger_state",
@@ -141,6 +143,36 @@ def ledger_state(*, project_id: int, moment: Q | None = None) -> str:
     moment = moment if moment is not None else Q()
     rows = LedgerEntry.objects.filter(moment, project_id=project_id)
     return f"{rows.aggregate(last=Max('pk'))['last'] or 0}|{moment!s}"
+
+
+def ledger_states(*, project_ids: Iterable[int]) -> dict[int, str]:
+    """ledger_state (the moment now) of several projects, in one query."""
+    ids = sorted(set(project_ids))
+    last = dict(
+        LedgerEntry.objects.filter(project_id__in=ids)
+        .order_by()
+        .values("project_id")
+        .annotate(last=Max("pk"))
+        .values_list("project_id", "last")
+    )
+    return {pk: f"{last.get(pk) or 0}|{Q()!s}" for pk in ids}
+
+
+def committed_records_of(*, project_ids: Iterable[int]) -> dict[int, list[MechanismRecord]]:
+    """committed_records of several projects, in one query (project id -> its records)."""
+    ids = sorted(set(project_ids))
+    released = LedgerEntry.objects.filter(project_id__in=ids, kind=LedgerEntry.Kind.RELEASE).values(
+        "request_id"
+    )
+    rows = (
+        LedgerEntry.objects.filter(project_id__in=ids, kind=LedgerEntry.Kind.RESERVE)
+        .exclude(request_id__in=released)
+        .values_list("project_id", "epsilon", "delta", "mechanisms")
+    )
+    by_project: dict[int, list[tuple[object, object, list]]] = {pk: [] for pk in ids}
+    for project_id, epsilon, delta, mechanisms in rows:
+        by_project[project_id].append((epsilon, delta, mechanisms))
+    return {pk: rows_records(project_rows) for pk, project_rows in by_project.items()}
 
 
 #: committed records of this many recent (project, ledger state) pairs are kept in

@@ -143,6 +143,11 @@ class BudgetStanding(MomentLabels):
     delta_after: Decimal
     # pending only: the tight (PLD) accountant admits the cost although the sums do not
     fits_tight: bool = False
+    # the remaining epsilon by the one spend figure (cap - the tight loss at the cap's
+    # delta; spend.standing_with_spend), before and after; None: not accounted. The
+    # epsilon_before/after above are the basic sums, the explanation beside it.
+    tight_epsilon_before: Decimal | None = None
+    tight_epsilon_after: Decimal | None = None
 
     LABELS: ClassVar[dict[str, tuple[str, str, str]]] = {
         "now": (_("Remaining now"), _("Remaining after approval"), ""),

@@ -17,6 +17,17 @@ def project_roles(*, project: Project, user: AbstractBaseUser | AnonymousUser) -
     return set(Membership.objects.filter(project=project, user=user).values_list("role", flat=True))
 
 
+def project_has_reviewer(*, project: Project, other_than: AbstractBaseUser | None = None) -> bool:
+    """Whether someone can decide on the project's budget requests: an active member holding
+    the reviewer role, other than `other_than` (a requester never decides on their own)."""
+    reviewers = Membership.objects.filter(
+        project=project, role=Membership.Role.REVIEWER, user__is_active=True
+    )
+    if other_than is not None and other_than.pk is not None:
+        reviewers = reviewers.exclude(user_id=other_than.pk)
+    return reviewers.exists()
+
+
 def project_get_for_member(
     *, slug: str, user: AbstractBaseUser | AnonymousUser, roles: set[str] | None = None
 ) -> Project:

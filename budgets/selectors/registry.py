@@ -18,13 +18,17 @@ from budgets import amounts
 from budgets.models import BudgetRequest, LedgerEntry, Project
 from budgets.selectors.budget import budget_summary
 from budgets.selectors.registry_accounting import registry_tight
+from budgets.selectors.spend_figure import project_spend_figure
+from dpportal.bilingual import Bilingual
 from dpportal.privacy.accounting import Cost, group_privacy, group_privacy_delta
 from dpportal.privacy.params import exact_str
 from dpportal.privacy.pld import ACCOUNTANT
 
 # 2: tight accounting (the PLD loss, the accountant, each release's mechanisms)
 # 3: the RDP bound, exact records of Gaussian vectors (zCDP) and of each quantile
-REGISTRY_VERSION = 3
+# 4: "spend", the one spend figure (tight at the cap's delta, the basic sums beside);
+#    spent, committed and remaining stay, as the basic sums
+REGISTRY_VERSION = 4
 
 
 GROUP_SIZES = (1, 2, 5, 10)
@@ -80,6 +84,7 @@ def project_registry(*, project: Project, now: datetime | None = None) -> dict:
     now = now or timezone.now()
     today = timezone.localdate(now, timezone=UTC)
     summary = budget_summary(project=project)
+    figure = project_spend_figure(project=project, summary=summary)
     # Only the (public) approval DAY of each charged request is used for time: the
     # charge's own time is when the computation finished, and its distance to the
     # approval would publish the compute duration (PRIVACY-TESTING.md, "Timing").
@@ -112,6 +117,7 @@ def project_registry(*, project: Project, now: datetime | None = None) -> dict:
             "decided_at",
             "release__pk",
             "release__title",
+            "release__title_zh",
             "release__mechanism",
             "release__published_at",
         )
@@ -149,10 +155,16 @@ def project_registry(*, project: Project, now: datetime | None = None) -> dict:
     ]
     return {
         "version": REGISTRY_VERSION,
-        "project": {"name": project.name, "slug": project.slug},
+        "project": {
+            "name": project.name,
+            "name_i18n": Bilingual.of(project, "name").as_json(),
+            "slug": project.slug,
+        },
         "data_use": project.description,
+        "data_use_i18n": Bilingual.of(project, "description").as_json(),
         "privacy_unit": {
             "description": project.privacy_unit_description,
+            "description_i18n": Bilingual.of(project, "privacy_unit_description").as_json(),
             "max_rows_per_person": max_rows,
             "datasets": datasets,
             "neighbouring": gettext_noop(
@@ -162,6 +174,7 @@ def project_registry(*, project: Project, now: datetime | None = None) -> dict:
         "mechanism_families": mechanisms,
         "accounting_rule": ACCOUNTING_RULE,
         "tight_accounting": tight,
+        "spend": figure.to_json(),
         "caps": _pair(project.epsilon_cap, project.delta_cap),
         "spent": _pair(summary.epsilon_spent, summary.delta_spent),
         "committed": _pair(summary.epsilon_committed, summary.delta_committed),
@@ -193,6 +206,9 @@ def project_registry(*, project: Project, now: datetime | None = None) -> dict:
             {
                 "id": row["release__pk"],
                 "title": row["release__title"],
+                "title_i18n": Bilingual(
+                    en=row["release__title"], zh=row["release__title_zh"]
+                ).as_json(),
                 "mechanism": row["release__mechanism"],
                 "epsilon": amounts.fmt(row["epsilon"]),
                 "delta": amounts.fmt(row["delta"]),
@@ -221,7 +237,7 @@ def _version_sql() -> str:
     dataset = apps.get_model("datasets", "Dataset")._meta.db_table
     return f"""
         SELECT p.name, p.slug, p.description, p.privacy_unit_description, p.epsilon_cap,
-               p.delta_cap,
+               p.delta_cap, p.name_zh, p.description_zh, p.privacy_unit_description_zh,
                (SELECT COUNT(*) FROM {ledger} l WHERE l.project_id = p.id),
                (SELECT MAX(l.id) FROM {ledger} l WHERE l.project_id = p.id),
                (SELECT COUNT(*) FROM {release} r
@@ -302,6 +318,7 @@ def _registry_datasets(*, project: Project) -> list[dict]:
     return [
         {
             "name": row.name,
+            "name_i18n": Bilingual.of(row, "name").as_json(),
             "unit": f"person identified by column {row.id_column!r}" if row.id_column else "row",
             "id_column": row.id_column or None,
             # Row-level protection makes no claim about people with several rows.

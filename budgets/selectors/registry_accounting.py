@@ -18,7 +18,6 @@ and 4b). Each is recomputable from the listed records alone.
 
 from __future__ import annotations
 
-import math
 from decimal import Decimal
 
 from django.utils.translation import gettext_noop
@@ -26,8 +25,9 @@ from django.utils.translation import gettext_noop
 from budgets import amounts
 from budgets.models import LedgerEntry, Project
 from budgets.selectors.accounting import entry_records, float_exact
+from budgets.selectors.spend_figure import spend_of, stated_epsilon
 from dpportal.privacy.mechanism_records import MechanismRecord, merge_records
-from dpportal.privacy.pld import ACCOUNTANT, project_spend
+from dpportal.privacy.pld import ACCOUNTANT
 
 __all__ = ["TIGHT_RULE", "accountant_description", "registry_tight"]
 
@@ -82,17 +82,11 @@ def registry_tight(
         r for rid, records in by_request.items() if rid not in published_request_ids
         for r in records
     ]  # fmt: skip
-    spend = project_spend(every, project.delta_cap)
-    pld_epsilon, tight = spend.pld_epsilon, spend.tight_epsilon
+    spend = spend_of(every, epsilon_cap=project.epsilon_cap, delta_cap=project.delta_cap)
+    pld_epsilon = spend.pld_epsilon
     basic_eps, basic_delta = spent
-    # The smallest valid epsilon at the cap's delta: the basic sum only states a loss
-    # at the cap's delta when its own delta is within it.
-    if basic_delta <= project.delta_cap and (
-        not math.isfinite(tight) or basic_eps <= Decimal(repr(tight))
-    ):
-        stated = amounts.fmt(basic_eps)
-    else:
-        stated = float_exact(tight)
+    # the smallest valid epsilon at the cap's delta, by the one rule (spend_figure)
+    stated = stated_epsilon(spend, basic_epsilon=basic_eps, basic_delta=basic_delta)
     block = {
         "rule": TIGHT_RULE,
         "accountant": accountant_description(),
@@ -100,7 +94,7 @@ def registry_tight(
         "spent_pld_epsilon": float_exact(pld_epsilon),
         "spent_rdp_epsilon": float_exact(spend.rdp_epsilon),
         "spent_basic": {"epsilon": amounts.fmt(basic_eps), "delta": amounts.fmt(basic_delta)},
-        "spent_epsilon": stated,
+        "spent_epsilon": None if stated is None else amounts.fmt(stated),
     }
     mechanisms = {rid: _dicts(records) for rid, records in by_request.items()}
     return block, mechanisms, _dicts(unpublished)

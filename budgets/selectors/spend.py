@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
 from fractions import Fraction
@@ -27,20 +28,28 @@ from typing import ClassVar
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
+from budgets import amounts
 from budgets.models import BudgetRequest, LedgerEntry
 from budgets.selectors.accounting import (
     cap_check_cached,
+    committed_records_of,
     entry_records,
     fit_text,
     ledger_state,
+    ledger_states,
     rows_records,
 )
-from budgets.selectors.budget import MomentLabels, _caps_at
+from budgets.selectors.budget import BudgetStanding, MomentLabels, _caps_at
 from dpportal.privacy.errors import PrivacyParameterError
 from dpportal.privacy.mechanism_records import MechanismRecord
 from dpportal.privacy.pld import Spend
 
-__all__ = ["SpendStanding", "spend_standing"]
+__all__ = [
+    "SpendStanding",
+    "spend_standing",
+    "spend_standings_pending",
+    "standing_with_spend",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -137,6 +146,59 @@ def spend_standing(*, budget_request: BudgetRequest) -> SpendStanding | None:
     epsilon_cap, delta_cap = (
         _caps_at(project=project, at=at) if at else (project.epsilon_cap, project.delta_cap)
     )
+    return _accounted(
+        budget_request=budget_request,
+        moment=moment,
+        at=at,
+        caps=(epsilon_cap, delta_cap),
+        state=lambda: ledger_state(project_id=project.pk, moment=rows),
+        history=lambda: _committed_records(project_id=project.pk, moment=rows),
+        add=add,
+    )
+
+
+def spend_standings_pending(
+    *, budget_requests: Sequence[BudgetRequest]
+) -> dict[int, SpendStanding | None]:
+    """spend_standing of pending requests (a list page), by request id, in at most two
+    queries whatever their number: the projects' ledger states, and their committed
+    records only when some check is not in the cache (accounting.cap_check_cached)."""
+    project_ids = {r.project_id for r in budget_requests}
+    states = ledger_states(project_ids=project_ids) if budget_requests else {}
+    loaded: dict[int, list[MechanismRecord]] = {}
+
+    def history(project_id: int) -> list[MechanismRecord]:
+        if not loaded:  # the first miss reads every listed project's records at once
+            loaded.update(committed_records_of(project_ids=project_ids))
+        return loaded.get(project_id, [])
+
+    out: dict[int, SpendStanding | None] = {}
+    for r in budget_requests:
+        project = r.project
+        out[r.pk] = _accounted(
+            budget_request=r,
+            moment="now",
+            at=None,
+            caps=(project.epsilon_cap, project.delta_cap),
+            state=lambda pk=project.pk: states[pk],
+            history=lambda pk=project.pk: history(pk),
+            add=True,
+        )
+    return out
+
+
+def _accounted(
+    *,
+    budget_request: BudgetRequest,
+    moment: str,
+    at: datetime | None,
+    caps: tuple[Decimal, Decimal],
+    state: Callable[[], str],
+    history: Callable[[], list[MechanismRecord]],
+    add: bool,
+) -> SpendStanding | None:
+    """The SpendStanding of a request measured against `history` (None if not accountable)."""
+    epsilon_cap, delta_cap = caps
     try:
         candidate = entry_records(
             epsilon=budget_request.epsilon,
@@ -144,9 +206,9 @@ def spend_standing(*, budget_request: BudgetRequest) -> SpendStanding | None:
             mechanisms=budget_request.mechanisms,
         )
         check = cap_check_cached(
-            project_id=project.pk,
-            state=ledger_state(project_id=project.pk, moment=rows),
-            history=lambda: _committed_records(project_id=project.pk, moment=rows),
+            project_id=budget_request.project_id,
+            state=state(),
+            history=history,
             candidate=candidate,
             epsilon_cap=epsilon_cap,
             delta_cap=delta_cap,
@@ -176,4 +238,29 @@ def spend_standing(*, budget_request: BudgetRequest) -> SpendStanding | None:
         within_basic=check.within_basic,
         fit=check.fit,
         fit_at_least=check.fit_at_least,
+    )
+
+
+def standing_with_spend(standing: BudgetStanding, spend: SpendStanding | None) -> BudgetStanding:
+    """`standing` with the remaining epsilon by the one spend figure (spend_figure's rule).
+
+    Before: cap - the tight loss before, at least zero; after: cap - the tight loss
+    after, at least zero when the request fits (by any bound), so a request that fits
+    never shows a negative remainder. `spend` None (not accounted): unchanged.
+    """
+    if spend is None:
+        return standing
+
+    def left(loss: float | None) -> Decimal:
+        if loss is None:
+            return amounts.ZERO
+        return amounts.sub(spend.epsilon_cap, Decimal(repr(loss)))
+
+    before = max(amounts.ZERO, left(spend.epsilon_before))
+    after = left(spend.epsilon_after)
+    fits = standing.fits if standing.moment == "now" else after >= 0 or spend.within
+    return replace(
+        standing,
+        tight_epsilon_before=before,
+        tight_epsilon_after=max(amounts.ZERO, after) if fits else after,
     )

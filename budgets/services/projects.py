@@ -36,9 +36,17 @@ def project_create(
     delta_cap: object,
     created_by: AbstractBaseUser,
     slug: str | None = None,
+    name_zh: str = "",
+    description_zh: str = "",
+    privacy_unit_description_zh: str = "",
 ) -> Project:
-    """Create a project; its creator becomes its first owner."""
-    name = (name or "").strip()
+    """Create a project; its creator becomes its first owner. Each text may have a
+    Chinese twin (`_zh`); a name given in Chinese only is the plain name."""
+    name, name_zh = (name or "").strip(), (name_zh or "").strip()
+    if not name:
+        name, name_zh = name_zh, ""
+    if len(name_zh) > 200:
+        raise ValidationFailed(gettext("A project's name may be at most 200 characters."))
     if not name:
         raise ValidationFailed(gettext("A project needs a name."))
     if len(name) > 200:
@@ -62,6 +70,9 @@ def project_create(
         slug=slug,
         description=(description or "").strip(),
         privacy_unit_description=(privacy_unit_description or "").strip(),
+        name_zh=name_zh,
+        description_zh=(description_zh or "").strip(),
+        privacy_unit_description_zh=(privacy_unit_description_zh or "").strip(),
         epsilon_cap=epsilon,
         delta_cap=delta,
         created_by=created_by,

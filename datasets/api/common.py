@@ -45,6 +45,11 @@ class ColumnOutputSerializer(serializers.Serializer):
         help_text="Parts of the declared domain filled in from the data's private profile "
         "(and confirmed by an owner for publication): 'categories', 'bounds'.",
     )
+    category_labels = serializers.DictField(
+        child=serializers.DictField(child=serializers.CharField(allow_blank=True)),
+        help_text='The public labels of the declared categories: code -> {"en": ..., '
+        '"zh-hans": ...} (either may be empty; a code without a label is shown as the code).',
+    )
 
 
 class DatasetOutputSerializer(serializers.Serializer):

@@ -62,6 +62,12 @@ class ColumnDeclarationInputSerializer(serializers.Serializer):
         choices=list(DATE_FORMATS), default="YYYY-MM-DD",
         help_text="Date: how the cells write a date (a time after it is ignored).",
     )  # fmt: skip
+    category_labels = serializers.DictField(
+        child=serializers.JSONField(), required=False, default=dict,
+        help_text='Categorical, optional: public labels of the declared categories, code -> '
+        'a label (English) or {"en": ..., "zh-hans": ...}. At most 200 characters each; two '
+        "codes may not share one label in a language; a label only for a declared code.",
+    )  # fmt: skip
     derived_from_data = serializers.ListField(
         child=serializers.ChoiceField(choices=Column.Derived.values), required=False,
         default=list, help_text="The parts you filled in from the private profile: "
@@ -170,8 +176,9 @@ class DatasetCodebookApi(ApiView):
             max_length=2 << 20,
             trim_whitespace=False,
             help_text="The codebook CSV (header: column,kind,categories,lower,upper,bin_edges,"
-            "missing_codes,missing,date_lower,date_upper,date_bin,date_format; only column "
-            "and kind required; lists separated by '|').",
+            "missing_codes,missing,date_lower,date_upper,date_bin,date_format,"
+            "category_labels,category_labels_zh; only column and kind required; lists "
+            "separated by '|'; the labels in the order of the categories).",
         )
 
     @extend_schema(

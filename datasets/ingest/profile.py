@@ -10,7 +10,7 @@ that is an exact aggregate of the data:
   few rows have reveals that someone has it. Float columns get none (they cannot
   be categorical). No count is kept, and the threshold is shown nowhere;
 - `more_values`: whether the column holds values that are not suggested;
-- `range` (numeric): [lo, hi] rounded outward to a power of ten, from the
+- `range` (numeric): [lo, hi] rounded outward to a power of ten below its width, from the
   SUGGEST_MIN_ROWS-th smallest and largest values, so that no single extreme row
   moves it; None when there are too few values;
 - `unreadable` (numeric): whether some cells could not be read as numbers (a
@@ -128,14 +128,18 @@ def _sorted_values(values: list[str], kind: str) -> list[str]:
 
 
 def round_outward(lo: float, hi: float) -> list[str]:
-    """[lo, hi] widened to multiples of the power of ten below max(|lo|, |hi|).
+    """[lo, hi] widened to multiples of the power of ten below its width (hi - lo), or
+    below max(|lo|, |hi|) when it has none.
 
-    E.g. [18, 93] -> [10, 100]; [0, 1234567.8] -> [0, 2000000]; [-3.2, 0.5] -> [-4, 1].
+    E.g. [18, 93] -> [10, 100]; [0, 1234567.8] -> [0, 2000000]; [-3.2, 0.5] -> [-4, 1];
+    years [1972, 2018] -> [1970, 2020] (by the width; by the magnitude: 1000 to 3000).
     """
     magnitude = max(abs(lo), abs(hi))
     if magnitude == 0 or not math.isfinite(magnitude):
         return ["0", "1"] if magnitude == 0 else ["", ""]
-    step = Decimal(10) ** math.floor(math.log10(magnitude))
+    width = hi - lo
+    scale = width if width > 0 and math.isfinite(width) else magnitude
+    step = Decimal(10) ** math.floor(math.log10(scale))
     nice_lo = (Decimal(repr(lo)) / step).to_integral_value(rounding="ROUND_FLOOR") * step
     nice_hi = (Decimal(repr(hi)) / step).to_integral_value(rounding="ROUND_CEILING") * step
     if nice_lo == nice_hi:

@@ -40,6 +40,7 @@ from datasets.services.reading import (
     dataset_read_preview,
     parse_read_options,
 )
+from datasets.services.texts import dataset_texts_update
 from datasets.services.uploads import (
     awaiting_upload_retention,
     dataset_cleanup_awaiting,
@@ -58,6 +59,7 @@ __all__ = [
     "dataset_create",
     "dataset_declare",
     "dataset_delete",
+    "dataset_texts_update",
     "dataset_dispatch_ingest",
     "dataset_folder",
     "dataset_import_codebook",

@@ -8,7 +8,15 @@ are required, the other headers may be left out):
     age,numeric,,0,120,0|18|65|120,-9|999,drop,,,,
     visit,date,,,,,,drop,2024-01-01,2024-12-31,month,YYYY-MM-DD
 
-Lists (categories, bin edges, missing-value codes) are separated by "|". A row
+Lists (categories, bin edges, missing-value codes) are separated by "|". The optional
+`category_labels` (English) and `category_labels_zh` (Simplified Chinese) give the
+categories' public labels, "|"-separated in the order of `categories`, an empty
+entry for a code without one (datasets.services.category_labels):
+
+    column,kind,categories,category_labels,category_labels_zh
+    sex,categorical,1|2,Male|Female,男|女
+
+A row
 with an empty kind leaves its column as it is. Import is all or nothing
 (declaration.dataset_import_codebook): a bad row gives a message with its line
 number and nothing changes. Export writes the current declaration in the same
@@ -26,6 +34,7 @@ from django.utils.translation import gettext
 from datasets.models import Column, Dataset
 from datasets.services.common import csv_safe_cell
 from datasets.services.declaration_columns import column_kind
+from dpportal.bilingual import EN, ZH
 from dpportal.errors import ValidationFailed
 
 HEADERS = [
@@ -41,6 +50,8 @@ HEADERS = [
     "date_upper",
     "date_bin",
     "date_format",
+    "category_labels",
+    "category_labels_zh",
 ]
 LISTS = ("categories", "bin_edges", "missing_codes")
 SEPARATOR = "|"
@@ -117,6 +128,7 @@ def parse_codebook(content: bytes) -> list[tuple[int, dict[str, object]]]:
             for key in LISTS:
                 if key in spec:
                     spec[key] = [v.strip() for v in str(spec[key]).split(SEPARATOR) if v.strip()]
+            _labels(spec, line)
             rows.append((line, spec))
             if len(rows) > MAX_ROWS:
                 raise ValidationFailed(
@@ -129,6 +141,31 @@ def parse_codebook(content: bytes) -> list[tuple[int, dict[str, object]]]:
             % {"line": reader.line_num}
         ) from None
     return rows
+
+
+def _labels(spec: dict[str, object], line: int) -> None:
+    """The row's label columns as spec["category_labels"] (code -> {"en", "zh-hans"}),
+    matched to its categories by position."""
+    columns = {EN: spec.pop("category_labels", ""), ZH: spec.pop("category_labels_zh", "")}
+    categories = [str(c) for c in spec.get("categories") or []]
+    labels: dict[str, dict[str, str]] = {}
+    for language, cell in columns.items():
+        if not str(cell or "").strip():
+            continue
+        texts = [t.strip() for t in str(cell).split(SEPARATOR)]
+        if len(texts) != len(categories):
+            raise ValidationFailed(
+                gettext(
+                    "Line %(line)s of the codebook gives %(labels)s category labels for "
+                    "%(categories)s categories: give one per category, in the same order "
+                    "(empty for a category without one)."
+                )
+                % {"line": line, "labels": len(texts), "categories": len(categories)}
+            )
+        for code, text in zip(categories, texts, strict=True):
+            labels.setdefault(code, {EN: "", ZH: ""})[language] = text
+    if labels:
+        spec["category_labels"] = labels
 
 
 def _unquote(cell: str) -> str:
@@ -163,6 +200,20 @@ def _row(column: Column) -> list[str]:
         date.get("upper", ""),
         date.get("bin", ""),
         date.get("format", ""),
+        *_label_cells(column, kind),
+    ]
+
+
+def _label_cells(column: Column, kind: str) -> list[str]:
+    """The categories' labels in English and in Chinese, in the order of the categories."""
+    labels = column.category_labels or {}
+    if kind != Column.Kind.CATEGORICAL or not labels:
+        return ["", ""]
+    return [
+        SEPARATOR.join(
+            (labels.get(str(code)) or {}).get(language, "") for code in column.categories
+        )
+        for language in (EN, ZH)
     ]
 
 

@@ -20,7 +20,10 @@ from django.utils.translation import gettext, gettext_noop
 
 from datasets.domains import DATE_BINS, DATE_FORMATS, date_bin_labels
 from datasets.models import Column
+from datasets.services.category_labels import set_category_labels
 from dpportal.bidi import bidi_controls_in, shown
+from dpportal.bilingual import LABEL_MAX_CHARS
+from dpportal.buckets import bucket_holds, bucket_name, bucket_names, normalized
 
 MAX_CATEGORIES = 1000
 MAX_CATEGORY_LENGTH = 200
@@ -38,6 +41,9 @@ DECLARED_FIELDS = [
     "missing_codes",
     "date",
     "derived_from_data",
+    "category_labels",
+    "label",
+    "label_zh",
 ]
 #: a date range with too many bins, by bin (translated when the problem is found)
 _TOO_MANY_BINS = {
@@ -111,7 +117,29 @@ def declare_column(column: Column, spec: Mapping[str, object]) -> list[str]:
         _date(column, spec, errors)
     if kind != Column.Kind.EXCLUDED:
         _missing_codes(column, spec, errors, numeric=kind == Column.Kind.NUMERIC)
+    set_category_labels(column, spec, errors)
+    _labels(column, spec, errors)
     return errors
+
+
+def _labels(column: Column, spec: Mapping[str, object], errors: list[str]) -> None:
+    """The column's label for readers in English and Chinese, when the spec gives them
+    (kept as they are otherwise): at most LABEL_MAX_CHARS each, no direction control."""
+    for field in ("label", "label_zh"):
+        if field not in spec:
+            continue
+        text = str(spec.get(field) or "").strip()
+        if len(text) > LABEL_MAX_CHARS:
+            errors.append(
+                gettext("a label may be at most %(limit)s characters.") % {"limit": LABEL_MAX_CHARS}
+            )
+        elif bidi_controls_in(text):
+            errors.append(
+                gettext("the label %(label)s holds an invisible direction control: remove it.")
+                % {"label": shown(text)}
+            )
+        else:
+            setattr(column, field, text)
 
 
 def _categorical(column: Column, spec: Mapping[str, object], errors: list[str]) -> None:
@@ -155,6 +183,7 @@ def _categorical(column: Column, spec: Mapping[str, object], errors: list[str]) 
                 )
                 % {"category": shown(category[:50]), "controls": ", ".join(controls)}
             )
+    _bucket_names(categories, errors)
     duplicates = sorted({c for c in categories if categories.count(c) > 1})
     if duplicates:
         errors.append(
@@ -162,6 +191,29 @@ def _categorical(column: Column, spec: Mapping[str, object], errors: list[str]) 
             % {"categories": ", ".join(duplicates[:10])}
         )
     column.categories = categories
+
+
+def _bucket_names(categories: list[str], errors: list[str]) -> None:
+    """Refuse a category named like one of dpportal's own cells, in any language or case
+    (dpportal.buckets): a reader could not tell the two apart."""
+    names = bucket_names()  # once: every language's names of the buckets
+    for category in categories:
+        mark = names.get(normalized(category))
+        if mark is None:
+            continue
+        errors.append(
+            gettext(
+                "category '%(category)s' reads like “%(bucket)s”, the cell dpportal adds for "
+                "%(holds)s: rename the category (for example '%(suggestion)s') so readers can "
+                "tell them apart."
+            )
+            % {
+                "category": category[:50],
+                "bucket": bucket_name(mark),
+                "holds": bucket_holds(mark),
+                "suggestion": gettext("%(category)s (as answered)") % {"category": category[:50]},
+            }
+        )
 
 
 def _numeric(column: Column, spec: Mapping[str, object], errors: list[str]) -> None:

@@ -16,6 +16,8 @@ from dpportal.api.errors import (
 )
 from dpportal.api.fields import (
     AmountField,
+    BilingualOutputField,
+    BilingualTextField,
     FailureReasonField,
     UserRefSerializer,
     WarningsField,
@@ -36,6 +38,8 @@ __all__ = [
     "MEMBER_ERRORS",
     "PAGINATION_PARAMETERS",
     "AmountField",
+    "BilingualOutputField",
+    "BilingualTextField",
     "ApiPagination",
     "ApiView",
     "ErrorSerializer",

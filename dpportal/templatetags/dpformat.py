@@ -1,16 +1,21 @@
 """Template filters over dpportal.formatting: `{% load dpformat %}`.
 
-{{ value|budget }}            epsilon / delta, 4 significant digits
+{{ value|budget }}            epsilon / delta, 4 significant digits (below 0.001: 1.429 × 10⁻⁸)
+{{ value|epsilon }}           the same, named for the quantity
+{{ value|delta }}             the same, named for the quantity
 {% budget_exact value %}      the same inside <span title="exact value">
 {{ value|noisy:halfwidth }}   a noisy value at the precision its half-width justifies
 {{ value|halfwidth }}         2 significant digits
 {{ value|scale }}             noise scale / sigma / sensitivity, 3 significant digits
-{{ value|exact }}             exact plain text (no exponent)
+{{ value|exact }}             exact (a bound, an edge), with thousands separators
 {{ value|integer }}           whole number with thousands separators
+{{ values|exact_list }}       bin edges: each exact and grouped, joined by '; '
+{{ value|rank }}              a quantile's rank error: whole records, rounded up
 {{ value|percent }}           0.95 -> 95 %
 {{ value|day }}               '2026-11-25' -> 2026-11-25 / 2026年11月25日
 
 Numbers come out in the active language's separators (dpportal.words.number_text).
+Each filter is one quantity of dpportal.formatting.QUANTITIES.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import Any
 
 from django import template
 from django.utils.html import format_html
+from django.utils.translation import pgettext
 
 from dpportal import formatting, words
 
@@ -41,6 +47,16 @@ def budget(value: Any) -> str:
 
 
 @register.filter
+def epsilon(value: Any) -> str:
+    return _safe(formatting.epsilon, value)
+
+
+@register.filter
+def delta(value: Any) -> str:
+    return _safe(formatting.delta, value)
+
+
+@register.filter
 def noisy(value: Any, halfwidth_value: Any = None) -> str:
     return _safe(formatting.noisy, value, None if halfwidth_value == "" else halfwidth_value)
 
@@ -57,7 +73,21 @@ def scale(value: Any) -> str:
 
 @register.filter
 def exact(value: Any) -> str:
-    return _safe(formatting.exact, value)
+    """A value the owner typed (a bound, an edge), exactly, grouped for people."""
+    return _safe(lambda v: formatting.exact(v, group=True), value)
+
+
+@register.filter
+def exact_list(values: Any) -> str:
+    """Values the owner typed (bin edges), each exactly and grouped, joined by the
+    language's list separator ('0; 20,000; 40,000': a comma would split '20,000'); a value
+    that is not a number is shown as it is."""
+    return pgettext("list separator", "; ").join(exact(v) or str(v) for v in values or [])
+
+
+@register.filter
+def rank(value: Any) -> str:
+    return _safe(formatting.rank, value)
 
 
 @register.filter

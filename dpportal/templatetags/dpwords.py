@@ -10,7 +10,7 @@ from __future__ import annotations
 from django import template
 from django.utils.translation import gettext
 
-from dpportal import bilingual, messages, words
+from dpportal import bilingual, buckets, messages, statistic_names, words
 
 register = template.Library()
 
@@ -52,3 +52,44 @@ def inlang(obj, field: str) -> str:
 def category_label(labels, code) -> str:
     """A category code's owner label in the reader's language, else the code."""
     return bilingual.category_label(labels, code)
+
+
+@register.filter
+def quantile_planning(accuracy, which: str = "") -> str:
+    """A quantile preview's accuracy in words (dpportal.words.quantile_planning_text) from
+    its numbers, a live or a frozen preview entry; which="all": for all quantiles at once."""
+    if not hasattr(accuracy, "get"):
+        return ""
+    return words.quantile_planning_text(accuracy, simultaneous=which == "all")
+
+
+@register.filter
+def statistic_label(stat) -> str:
+    """A statistic's name in the reader's language: the owner's label, else the name
+    dpportal makes from its kind and columns, translated (dpportal.statistic_names)."""
+    return statistic_names.label_of(stat)
+
+
+@register.filter
+def release_title(obj) -> str:
+    """A release's (or budget request's) title in the reader's language."""
+    return statistic_names.title_of(obj)
+
+
+@register.filter
+def i18n_text(texts) -> str:
+    """A {"en": ..., "zh-hans": ...} text (the API's and the registry's form) in the
+    reader's language, falling back to the other one."""
+    return bilingual.Bilingual.from_json(texts).show() if texts else ""
+
+
+@register.filter
+def bucket_text(mark: str) -> str:
+    """dpportal's own cell ("other", "missing") as pages write it: "(Other)", "(Missing)"."""
+    return buckets.bucket_text(mark)
+
+
+@register.filter
+def bucket_note(mark: str) -> str:
+    """What dpportal's own cell holds, for its tooltip."""
+    return buckets.bucket_note(mark)

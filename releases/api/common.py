@@ -9,6 +9,7 @@ from rest_framework import serializers
 from budgets.models import Membership
 from dpportal.api import (
     AmountField,
+    BilingualOutputField,
     FailureReasonField,
 )
 from releases.models import Release, Statistic
@@ -31,6 +32,8 @@ class StatisticOutputSerializer(serializers.Serializer):
     position = serializers.IntegerField()
     kind = serializers.ChoiceField(choices=Statistic.Kind.choices)
     label = serializers.CharField()
+    label_i18n = BilingualOutputField("label")
+    description_i18n = BilingualOutputField("description")
     column = serializers.CharField(source="column.name", allow_null=True, default=None)
     column2 = serializers.CharField(source="column2.name", allow_null=True, default=None)
     category = serializers.CharField()
@@ -61,7 +64,9 @@ class ReleaseOutputSerializer(serializers.Serializer):
     project = serializers.CharField(source="project.slug")
     dataset = serializers.IntegerField(source="dataset_id")
     title = serializers.CharField()
+    title_i18n = BilingualOutputField("title")
     description = serializers.CharField()
+    description_i18n = BilingualOutputField("description")
     status = serializers.ChoiceField(choices=Release.Status.choices)
     mechanism = serializers.ChoiceField(choices=Release.Mechanism.choices)
     confidence = AmountField()
@@ -85,7 +90,13 @@ def release_detail(release: Release) -> dict:
     release = Release.objects.select_related("project").get(pk=release.pk)
     return ReleaseDetailOutputSerializer(
         {
-            **{f: getattr(release, f) for f in ReleaseOutputSerializer().fields},
+            **{
+                f: getattr(release, f)
+                for f in ReleaseOutputSerializer().fields
+                if not f.endswith("_i18n")
+            },
+            "title_zh": release.title_zh,
+            "description_zh": release.description_zh,
             "project": release.project,
             "failure_record": release.failure_record,
             "dataset_id": release.dataset_id,

@@ -14,6 +14,7 @@ from dpportal.api import (
     MEMBER_ERRORS,
     PAGINATION_PARAMETERS,
     ApiView,
+    BilingualTextField,
     error_responses,
     paginated,
     paginated_response,
@@ -31,7 +32,8 @@ from releases.models import Release, Statistic
 
 class StatisticInputSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=Statistic.Kind.values)
-    label = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    label = BilingualTextField(max_length=200, required=False, default="")
+    description = BilingualTextField(max_length=5000, required=False, default="")
     column = serializers.CharField(
         max_length=200, required=False, allow_blank=True, default="",
         help_text="Column name (count of one category, histogram, sum, mean, argmax).",
@@ -68,7 +70,8 @@ class StatisticInputSerializer(serializers.Serializer):
     n_guess = serializers.IntegerField(
         required=False, allow_null=True, default=None, min_value=1, max_value=10**12,
         help_text="Mean, grouped mean (smallest group's rows), standard deviation, variance: "
-        "a planning guess of n, used for the preview only.",
+        "a planning guess of n, used for the preview only. Quantiles (optional): the rows "
+        "with a value, to state their accuracy in the data's units beside the rank error.",
     )  # fmt: skip
     group_by = serializers.CharField(
         max_length=200, required=False, allow_blank=True, default="",
@@ -92,10 +95,8 @@ class StatisticInputSerializer(serializers.Serializer):
 
 class ReleaseInputSerializer(serializers.Serializer):
     dataset = serializers.IntegerField(help_text="A ready, declared dataset of the project.")
-    title = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
-    description = serializers.CharField(
-        max_length=5000, required=False, allow_blank=True, default=""
-    )
+    title = BilingualTextField(max_length=200, required=False, default="")
+    description = BilingualTextField(max_length=5000, required=False, default="")
     mechanism = serializers.ChoiceField(choices=Release.Mechanism.choices, default="laplace")
     confidence = serializers.ChoiceField(choices=["0.90", "0.95", "0.99"], default="0.95")
     epsilon = serializers.CharField(max_length=64, help_text="Total epsilon (exact decimal).")

@@ -42,6 +42,9 @@ class PreviewStatisticSerializer(serializers.Serializer):
     halfwidth_simultaneous = serializers.FloatField(
         required=False, allow_null=True, help_text="Half-width holding for all cells at once."
     )
+    epsilon_text = serializers.CharField(required=False, help_text="For people.")
+    delta_text = serializers.CharField(required=False, help_text="For people.")
+    cells_text = serializers.CharField(required=False, help_text="For people.")
     halfwidth_text = serializers.CharField(required=False, help_text="For people.")
     halfwidth_simultaneous_text = serializers.CharField(required=False, help_text="For people.")
     n_guess = serializers.IntegerField(required=False, allow_null=True)
@@ -53,6 +56,21 @@ class PreviewStatisticSerializer(serializers.Serializer):
     )
     rank_error_simultaneous = serializers.FloatField(
         required=False, help_text="Quantiles: rank-error bound holding for all quantiles at once."
+    )
+    value_error = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        help_text="Quantiles: a planning figure of the rank error in the data's units, if the "
+        "n_guess values were spread evenly over the grid (null without n_guess).",
+    )
+    value_error_simultaneous = serializers.FloatField(
+        required=False, allow_null=True, help_text="Quantiles: the same for all at once."
+    )
+    accuracy_text = serializers.CharField(
+        required=False, help_text="Quantiles: the accuracy in words (data units and ranks)."
+    )
+    accuracy_simultaneous_text = serializers.CharField(
+        required=False, help_text="Quantiles: the same for all quantiles at once."
     )
 
 
@@ -71,10 +89,15 @@ class PreviewOutputSerializer(serializers.Serializer):
     privacy_unit = serializers.DictField(required=False)
     statistics = PreviewStatisticSerializer(many=True, required=False)
     cost = serializers.DictField(required=False, child=serializers.CharField())
-    budget = serializers.DictField(
+    budget = serializers.JSONField(
         required=False,
-        child=serializers.CharField(),
-        help_text="Remaining budget now and after (only for unsubmitted previews).",
+        help_text="Remaining budget now and after (only for unsubmitted previews), by the "
+        "stated spend: epsilon_remaining, epsilon_remaining_after: the epsilon cap minus the "
+        "tight loss at the cap's delta (the spend's epsilon), now and with this release, never "
+        "negative when fits; delta_remaining, delta_remaining_after: the basic sums of deltas, "
+        "at least 0 when fits; *_text for people; basic: the plain sums (basic composition), "
+        "exact and signed: epsilon_remaining, delta_remaining, epsilon_remaining_after, "
+        "delta_remaining_after.",
     )
     fits = serializers.BooleanField(
         required=False,

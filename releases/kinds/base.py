@@ -84,9 +84,10 @@ class Cell(NamedTuple):
 
     low/high: the interval's ends (None where the kind has no value interval:
     quantiles, the most common category); halfwidth: set where the interval is
-    symmetric; rank_error: a quantile's rank bound (records); flag: a code such as
-    UNINFORMATIVE (see `uninformative`) or "clamped_low" explaining an edge case. A named
-    tuple: pages
+    symmetric; rank_error: a quantile's rank bound (records); about_low/about_high: a
+    quantile's rank error in the data's units, an estimate under the assumption its kind
+    states (None when it cannot be made); flag: a code such as UNINFORMATIVE (see
+    `uninformative`) or "clamped_low" explaining an edge case. A named tuple: pages
     read tens of thousands of them, and it is several times cheaper to make than a
     frozen dataclass.
     """
@@ -97,6 +98,8 @@ class Cell(NamedTuple):
     halfwidth: float | None = None
     rank_error: float | None = None
     flag: str | None = None
+    about_low: float | None = None
+    about_high: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return self._asdict()
@@ -357,6 +360,15 @@ class StatisticKind:
     ) -> list[Cell]:
         """Per cell: the value and its interval at `confidence` (post-processing only)."""
         raise NotImplementedError
+
+    def cell_accuracy_text(self, cell: Cell) -> str:
+        """A kind whose cells have no value interval (quantiles): each cell's accuracy in
+        words, in the reader's language; '' for the others (their interval says it)."""
+        return ""
+
+    def accuracy_note(self, entry: dict[str, Any]) -> str:
+        """The assumption cell_accuracy_text is made under, in words ('' for none)."""
+        return ""
 
     def selection_halfwidth(self, entry: dict[str, Any], *, confidence: object) -> float | None:
         """For a selection that publishes no value: the half-width of each noisy score."""

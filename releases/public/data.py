@@ -18,10 +18,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from dpportal import formatting
+from dpportal import buckets, formatting
+from dpportal.bilingual import Bilingual
 from releases import kinds
+from releases.kinds import quantiles as quantile_words
 from releases.kinds.base import UNINFORMATIVE, clamped_at_zero
 from releases.kinds.counting import HEATMAP_MAX_CELLS, HEATMAP_MAX_LABELS
+from releases.kinds.domains import cell_labels
 from releases.models import Release
 from releases.public import noise_data, notes, stats_data
 from releases.public.facts import (
@@ -81,6 +84,9 @@ def _intervals(
             }
             if any(c.rank_error is not None for c in cells):
                 out[level][interval_kind]["rank_errors"] = [c.rank_error for c in cells]
+                # the rank error in the data's units, an estimate (None: no n to read it with)
+                out[level][interval_kind]["about_lower"] = [c.about_low for c in cells]
+                out[level][interval_kind]["about_upper"] = [c.about_high for c in cells]
             if kind.clampable:
                 shown = [clamped_at_zero(c) for c in cells]
                 out[level][interval_kind]["rounded_lower"] = [c.low for c in shown]
@@ -169,14 +175,27 @@ def _quantile_texts(stat: dict[str, Any]) -> dict[str, Any]:
     """Quantiles: the chosen candidates exactly, and the rank error in records (no interval)."""
     out: dict[str, Any] = {}
     for level in stat["intervals"]:
-        texts: dict[str, Any] = {"value": [formatting.exact(v) for v in stat["exact_values"]]}
+        texts: dict[str, Any] = {
+            "value": [formatting.exact(v, group=True) for v in stat["exact_values"]]
+        }
         for interval_kind in INTERVAL_KINDS:
-            errors = stat["intervals"][level][interval_kind]["rank_errors"]
+            iv = stat["intervals"][level][interval_kind]
+            errors = iv["rank_errors"]
+            about = [
+                quantile_words.about_range_texts(low, high)
+                for low, high in zip(
+                    iv.get("about_lower") or [None] * len(errors),
+                    iv.get("about_upper") or [None] * len(errors),
+                    strict=True,
+                )
+            ]
             texts[interval_kind] = {
                 "lower": [""] * len(errors),
                 "upper": [""] * len(errors),
                 "halfwidth": [""] * len(errors),
-                "rank_error": [formatting.significant(t) for t in errors],
+                "rank_error": [formatting.rank(t) for t in errors],
+                "about_lower": [low for low, _ in about],
+                "about_upper": [high for _, high in about],
             }
         out[level] = texts
     return out
@@ -197,15 +216,17 @@ def _statistic_data(
     values = statistic_kind.values(entry)
     intervals, uninformative = _intervals(entry, levels)
     cells = [str(c) for c in entry.get("cells") or []]
+    # a statistic the owner named in Chinese only has no plain label
+    label = entry.get("label") or ("" if (spec or {}).get("label_zh") else kind)
     if kind in ("sum", "mean") or (kind == "count" and not cells):
-        cells = [entry.get("label") or kind]
+        cells = [label or str((spec or {}).get("label_zh"))]
     if kind != "argmax" and len(cells) != len(values):
         raise ValueError("a published statistic's cells and values disagree")
     shape = entry.get("shape")
     data: dict[str, Any] = {
         "position": int(entry["position"]),
         "kind": kind,
-        "label": entry.get("label") or kind,
+        "label": label,
         "columns": columns,
         "category": entry.get("category"),
         "layout": statistic_kind.layout(entry),
@@ -236,7 +257,14 @@ def _statistic_data(
         "quantiles": list(entry.get("quantiles") or []),
         "exact_values": list(entry.get("values") or []),
         "generated_labels": _generated_labels(spec),
+        # the owner's texts frozen with the specification (releases.services.freeze)
+        **_owner_texts(spec),
+        **_bucket_marks(statistic_kind, spec, data_cells=cells, shape=shape),
     }
+    _add_cell_labels(data, spec)
+    if kind == "quantiles":  # what n a quantile's data-unit range is read with (or None)
+        basis = quantile_words.value_basis(entry)
+        data["about_basis"] = list(basis) if basis else None
     # notes in English for the API and downloads, and as message records for the pages,
     # which translate them when they are rendered (this data is cached for every language)
     data["note_records"] = notes.statistic_notes(entry=entry, spec=spec, unit=unit_note)
@@ -244,6 +272,39 @@ def _statistic_data(
     if stats_data.handles(kind):  # chart fields of the grouped kinds
         data.update(stats_data.chart_fields(entry, data["intervals"]))
     return data
+
+
+def _add_cell_labels(data: dict[str, Any], spec: dict[str, Any] | None) -> None:
+    """The owner's labels of the cells, frozen in the specification: "cell_labels" (one
+    {"en", "zh-hans"} or None per cell), "row_names" and "col_names" (a two-way table's),
+    and the most common category's "argmax_label"; the codes stay in "cells"."""
+    labels = cell_labels(
+        spec, cells=data["cells"], row_labels=data["row_labels"], col_labels=data["col_labels"]
+    )
+    data["cell_labels"] = labels["cells"]
+    data["row_names"], data["col_names"] = labels["rows"], labels["columns"]
+    argmax = data.get("argmax")
+    data["argmax_label"] = None
+    if isinstance(argmax, dict) and argmax.get("label") is not None:
+        found = cell_labels(spec, cells=[str(argmax["label"])], row_labels=[], col_labels=[])
+        data["argmax_label"] = (found["cells"] or [None])[0]
+
+
+def _owner_texts(spec: dict[str, Any] | None) -> dict[str, Any]:
+    """The statistic's Chinese label, its description in both languages and its columns'
+    labels ({name: {"en", "zh-hans"}}), as frozen in its specification."""
+    spec = spec or {}
+    titles = {
+        str(domain.get("name")): Bilingual.from_json(domain["label"]).as_json()
+        for domain in [*(spec.get("columns") or []), *(spec.get("groups") or [])]
+        if isinstance(domain, dict) and domain.get("label")
+    }
+    return {
+        "label_zh": str(spec.get("label_zh") or ""),
+        "description": str(spec.get("description") or ""),
+        "description_zh": str(spec.get("description_zh") or ""),
+        "column_titles": titles,
+    }
 
 
 def _generated_labels(spec: dict[str, Any] | None) -> list[str]:
@@ -255,6 +316,18 @@ def _generated_labels(spec: dict[str, Any] | None) -> list[str]:
         for category in (domain.get("categories") or [])
     }
     return [label for label in (notes.OTHER, notes.MISSING) if label not in declared]
+
+
+def _bucket_marks(
+    statistic_kind: Any, spec: dict[str, Any] | None, *, data_cells: list[str], shape: Any
+) -> dict[str, list[str]]:
+    """Which cells are dpportal's own (dpportal.buckets.cell_marks), by their place on the
+    axes of the frozen spec: the groups of a grouped kind, the columns of the others."""
+    if not spec:
+        return {}
+    grouped = statistic_kind.fields == "grouped"
+    domains = (spec.get("groups") if grouped else spec.get("columns")) or []
+    return buckets.cell_marks(domains, cells=len(data_cells), shape=shape)
 
 
 def _frozen_statistics(*, release: Release) -> dict[int, dict[str, Any]]:
@@ -308,7 +381,13 @@ def release_public_data(
         "project": release.project.slug,
         "project_name": release.project.name,
         "title": release.title,
+        "title_zh": release.title_zh,
         "description": release.description,
+        "description_zh": release.description_zh,
+        "project_name_zh": release.project.name_zh,
+        # the owner's words in the privacy unit's notes, in both languages (page_words)
+        "unit_words_i18n": Bilingual.of(release.project, "privacy_unit_description").as_json(),
+        "dataset_name_i18n": Bilingual.of(release.dataset, "name").as_json(),
         "mechanism": mechanism,
         "mechanism_label": MECHANISM_LABELS.get(mechanism, mechanism),
         "epsilon": formatting.exact(release.epsilon),

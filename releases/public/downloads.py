@@ -16,11 +16,21 @@ from typing import Any
 from django.utils.translation import gettext
 
 from dpportal import formatting
+from dpportal.bilingual import ZH, Bilingual
 from dpportal.errors import ValidationFailed
+from releases.kinds import quantiles as quantile_words
 
 
 def _finite(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(x) else x
+
+
+def _basis(basis: Any) -> dict[str, Any] | None:
+    """What n a quantile's data-unit range was read with: the owner's planning guess or a
+    released noisy count (None: no range)."""
+    if not basis:
+        return None
+    return {"n": basis[1], "source": basis[0]}
 
 
 def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str, Any]:
@@ -31,9 +41,15 @@ def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str,
         simultaneous = stat["intervals"][confidence]["simultaneous"]
         cells = []
         hidden = stat.get("uninformative_cells") or [False] * len(stat["cells"])
+        labels = stat.get("cell_labels") or []
+        marks = stat.get("cell_buckets") or []
         if stat["kind"] != "argmax":
             for i, cell in enumerate(stat["cells"]):
                 row: dict[str, Any] = {"cell": cell, "value": stat["values"][i]}
+                # the owner's label beside the code: {"en", "zh-hans"}, or None
+                row["cell_label"] = labels[i] if i < len(labels) else None
+                # dpportal's own cell ("other", "missing"; null for a declared one)
+                row["bucket"] = (marks[i] if i < len(marks) else "") or None
                 if stat["layout"] == "heatmap":
                     cols = stat["shape"][1]
                     row["row"] = stat["row_labels"][i // cols]
@@ -43,6 +59,10 @@ def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str,
                     row["quantile"] = stat["quantiles"][i]
                     row["rank_error"] = per_cell["rank_errors"][i]
                     row["simultaneous_rank_error"] = simultaneous["rank_errors"][i]
+                    # the rank error in the data's units: an estimate (see about_basis)
+                    for prefix, iv in (("", per_cell), ("simultaneous_", simultaneous)):
+                        for end in ("about_lower", "about_upper"):
+                            row[prefix + end] = iv[end][i] if iv.get(end) else None
                 row.update(
                     halfwidth=_finite(per_cell["halfwidths"][i]),
                     lower=per_cell["lower"][i],
@@ -52,12 +72,18 @@ def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str,
                     simultaneous_upper=simultaneous["upper"][i],
                     uninformative=bool(hidden[i]),
                 )
+                texts = _cell_text(row)
+                row.update(
+                    {f"{key}_display": texts[key] or None for key in DISPLAYED if key in row}
+                )
                 cells.append(row)
         statistics.append(
             {
                 "position": stat["position"],
                 "kind": stat["kind"],
                 "label": stat["label"],
+                "label_i18n": _both(stat, "label"),
+                "description_i18n": _both(stat, "description"),
                 "columns": stat["columns"],
                 "group_columns": stat.get("group_columns", []),
                 "category": stat["category"],
@@ -69,6 +95,12 @@ def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str,
                 "notes": stat["notes"],
                 "cells": cells,
                 "argmax": stat["argmax"],
+                "argmax_label": stat.get("argmax_label"),
+                **(
+                    {"about_basis": _basis(stat.get("about_basis"))}
+                    if stat["kind"] == "quantiles"
+                    else {}
+                ),
             }
         )
     return {
@@ -76,6 +108,8 @@ def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str,
             "id": data["release_id"],
             "project": data["project"],
             "title": data["title"],
+            "title_i18n": _both(data, "title"),
+            "description_i18n": _both(data, "description"),
             "mechanism": data["mechanism"],
             "epsilon": data["epsilon"],
             "delta": data["delta"],
@@ -92,6 +126,12 @@ def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str,
             "values of one statistic at once. Quantiles have no value interval: 'rank_error' "
             "bounds how far (in records) the chosen value's rank may lie from the quantile's, "
             "for each quantile on its own ('simultaneous_rank_error': all at once). "
+            "Each '<name>_display' is <name> rounded as the page and the CSV show it (digits "
+            "justified by the half-width; half-widths to 2 significant digits, rank errors "
+            "in whole records rounded up), as a plain number without thousands separators. "
+            "'about_lower' and 'about_upper' state the same error in the data's units: an "
+            "estimate, not a guarantee, that reads the released quantiles as the shape of the "
+            "data with the n named in the statistic's 'about_basis' and adds one grid step. "
             "'uninformative': true marks a cell whose noisy values cannot tell it from an "
             "empty one, or whose interval spans every possible value, at the release's "
             "confidence level; its value is kept here but the pages and the CSV show none."
@@ -106,8 +146,17 @@ CSV_COLUMNS = [
     "upper", "simultaneous_halfwidth", "simultaneous_lower", "simultaneous_upper", "mechanism",
     "noise", "noise_parameter", "epsilon", "delta", "privacy_unit", "approved_by", "approved_at",
     "published_at", "notes", "group_columns", "rank_error", "simultaneous_rank_error",
+    "cell_label", "cell_label_zh",
+    "about_lower", "about_upper", "simultaneous_about_lower", "simultaneous_about_upper",
+    "release_title_zh", "statistic_label_zh",
     "uninformative",
 ]  # fmt: skip
+
+
+def _both(data: dict[str, Any], field: str) -> dict[str, str]:
+    """The owner's text `field` and its Chinese twin as {"en": ..., "zh-hans": ...}."""
+    return Bilingual(en=str(data.get(field) or ""), zh=str(data.get(field + "_zh") or "")).as_json()
+
 
 _PLAIN_NUMBER = re.compile(r"^-?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -130,6 +179,14 @@ def csv_cell(value: Any) -> str:
     return text
 
 
+#: the numbers of a JSON cell that also carry their display text ("halfwidth_display")
+DISPLAYED = (
+    "value", "halfwidth", "lower", "upper", "simultaneous_halfwidth", "simultaneous_lower",
+    "simultaneous_upper", "rank_error", "simultaneous_rank_error", "about_lower", "about_upper",
+    "simultaneous_about_lower", "simultaneous_about_upper",
+)  # fmt: skip
+
+
 def _ends_text(value: float, lower: float, upper: float, halfwidth: float | None) -> dict:
     precision = halfwidth if halfwidth is not None else max(upper - value, value - lower)
     return {
@@ -137,6 +194,14 @@ def _ends_text(value: float, lower: float, upper: float, halfwidth: float | None
         "upper": formatting.noisy(upper, precision, group=False),
         "halfwidth": formatting.halfwidth(halfwidth, group=False),
     }
+
+
+def _about_text(cell: dict[str, Any], prefix: str) -> dict[str, str]:
+    """A quantile's data-unit range as the page writes it (releases.kinds.quantiles)."""
+    low, high = quantile_words.about_range_texts(
+        cell.get(prefix + "about_lower"), cell.get(prefix + "about_upper"), group=False
+    )
+    return {prefix + "about_lower": low, prefix + "about_upper": high}
 
 
 def _cell_text(cell: dict[str, Any]) -> dict[str, Any]:
@@ -154,10 +219,12 @@ def _cell_text(cell: dict[str, Any]) -> dict[str, Any]:
             **cell,
             "uninformative": flag,
             "value": formatting.exact(value),
-            "rank_error": formatting.significant(cell["rank_error"], group=False),
-            "simultaneous_rank_error": formatting.significant(
+            "rank_error": formatting.rank(cell["rank_error"], group=False),
+            "simultaneous_rank_error": formatting.rank(
                 cell["simultaneous_rank_error"], group=False
             ),
+            **_about_text(cell, ""),
+            **_about_text(cell, "simultaneous_"),
         }
     per_cell = _ends_text(value, cell["lower"], cell["upper"], cell["halfwidth"])
     together = _ends_text(
@@ -177,6 +244,13 @@ def _cell_text(cell: dict[str, Any]) -> dict[str, Any]:
         "simultaneous_halfwidth": together["halfwidth"],
         "uninformative": flag,
     }
+
+
+def _label_cells(label: dict[str, str] | None) -> dict[str, str]:
+    """The CSV's label columns: the owner's label of the cell in English and in Chinese
+    (each falling back to the other), empty when the cell has none."""
+    label = label or {}
+    return {"cell_label": label.get("en", ""), "cell_label_zh": label.get("zh-hans", "")}
 
 
 #: a byte-order mark: Excel reads a CSV as UTF-8 only when it starts with one (else as
@@ -226,6 +300,8 @@ def release_download_csv_chunks(
             "release_title": meta["title"],
             "statistic_position": stat["position"],
             "statistic_label": stat["label"],
+            "statistic_label_zh": stat["label_i18n"][ZH],
+            "release_title_zh": meta["title_i18n"][ZH],
             "kind": stat["kind"],
             "columns": " x ".join(stat["columns"]),
             "group_columns": " x ".join(stat["group_columns"]),
@@ -234,17 +310,30 @@ def release_download_csv_chunks(
             "mechanism": stat["mechanism"],
             "noise": noise.get("name"),
             "noise_parameter": noise.get("parameter_text"),
-            "epsilon": formatting.budget(stat["epsilon"], group=False),
-            "delta": formatting.budget(stat["delta"], group=False),
+            "epsilon": formatting.epsilon(stat["epsilon"], group=False),
+            "delta": formatting.delta(stat["delta"], group=False),
             "privacy_unit": meta["privacy_unit"],
             "approved_by": approval.get("by"),
             "approved_at": approval.get("decided_at"),
             "published_at": meta["published_at"],
         }
         common["notes"] = " ".join(stat["notes"])
-        cells: Iterable[dict[str, Any]] = (_cell_text(cell) for cell in stat["cells"])
+        cells: Iterable[dict[str, Any]] = (
+            {
+                **cell,
+                **{key: cell.get(f"{key}_display") for key in DISPLAYED},
+                **_label_cells(cell.get("cell_label")),
+            }
+            for cell in stat["cells"]
+        )  # the JSON's display texts: the CSV shows what the JSON says the page shows
         if stat["kind"] == "argmax":
-            cells = [{"cell": "most common", "value": (stat["argmax"] or {}).get("label")}]
+            cells = [
+                {
+                    "cell": "most common",
+                    "value": (stat["argmax"] or {}).get("label"),
+                    **_label_cells(stat.get("argmax_label")),
+                }
+            ]
         for cell in cells:
             row = {**common, **cell}
             writer.writerow([csv_cell(row.get(name)) for name in CSV_COLUMNS])

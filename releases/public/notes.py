@@ -141,8 +141,8 @@ def axis_notes(domain: dict[str, Any]) -> list[Record]:
                         "includes its upper edge."
                     ),
                     name=name,
-                    first=formatting.exact(edges[0]),
-                    last=formatting.exact(edges[-1]),
+                    first=formatting.exact(edges[0], group=True),
+                    last=formatting.exact(edges[-1], group=True),
                 )
             )
     notes.append(_missing_note(domain, counted=True))
@@ -172,8 +172,8 @@ def _clip_note(name: str, lower: Any, upper: Any, *, what: str) -> Record:
     return note(
         CLIP_NOTES[what],
         name=name,
-        lower=formatting.exact(lower),
-        upper=formatting.exact(upper),
+        lower=formatting.exact(lower, group=True),
+        upper=formatting.exact(upper, group=True),
     )
 
 
@@ -266,9 +266,9 @@ def _grouped_kind_notes(entry: dict[str, Any], spec: dict[str, Any] | None) -> l
                         "candidates near the quantile; the rank error says how far, in records, "
                         "the chosen value's rank may lie from the quantile's."
                     ),
-                    step=formatting.exact(grid["step"]),
-                    lower=formatting.exact(grid["lower"]),
-                    upper=formatting.exact(grid["upper"]),
+                    step=formatting.exact(grid["step"], group=True),
+                    lower=formatting.exact(grid["lower"], group=True),
+                    upper=formatting.exact(grid["upper"], group=True),
                 )
             )
         else:

@@ -30,10 +30,14 @@ def _rows(stat: dict[str, Any], *, options: ViewOptions) -> list[dict[str, Any]]
     chosen = text[options.intervals]
     rounded = options.display == "rounded" and stat["clampable"]
     rows = []
+    notes_ = stat.get("bucket_notes") or {}
+    marks = stat.get("cell_buckets") or []
     for i, cell in enumerate(stat["cells"]):
         row = {
             "index": i,
             "cell": cell,
+            # dpportal's own cell ("Other", "Missing"): its note, for the tooltip
+            "bucket": notes_.get(marks[i], "") if i < len(marks) else "",
             "value": stat["text"]["rounded"][i] if rounded else text["value"][i],
             "lower": chosen["rounded_lower" if rounded else "lower"][i],
             "upper": chosen["rounded_upper" if rounded else "upper"][i],
@@ -45,8 +49,16 @@ def _rows(stat: dict[str, Any], *, options: ViewOptions) -> list[dict[str, Any]]
             cols = stat["shape"][1]
             row["row_label"] = stat["row_labels"][i // cols]
             row["col_label"] = stat["col_labels"][i % cols]
+            row["row_bucket"] = _bucket_note(stat, "row_buckets", i // cols)
+            row["col_bucket"] = _bucket_note(stat, "col_buckets", i % cols)
         rows.append(row)
     return rows
+
+
+def _bucket_note(stat: dict[str, Any], key: str, index: int) -> str:
+    marks = stat.get(key) or []
+    mark = marks[index] if index < len(marks) else ""
+    return (stat.get("bucket_notes") or {}).get(mark, "")
 
 
 def _grid(stat: dict[str, Any], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -238,6 +250,7 @@ def statistic_context(
         "two_way": bool(rows) and "row_label" in rows[0],
         "warnings": stats_text.warnings(stat),
         "quantile_rows": stats_text.quantile_rows(stat, options=options),
+        "quantile_basis": stats_text.quantile_basis(stat),
         "paging": paging_context(stat, options=options),
     }
 
@@ -251,6 +264,9 @@ def chart_text() -> dict[str, str]:
         "interval": gettext("interval %(lower)s to %(upper)s")
         % {"lower": "{lower}", "upper": "{upper}"},
         "rank_error": gettext("rank error ± %(ranks)s values") % {"ranks": "{ranks}"},
+        "about": gettext("in the data's units about %(low)s to %(high)s (an estimate)")
+        % {"low": "{low}", "high": "{high}"},
+        "about_range": gettext("about %(low)s to %(high)s") % {"low": "{low}", "high": "{high}"},
         "quantile_axis": gettext("percent of the values below"),
         "too_few": notes.too_few(),
         "between": gettext("%(low)s and %(high)s") % {"low": "{low}", "high": "{high}"},

@@ -18,7 +18,8 @@ from typing import Any
 
 from django.utils.translation import gettext, pgettext
 
-from dpportal import formatting, words
+from dpportal import bilingual, buckets, formatting, statistic_names, words
+from dpportal.bilingual import Bilingual
 from releases.public import notes
 
 
@@ -35,12 +36,39 @@ def names_text(names: list[str], *, empty: str = "") -> str:
 
 
 def cell_label(label: str, generated: list[str]) -> str:
-    """A cell's name: dpportal's own "Other" and "Missing" translated, a category as declared."""
+    """A cell's name: dpportal's own "Other" and "Missing" written as buckets, "(Other)", in
+    the reader's language (dpportal.buckets); a category as declared."""
     if label not in generated:
         return label
-    return {notes.OTHER: pgettext("cell", "Other"), notes.MISSING: pgettext("cell", "Missing")}[
-        label
-    ]
+    return buckets.bucket_text(buckets.MARKS[label])
+
+
+def cell_names(
+    labels: list[str], marks: list[str] | None, generated: list[str]
+) -> tuple[list[str], list[str]]:
+    """The cells' names and their bucket marks ("other", "missing", "" for a category).
+
+    `marks` come from the cells' places on the axes (releases.public.data); without
+    them a name the spec declares no category for is taken for the bucket it names."""
+    if not marks or len(marks) != len(labels):
+        marks = [buckets.MARKS[label] if label in generated else "" for label in labels]
+    names = [buckets.bucket_text(m) if m else label for label, m in zip(labels, marks, strict=True)]
+    return names, list(marks)
+
+
+def _note_value(key: str, value: Any, generated: list[str]) -> Any:
+    """A note's parameter: "other" and "missing" always name dpportal's own cells; a
+    "category" is one only when no declared category has its name."""
+    if key in ("other", "missing"):
+        return buckets.bucket_text(key)
+    if key == "category":
+        return cell_label(value, generated)
+    return value
+
+
+def bucket_notes() -> dict[str, str]:
+    """The tooltip of each bucket, in the reader's language."""
+    return {mark: buckets.bucket_note(mark) for mark in buckets.MARKS.values()}
 
 
 def percentile_name(number: str) -> str:
@@ -165,18 +193,46 @@ def _localise_numbers(stat: dict[str, Any]) -> None:
             chart[key] = words.number_text(chart.get(key) or "")
         for level in chart["bands"].values():
             for band in level.values():
-                band["ranks_text"] = _numbers(band["ranks_text"])
+                for key in ("ranks_text", "about_low_text", "about_high_text"):
+                    if key in band:
+                        band[key] = _numbers(band[key])
+
+
+def _localise_owner_texts(stat: dict[str, Any]) -> None:
+    """The statistic's name and description in the reader's language (the owner's, else
+    the name dpportal makes, translated), and its columns named by their owner labels."""
+    titles = {
+        name: Bilingual.from_json(title).show()
+        for name, title in (stat.get("column_titles") or {}).items()
+    }
+    stat["label"] = statistic_names.label_of(stat, titles=titles)
+    stat["description_text"] = statistic_names.texts_of(stat, "description").show()
+    cells = stat.get("cells") or []
+    if stat["kind"] in ("sum", "mean"):
+        stat["cells"] = [stat["label"]] * len(cells)
+    elif len(cells) == 1 and not stat.get("category") and not stat.get("group_columns"):
+        stat["cells"] = [statistic_names.cell_name(cells[0])]
+    for key in ("row_title", "col_title"):
+        if stat.get(key):
+            stat[key] = titles.get(stat[key]) or stat[key]
+    for key in ("columns", "group_columns"):
+        stat[key] = [titles.get(c) or c for c in stat.get(key) or []]
 
 
 def _localise_statistic(stat: dict[str, Any]) -> None:
     _localise_numbers(stat)
+    _localise_owner_texts(stat)
     generated = stat.get("generated_labels") or []
-    for key in ("cells", "row_labels", "col_labels"):
-        stat[key] = [cell_label(c, generated) for c in stat.get(key) or []]
+    for key, marks in (("cells", "cell_buckets"), ("row_labels", "row_buckets"),
+                       ("col_labels", "col_buckets")):  # fmt: skip
+        stat[key], stat[marks] = cell_names(stat.get(key) or [], stat.get(marks), generated)
+    stat["bucket_notes"] = bucket_notes()
     if stat["kind"] == "quantiles" and stat.get("quantiles"):
         stat["cells"] = [quantile_name(q) for q in stat["quantiles"]]
+        stat["cell_buckets"] = [""] * len(stat["cells"])
     if stat.get("argmax") and isinstance(stat["argmax"], dict):
-        stat["argmax"]["label"] = cell_label(str(stat["argmax"].get("label", "")), generated)
+        _localise_argmax(stat["argmax"])
+    named = _owner_labels(stat)
     stat["value_title"] = value_title(stat["kind"], stat.get("columns") or [])
     if stat.get("noise"):
         noise = stat["noise"]
@@ -185,10 +241,16 @@ def _localise_statistic(stat: dict[str, Any]) -> None:
                 noise[part] = {**noise[part], **noise_words(noise[part])}
         stat["noise"] = {**noise, **noise_words(noise)}
     stat["note_records"] = [
-        [msgid, {k: cell_label(v, generated) if k in ("other", "missing", "category") else v
-                 for k, v in (params or {}).items()}]
+        [
+            msgid,
+            {
+                k: (named.get(v) if k == "category" and isinstance(v, str) else None)
+                or _note_value(k, v, generated)
+                for k, v in (params or {}).items()
+            },
+        ]
         for msgid, params in stat.get("note_records") or []
-    ]  # fmt: skip
+    ]
     chart = stat.get("quantile_chart")
     if chart:
         chart["percent_texts"] = [percentile_text(p) for p in chart.get("percents") or []]
@@ -198,12 +260,78 @@ def _localise_statistic(stat: dict[str, Any]) -> None:
                 band["high_text"] = [percentile_text(p) for p in band["high"]]
 
 
+def _shown(label: Any, fallback: str) -> str:
+    """An owner's label ({"en", "zh-hans"}) in the reader's language, else `fallback`."""
+    return bilingual.Bilingual.from_json(label).show() if label else fallback
+
+
+def _owner_labels(stat: dict[str, Any]) -> dict[str, str]:
+    """Show the owner's category labels (frozen with the release) instead of the codes,
+    in the reader's language (falling back to the other, then to the code). The codes
+    stay in the downloads and the API. Returns code -> label shown, for the notes."""
+    codes = [str(c) for c in stat.get("cells") or []]
+    named = {
+        code: _shown(label, code)
+        for code, label in zip(codes, stat.get("cell_labels") or [], strict=False)
+        if label and not stat.get("shape")
+    }
+    rows, cols = stat.get("row_names") or [], stat.get("col_names") or []
+    if stat.get("shape") and (rows or cols):
+        rows = rows or [None] * len(stat["row_labels"])
+        cols = cols or [None] * len(stat["col_labels"])
+        stat["row_labels"] = [_shown(n, r) for r, n in zip(stat["row_labels"], rows, strict=False)]
+        stat["col_labels"] = [_shown(n, c) for c, n in zip(stat["col_labels"], cols, strict=False)]
+        stat["cells"] = [f"{r} / {c}" for r in stat["row_labels"] for c in stat["col_labels"]]
+    elif stat.get("cell_labels"):
+        stat["cells"] = [
+            _shown(n, c) for c, n in zip(stat["cells"], stat["cell_labels"], strict=False)
+        ]
+    if stat.get("argmax_label") and isinstance(stat.get("argmax"), dict):
+        stat["argmax"]["label"] = _shown(stat["argmax_label"], stat["argmax"]["label"])
+    return named
+
+
+def _owner_words(record: Any, data: dict[str, Any]) -> Any:
+    """A privacy unit note with the owner's words (the unit's description, the dataset's
+    name) in the reader's language, where the data has them in both."""
+    if not (isinstance(record, list | tuple) and len(record) == 2 and isinstance(record[1], dict)):
+        return record
+    params = dict(record[1])
+    words = Bilingual.from_json(data.get("unit_words_i18n"))
+    if "words" in params and words:
+        params["words"] = words.show().strip().rstrip(".")
+    name = Bilingual.from_json(data.get("dataset_name_i18n"))
+    if "dataset" in params and name:
+        params["dataset"] = name.show()
+    return [record[0], params]
+
+
+def _localise_argmax(argmax: dict[str, Any]) -> None:
+    """The most common category is always a declared one (releases.kinds.counting): its name
+    is never taken for a bucket; one that reads like a bucket (a declaration from before such
+    names were refused) says plainly that it is a declared category."""
+    label = str(argmax.get("label", ""))
+    mark = buckets.bucket_named(label)
+    argmax["declared_note"] = (
+        gettext(
+            "“%(category)s” is one of the declared categories, not the cell dpportal adds for "
+            "%(holds)s."
+        )
+        % {"category": label, "holds": buckets.bucket_holds(mark)}
+        if mark
+        else ""
+    )
+
+
 def localised(data: dict[str, Any]) -> dict[str, Any]:
     """A copy of the release's public data with its words in the reader's language."""
     out = copy.deepcopy(data)
     out["mechanism_label"] = words.mechanism_label(out.get("mechanism", ""))
+    out["title"] = statistic_names.title_of(out)
+    out["description"] = statistic_names.texts_of(out, "description").show()
     records = out.get("privacy_unit_records")
     if records:
+        records = [_owner_words(r, out) for r in records]
         out["privacy_unit"] = " ".join(notes.translated(r) for r in records)
     for stat in out.get("statistics") or []:
         _localise_statistic(stat)

@@ -17,7 +17,10 @@ from typing import Any
 from django.conf import settings
 
 #: the per-cell lists of releases.public.data's statistic (besides `intervals`)
-PER_CELL = ("cells", "values", "exact_values", "clamped", "uninformative_cells")
+PER_CELL = (
+    "cells", "values", "exact_values", "clamped", "uninformative_cells", "cell_labels",
+    "cell_buckets",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -89,4 +92,8 @@ def statistic_page(stat: dict[str, Any], *, page: int) -> dict[str, Any]:
     if stat.get("shape"):
         out["shape"] = [part.row_stop - part.row_start, stat["shape"][1]]
         out["row_labels"] = stat["row_labels"][part.row_start : part.row_stop]
+        if stat.get("row_names"):
+            out["row_names"] = stat["row_names"][part.row_start : part.row_stop]
+        if stat.get("row_buckets"):
+            out["row_buckets"] = stat["row_buckets"][part.row_start : part.row_stop]
     return out

@@ -20,6 +20,7 @@ from typing import Any
 from dpportal import formatting
 from dpportal.privacy.quantiles import rank_error_percent
 from releases import kinds
+from releases.kinds import quantiles as quantile_words
 from releases.public.options import INTERVAL_KINDS
 
 
@@ -50,10 +51,21 @@ def _noisy_count(entry: dict[str, Any]) -> int | None:
     return None
 
 
-def _band(percents: list[float], ranks: list[float], count: int | None) -> dict[str, list]:
-    """The rank error in ranks, and in percentile points through a noisy count (if any)."""
+def _band(
+    percents: list[float], ranks: list[float], count: int | None, iv: dict[str, Any]
+) -> dict[str, list]:
+    """The rank error in ranks (whole ranks, rounded up, as every surface states it), in
+    percentile points through a noisy count (if any), and in the data's units (the kind's
+    estimate, releases.kinds.quantiles; '' without an n to read it with)."""
+    lows = iv.get("about_lower") or [None] * len(ranks)
+    highs = iv.get("about_upper") or [None] * len(ranks)
+    about = [quantile_words.about_range_texts(a, b) for a, b in zip(lows, highs, strict=True)]
     out: dict[str, list] = {
-        "ranks_text": [formatting.integer(max(1, round(t))) for t in ranks],
+        "ranks_text": [formatting.rank(max(1, t)) for t in ranks],
+        "about_low": list(lows),
+        "about_high": list(highs),
+        "about_low_text": [a for a, _ in about],
+        "about_high_text": [b for _, b in about],
         "low": [],
         "high": [],
         "low_text": [],
@@ -85,7 +97,7 @@ def quantile_extra(entry: dict[str, Any], ivs: dict[str, Any]) -> dict[str, Any]
         "grid_last": formatting.significant(Fraction(explanation["grid_last"]), 15),
         "bands": {
             level: {
-                kind: _band(percents, ivs[level][kind]["rank_errors"], count)
+                kind: _band(percents, ivs[level][kind]["rank_errors"], count, ivs[level][kind])
                 for kind in INTERVAL_KINDS
             }
             for level in ivs

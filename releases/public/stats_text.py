@@ -13,6 +13,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext, pgettext
 
+from releases.kinds import quantiles as quantile_words
 from releases.public import notes, page_words
 from releases.public.options import CONFIDENCE_LABELS, ViewOptions
 from releases.public.stats_data import handles  # noqa: F401 (the page asks stats_text)
@@ -40,9 +41,17 @@ def quantile_rows(stat: dict[str, Any], *, options: ViewOptions) -> list[dict[st
     values = stat["text"][options.confidence]["value"]
     return [
         {"index": i, "cell": cell, "value": values[i], "rank_error": band["ranks_text"][i],
-         "band_low": band["low_text"][i], "band_high": band["high_text"][i]}
+         "band_low": band["low_text"][i], "band_high": band["high_text"][i],
+         "about_low": band["about_low_text"][i], "about_high": band["about_high_text"][i]}
         for i, cell in enumerate(stat["cells"])
     ]  # fmt: skip
+
+
+def quantile_basis(stat: dict[str, Any]) -> str:
+    """Under the quantiles' table: the assumption their data-unit range is read under."""
+    if stat["kind"] != "quantiles":
+        return ""
+    return quantile_words.basis_words(stat.get("about_basis"))
 
 
 def _fill(name: str, value: str, index: int) -> SafeString:
@@ -113,6 +122,15 @@ def _quantiles(stat: dict[str, Any], options: ViewOptions) -> SafeString:
                         "{low} and {high} of the data"),
                 low=_fill("band-low", band["low_text"][i], i),
                 high=_fill("band-high", band["high_text"][i], i), **fills,
+            ))  # fmt: skip
+        elif band["about_low_text"][i]:
+            lines.append(format_html(
+                gettext("the {name} is {value}: with {confidence} confidence at most {ranks} "
+                        "values lie between it and the true {name}, beyond the grid's own step; "
+                        "in the data's units that is about {low} to {high} (an estimate)"),
+                ranks=_fill("rank-error", band["ranks_text"][i], i),
+                low=_fill("about-low", band["about_low_text"][i], i),
+                high=_fill("about-high", band["about_high_text"][i], i), **fills,
             ))  # fmt: skip
         else:
             lines.append(format_html(

@@ -32,7 +32,7 @@ from dpportal import formatting
 from dpportal.errors import ValidationFailed
 from releases.models import Release
 from releases.public import data as public_data
-from releases.public import downloads, facts, page, page_words, paging
+from releases.public import downloads, facts, page, page_words, paging, summary
 from releases.public import options as public_options
 from releases.public import selectors as public
 
@@ -221,7 +221,10 @@ class ProjectDashboardView(View):
 
 
 def _budget_context(*, project) -> dict[str, Any]:
-    """The registry's summary (budgets.selectors.project_registry) plus bar widths."""
+    """The registry's summary (budgets.selectors.project_registry) plus bar widths.
+
+    The bars show the registry's `spend`, the figure every page states (unbounded: full).
+    """
     registry = budget_selectors.project_registry(project=project)
 
     def share(amount: str, cap: str) -> Decimal:
@@ -229,9 +232,10 @@ def _budget_context(*, project) -> dict[str, Any]:
         cap_value = Decimal(cap)
         return Decimal(0) if cap_value <= 0 else min(Decimal(1), Decimal(amount) / cap_value)
 
-    caps, spent, committed = registry["caps"], registry["spent"], registry["committed"]
-    spent_share = share(spent["epsilon"], caps["epsilon"])
-    committed_share = share(committed["epsilon"], caps["epsilon"])
+    # the one spend figure (budgets.selectors.spend_figure): tight at the cap's delta
+    caps, spend = registry["caps"], registry["spend"]
+    spent_share = share(spend["spent_epsilon"] or caps["epsilon"], caps["epsilon"])
+    committed_share = share(spend["committed_epsilon"] or caps["epsilon"], caps["epsilon"])
     return {
         **registry,
         "epsilon_spent_share": spent_share,
@@ -289,6 +293,9 @@ class ReleasePageView(View):
         if data is None:
             data = _release_data(release=release, level=options.confidence)
         data = _page_data(data, page=options.page)
+        statistics = [
+            page.statistic_context(stat, data=data, options=options) for stat in data["statistics"]
+        ]
         context = {
             "project": release.project,
             "release": release,
@@ -300,13 +307,15 @@ class ReleasePageView(View):
                 "display": options.display,
                 "page": options.page,
             },
-            "statistics": [
-                page.statistic_context(stat, data=data, options=options)
-                for stat in data["statistics"]
-            ],
+            "statistics": statistics,
+            "summary": summary.summary_rows(statistics),
             "chart_data": {**data, "default_confidence": options.confidence},
             "chart_text": page.chart_text(),
             "registry_url": registry_url(slug=release.project.slug),
+            # the release's own loss by the one spend figure's rule (tight at the cap's delta)
+            "release_spend": budget_selectors.release_spend_figure(
+                project=release.project, budget_request_id=release.budget_request_id
+            ),
         }
         return render_to_string(template, {**context, **(extra or {})}, request=request)
 

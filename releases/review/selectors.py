@@ -22,9 +22,15 @@ from django.utils.translation import gettext
 
 from budgets import amounts
 from budgets.models import BudgetRequest
-from budgets.selectors import budget_standing, spend_standing, statistic_lines
+from budgets.selectors import (
+    budget_standing,
+    spend_standing,
+    standing_with_spend,
+    statistic_lines,
+)
 from datasets.models import Column, Dataset
-from dpportal import formatting
+from dpportal import bilingual, formatting, statistic_names
+from dpportal.bilingual import Bilingual
 from dpportal.errors import ApplicationError
 from dpportal.privacy.accuracy import noise_halfwidth
 from dpportal.privacy.errors import PrivacyParameterError
@@ -74,8 +80,11 @@ def _column(domain: dict[str, Any], derived: dict[str, list[str]]) -> Column:
         lower=_decimal(domain.get("lower")),
         upper=_decimal(domain.get("upper")),
         missing=str(domain.get("missing") or Column.Missing.DROP),
+        label=Bilingual.from_json(domain.get("label")).en if domain.get("label") else "",
+        label_zh=Bilingual.from_json(domain.get("label")).zh if domain.get("label") else "",
         missing_codes=[str(c) for c in domain.get("missing_codes") or []],
         date={str(k): str(v) for k, v in (domain.get("date") or {}).items()},
+        category_labels=dict(domain.get("category_labels") or {}),
     )
 
 
@@ -117,6 +126,7 @@ def _plan(*, release: Release, spec: dict[str, Any], summary: Any) -> ReleasePla
                 position=int(entry["position"]),
                 kind=str(entry["kind"]),
                 label=str(entry.get("label") or ""),
+                label_zh=str(entry.get("label_zh") or ""),
                 column=columns[0] if columns else None,
                 column2=columns[1] if len(columns) > 1 else None,
                 category=str(entry.get("category") or ""),
@@ -159,7 +169,7 @@ def _statistic(*, plan: ReleasePlan, stat: StatisticPlan) -> StatisticReview:
     )
     return StatisticReview(
         number=stat.position + 1,
-        label=stat.label,
+        label=statistic_names.label_of(stat),
         kind=stat.kind,
         kind_text=kind_text(stat),
         estimates_text=estimates_text(stat, bound=plan.dataset.contribution_bound),
@@ -195,7 +205,7 @@ def _earlier(release: Release) -> tuple[EarlierRelease, ...]:
     return tuple(
         EarlierRelease(
             id=r.pk,
-            title=r.title,
+            title=statistic_names.title_of(r),
             status=r.status,
             status_text=r.get_status_display(),
             epsilon=r.epsilon,
@@ -234,10 +244,11 @@ def review_document_get(*, budget_request: BudgetRequest) -> ReviewDocument:
     earlier = _earlier(release) if release is not None else ()
     spent = [r for r in earlier if r.status in SPENT_STATUSES]
     confidence = plan.confidence if plan else None
+    spend = spend_standing(budget_request=budget_request)
     return ReviewDocument(
         budget_request=budget_request,
         release=release,
-        dataset_name=release.dataset.name if release else "",
+        dataset_name=bilingual.show(release.dataset, "name") if release else "",
         mechanism=plan.mechanism if plan else "",
         mechanism_text=mechanism_text("", plan.mechanism) if plan else "",
         confidence=confidence,
@@ -255,8 +266,8 @@ def review_document_get(*, budget_request: BudgetRequest) -> ReviewDocument:
         statistics=statistics,
         preview_lines=() if plan else statistic_lines(summary=summary),
         notice=notice,
-        budget=budget_standing(budget_request=budget_request),
-        spend=spend_standing(budget_request=budget_request),
+        budget=standing_with_spend(budget_standing(budget_request=budget_request), spend),
+        spend=spend,
         earlier_releases=earlier,
         earlier_epsilon_spent=amounts.total(r.epsilon for r in spent),
         earlier_delta_spent=amounts.total(r.delta for r in spent),

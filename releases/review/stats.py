@@ -26,6 +26,7 @@ from dpportal import formatting
 from dpportal.privacy.noise import NoiseSpec
 from dpportal.privacy.quantiles import candidate_grid, quantile_sensitivity
 from releases import dp, kinds
+from releases.kinds import quantiles as quantile_words
 from releases.review import stats_text as sentences
 from releases.review.text import grid_text, sensitivity_text
 from releases.review.text import mechanism_text as review_mechanism_text
@@ -108,8 +109,12 @@ def noise_reviews(*, plan: ReleasePlan, stat: StatisticPlan, value_unit: str) ->
     )
 
 
-def _quantile_details(stat: StatisticPlan, plan: ReleasePlan) -> list[tuple[str, str, str]]:
+def _quantile_details(
+    stat: StatisticPlan, plan: ReleasePlan, preview: dict[str, Any]
+) -> list[tuple[str, str, str]]:
     k = len(stat.quantiles)
+    confidence = formatting.percent(plan.confidence)
+    one, together = preview["rank_error"], preview["rank_error_simultaneous"]
     share = Fraction(stat.epsilon) / k
     bound = plan.dataset.contribution_bound
     sens = "; ".join(
@@ -140,12 +145,37 @@ def _quantile_details(stat: StatisticPlan, plan: ReleasePlan) -> list[tuple[str,
             ),
             "rank-bound",
         ),  # fmt: skip
+        (
+            gettext("Rank error"),
+            gettext(
+                "Rank error ±%(ranks)s ranks for each quantile: with %(confidence)s confidence at "
+                "most that many values lie between a released value and the true quantile, "
+                "beyond the grid's own step"
+            )
+            % {"ranks": formatting.halfwidth(one), "confidence": confidence}
+            + "; "
+            + gettext("±%(ranks)s ranks for all %(k)s quantiles at once")
+            % {"ranks": formatting.halfwidth(together), "k": k},
+            "rank-error",
+        ),  # fmt: skip
+        (
+            gettext("In the data's units"),
+            gettext(
+                "a planning figure, not a guarantee: the rank error's share of the grid's range "
+                "if the owner's guess of n values were spread evenly over it, plus one grid step "
+                "(the released value is a grid point). After the release the public page reads it "
+                "through the released quantiles instead."
+            ),
+            "value-units",
+        ),  # fmt: skip
     ]
 
 
-def _details(stat: StatisticPlan, plan: ReleasePlan, cells: int) -> list[tuple[str, str, str]]:
+def _details(
+    stat: StatisticPlan, plan: ReleasePlan, cells: int, preview: dict[str, Any]
+) -> list[tuple[str, str, str]]:
     if stat.kind == "quantiles":
-        return _quantile_details(stat, plan)
+        return _quantile_details(stat, plan, preview)
     out = [(gettext("Groups"), sentences.groups_text(stat, cells), "groups")]
     if stat.group_columns:
         out.append((gettext("Group bound"), sentences.bound_text(stat, plan), "group-bound"))
@@ -162,20 +192,17 @@ def _details(stat: StatisticPlan, plan: ReleasePlan, cells: int) -> list[tuple[s
 
 
 def _texts(stat: StatisticPlan, plan: ReleasePlan, preview: dict[str, Any]) -> dict[str, Any]:
-    """halfwidth, unit and their sentences (ranks for quantiles)."""
-    confidence = formatting.percent(plan.confidence)
+    """halfwidth, unit and their sentences (quantiles: data units and ranks)."""
     if stat.kind == "quantiles":
+        # the data-unit planning figure beside the rank error (releases.kinds.quantiles);
+        # the rank error's own statement is a detail row (_quantile_details)
         one, together = preview["rank_error"], preview["rank_error_simultaneous"]
         return {
             "unit": gettext("ranks"), "halfwidth": one, "halfwidth_simultaneous": together,
-            "halfwidth_text": gettext(
-                "Rank error ±%(ranks)s ranks for each quantile: with %(confidence)s confidence at "
-                "most that many values lie between a released value and the true quantile, "
-                "beyond the grid's own step"
-            ) % {"ranks": formatting.halfwidth(one), "confidence": confidence},
-            "halfwidth_simultaneous_text": gettext(
-                "±%(ranks)s ranks for all %(k)s quantiles at once"
-            ) % {"ranks": formatting.halfwidth(together), "k": len(stat.quantiles)},
+            "halfwidth_text": quantile_words.planning_text(preview),
+            "halfwidth_simultaneous_text": quantile_words.planning_text(
+                preview, simultaneous=True
+            ),
         }  # fmt: skip
     unit = sentences.units_of(stat.column.name)
     one, together = preview["halfwidth"], preview["halfwidth_simultaneous"] or preview["halfwidth"]
@@ -269,6 +296,6 @@ def statistic_review(*, plan: ReleasePlan, stat: StatisticPlan) -> StatisticRevi
         delta=Decimal(0) if pure else stat.delta,
         noise=noises,
         n_guess=stat.n_guess,
-        details=tuple(_details(stat, plan, cells)),
+        details=tuple(_details(stat, plan, cells, preview)),
         **texts,
     )

@@ -17,6 +17,7 @@ from django.utils.translation import gettext, ngettext
 
 from datasets.models import Column, Dataset
 from dpportal import formatting
+from dpportal.bilingual import EN, ZH
 from releases.services.plan import StatisticPlan
 
 
@@ -133,6 +134,13 @@ def _derived(column: Column) -> str:
     ) % {"parts": gettext(" and ").join(str(p) for p in parts)}
 
 
+def _labelled(column: Column, code: str) -> str:
+    """A category with the labels the owner publishes for it: '1 = Male / 男'."""
+    entry = (column.category_labels or {}).get(str(code)) or {}
+    texts = [t for t in (entry.get(EN), entry.get(ZH)) if t]
+    return f"{code} = {' / '.join(texts)}" if texts else str(code)
+
+
 def _domain(column: Column) -> str:
     date = column.date or {}
     if date:
@@ -157,7 +165,7 @@ def _domain(column: Column) -> str:
             "%(n)s declared category: %(categories)s",
             "%(n)s declared categories: %(categories)s",
             n,
-        ) % {"n": n, "categories": ", ".join(column.categories)}
+        ) % {"n": n, "categories": ", ".join(_labelled(column, c) for c in column.categories)}
     parts = []
     edges = column.bin_edges
     if len(edges) >= 2:

@@ -20,11 +20,12 @@ logger = logging.getLogger(__name__)
 #: published release is never cloned (asking again means a new release of its own).
 CLONABLE = frozenset({Release.Status.REJECTED, Release.Status.WITHDRAWN})
 COPY_SUFFIX = " (copy)"
+COPY_SUFFIX_ZH = "（副本）"
 TITLE_MAX = Release._meta.get_field("title").max_length
 
 
-def _copy_title(title: str) -> str:
-    return title[: TITLE_MAX - len(COPY_SUFFIX)] + COPY_SUFFIX
+def _copy_title(title: str, suffix: str = COPY_SUFFIX) -> str:
+    return title[: TITLE_MAX - len(suffix)] + suffix if title else ""
 
 
 def release_clone(*, release: Release, actor: AbstractBaseUser) -> Release:
@@ -50,6 +51,7 @@ def release_clone(*, release: Release, actor: AbstractBaseUser) -> Release:
         raise ValidationFailed(problem)
     data = release_form_data(release=release)
     data["title"] = _copy_title(release.title)
+    data["title_zh"] = _copy_title(release.title_zh, COPY_SUFFIX_ZH)
     with transaction.atomic():
         clone = release_save_draft(project=release.project, actor=actor, data=data)
         ReleaseEvent.objects.create(

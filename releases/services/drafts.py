@@ -53,8 +53,8 @@ def release_save_draft(
                     gettext("This release was submitted: its statistics and parameters are frozen.")
                 )
         release.dataset = plan.dataset
-        release.title = plan.title
-        release.description = plan.description
+        release.title, release.title_zh = plan.title, plan.title_zh
+        release.description, release.description_zh = plan.description, plan.description_zh
         release.mechanism = plan.mechanism
         release.confidence = plan.confidence
         release.epsilon = plan.cost_epsilon
@@ -68,6 +68,9 @@ def release_save_draft(
                     position=s.position,
                     kind=s.kind,
                     label=s.label,
+                    label_zh=s.label_zh,
+                    description=s.description,
+                    description_zh=s.description_zh,
                     column=s.column,
                     column2=s.column2,
                     category=s.category,
@@ -84,7 +87,7 @@ def release_save_draft(
                     epsilon=s.epsilon,
                     delta=s.delta,
                 )
-                for s in plan.statistics
+                for i, s in enumerate(plan.statistics)
             ]
         )
     logger.info("release %s draft saved", release.pk)
@@ -96,7 +99,9 @@ def release_form_data(*, release: Release) -> dict[str, Any]:
     return {
         "dataset": release.dataset_id,
         "title": release.title,
+        "title_zh": release.title_zh,
         "description": release.description,
+        "description_zh": release.description_zh,
         "mechanism": release.mechanism,
         "confidence": fmt(Decimal(release.confidence)),
         "epsilon": fmt(release.epsilon),
@@ -105,6 +110,9 @@ def release_form_data(*, release: Release) -> dict[str, Any]:
             {
                 "kind": s.kind,
                 "label": s.label,
+                "label_zh": s.label_zh,
+                "description": s.description,
+                "description_zh": s.description_zh,
                 "column": s.column.name if s.column else "",
                 "column2": s.column2.name if s.column2 else "",
                 "category": s.category,

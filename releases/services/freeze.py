@@ -37,6 +37,11 @@ def release_spec_build(*, release: Release) -> dict[str, Any]:
             "epsilon": fmt(s.epsilon),
             "delta": fmt(s.delta or Decimal(0)),
         }
+        # the owner's other texts, frozen with the label so that a published page never
+        # changes; only when given, so that specifications without them keep their form
+        for field in ("label_zh", "description", "description_zh"):
+            if getattr(s, field):
+                entry[field] = getattr(s, field)
         entry.update(
             kinds.get(s.kind).spec_fields(s, contribution_bound=dataset.contribution_bound)
         )
@@ -99,6 +104,7 @@ def release_freeze(*, release: Release) -> FrozenRelease:
     summary = plan_preview(plan=plan, accounting=False)
     summary.pop("budget", None)
     summary["title"] = release.title
+    summary["title_zh"] = release.title_zh
     summary["release"] = release.pk
     return FrozenRelease(
         spec=spec,

@@ -13,6 +13,7 @@ from datasets.models import Column, Dataset
 from datasets.selectors import dataset_usability_problem
 from dpportal import formatting
 from dpportal.errors import ValidationFailed
+from dpportal.statistic_names import UNTITLED_RELEASE, statistic_default_label
 from releases import kinds
 from releases.models import Release, Statistic
 from releases.plans import ReleasePlan, StatisticPlan
@@ -23,9 +24,9 @@ from releases.services.plan_fields import (
     _clip_bounds,
     _column,
     _optional_decimal,
-    _text,
+    _texts,
 )
-from releases.services.plan_stats import default_label_stats, parse_statistic_stats
+from releases.services.plan_stats import parse_statistic_stats
 
 CONFIDENCES = ("0.90", "0.95", "0.99")
 MAX_STATISTICS = 50
@@ -43,10 +44,17 @@ def _parse_statistic(
             gettext("Statistic %(number)s: unknown kind '%(kind)s'.")
             % {"number": position + 1, "kind": kind}
         )
+    label, label_zh = _texts(raw, "label", field=pgettext("field", "label"), max_length=200)
+    description, description_zh = _texts(
+        raw, "description", field=pgettext("field", "description"), max_length=5000
+    )
     plan = StatisticPlan(
         position=position,
         kind=kind,
-        label=_text(raw.get("label"), field=pgettext("field", "label"), max_length=200),
+        label=label,
+        label_zh=label_zh,
+        description=description,
+        description_zh=description_zh,
     )
     where = gettext("Statistic %(number)s (%(kind)s)") % {
         "number": position + 1,
@@ -131,23 +139,20 @@ def _parse_statistic(
         raise ValidationFailed(
             gettext("%(where)s: %(problem)s") % {"where": where, "problem": exc.message}
         )
-    if not plan.label:
+    if not plan.label and not plan.label_zh:
         plan.label = _default_label(plan)
     return plan
 
 
 def _default_label(plan: StatisticPlan) -> str:
-    if kinds.get(plan.kind).fields == "grouped":
-        return default_label_stats(plan)
-    if plan.kind == "count":
-        return f"Rows with {plan.column.name} = {plan.category}" if plan.column else "Rows"
-    names = " x ".join(c.name for c in plan.columns)
-    return {
-        "histogram": f"Histogram of {names}",
-        "sum": f"Sum of {names}",
-        "mean": f"Mean of {names}",
-        "argmax": f"Most common {names}",
-    }[plan.kind]
+    """The English name dpportal gives a statistic without a label (pages translate it)."""
+    return statistic_default_label(
+        kind=plan.kind,
+        columns=[c.name for c in plan.columns],
+        groups=[c.name for c in plan.group_columns],
+        category=plan.category,
+        quantiles=plan.quantiles,
+    )
 
 
 def plan_cell_limits() -> dict[str, str]:
@@ -296,14 +301,17 @@ def release_plan_parse(*, project: Project, data: dict) -> ReleasePlan:
         for i, raw in enumerate(raw_statistics)
     ]
     plan_check_cells(statistics=statistics)
+    title, title_zh = _texts(data, "title", field=pgettext("field", "title"), max_length=200)
+    description, description_zh = _texts(
+        data, "description", field=pgettext("field", "description"), max_length=5000
+    )
     plan = ReleasePlan(
         project=project,
         dataset=dataset,
-        title=_text(data.get("title"), field=pgettext("field", "title"), max_length=200)
-        or "Untitled release",
-        description=_text(
-            data.get("description"), field=pgettext("field", "description"), max_length=5000
-        ),
+        title=title or ("" if title_zh else UNTITLED_RELEASE),
+        title_zh=title_zh,
+        description=description,
+        description_zh=description_zh,
         mechanism=mechanism,
         confidence=confidence,
         epsilon=epsilon,

@@ -11,6 +11,7 @@ from budgets.services import _parse_decimal
 from datasets.models import Column, Dataset
 from dpportal import formatting
 from dpportal.bidi import bidi_controls_in
+from dpportal.bilingual import EN, SUFFIX, ZH
 from dpportal.errors import ValidationFailed
 
 #: what a statistic's column is for, by statistic kind ("grouping": a grouping column), in
@@ -49,6 +50,20 @@ def _text(value: object, *, field: str, max_length: int, required: bool = False)
             % {"field": field, "controls": ", ".join(controls)}
         )
     return text
+
+
+def _texts(raw: dict, key: str, *, field: str, max_length: int) -> tuple[str, str]:
+    """(plain, Chinese) text of `key`: given as {"en": ..., "zh-hans": ...}, or as a string
+    with its Chinese twin under `key`_zh (dpportal.bilingual); each checked as _text."""
+    value = raw.get(key)
+    if isinstance(value, dict):
+        plain, chinese = value.get(EN), value.get(ZH)
+    else:
+        plain, chinese = value, raw.get(key + SUFFIX)
+    return (
+        _text(plain, field=field, max_length=max_length),
+        _text(chinese, field=field, max_length=max_length),
+    )
 
 
 def _optional_decimal(value: object, *, field: str) -> Decimal | None:

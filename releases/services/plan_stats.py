@@ -175,6 +175,8 @@ def parse_statistic_stats(
     if kind == "quantiles":
         plan.quantiles = parse_quantiles(raw.get("quantiles"))
         _quantile_grid(plan, raw)
+        if raw.get("n_guess") not in (None, ""):  # optional: the accuracy in data units
+            _n_guess(plan, raw, what=pgettext("statistic", "quantile"))
         return
     if plan.column.kind != Column.Kind.NUMERIC:
         name = plan.column.name
@@ -190,21 +192,3 @@ def parse_statistic_stats(
         _n_guess(plan, raw, what=pgettext("statistic", "mean by group"))
     elif kinds.get(kind).aggregate == "spread":
         _n_guess(plan, raw, what=COLUMN_USES[kind])
-
-
-def default_label_stats(plan: StatisticPlan) -> str:
-    name = plan.column.name
-    by = " and ".join(c.name for c in plan.group_columns)
-    suffix = f" by {by}" if by else ""
-    if plan.kind == "quantiles":
-        if plan.quantiles == ["0.5"]:
-            return f"Median of {name}"
-        if plan.quantiles == ["0.25", "0.5", "0.75"]:
-            return f"Median and quartiles of {name}"
-        return f"Quantiles of {name}"
-    return {
-        "grouped_sum": f"Sum of {name}{suffix}",
-        "grouped_mean": f"Mean of {name}{suffix}",
-        "stddev": f"Standard deviation of {name}{suffix}",
-        "variance": f"Variance of {name}{suffix}",
-    }[plan.kind]

@@ -9,6 +9,7 @@ from typing import Any
 
 from django.utils.translation import gettext
 
+from budgets import amounts
 from budgets.amounts import fmt
 from budgets.models import Project
 from budgets.selectors import (
@@ -20,6 +21,8 @@ from budgets.selectors import (
     cost_fits,
     fit_text,
     ledger_state,
+    project_spend_figure,
+    remaining_after,
 )
 from dpportal import formatting
 from dpportal.errors import BudgetExceeded
@@ -27,6 +30,7 @@ from dpportal.privacy.errors import PrivacyParameterError
 from dpportal.privacy.headroom import compose_history
 from dpportal.privacy.pld import CapCheck, Spend
 from releases import dp
+from releases.kinds import quantiles as quantile_words
 from releases.services.plan import ReleasePlan, release_plan_parse
 from releases.services.tradeoff import plan_records, plan_tradeoff
 
@@ -113,6 +117,7 @@ def _accounting(*, plan: ReleasePlan, chart: bool) -> dict[str, Any]:
             delta_cap=project.delta_cap,
         )
         return {
+            "_check": check,  # for the budget block; not part of the answer
             "spend": spend_json(
                 check=check, epsilon_cap=project.epsilon_cap, delta_cap=project.delta_cap
             ),
@@ -137,10 +142,10 @@ def _accounting(*, plan: ReleasePlan, chart: bool) -> dict[str, Any]:
 def plan_preview(
     *, plan: ReleasePlan, accounting: bool = True, chart: bool = False
 ) -> dict[str, Any]:
-    """The preview of `plan`: half-widths, cost, remaining budget (basic), and with
-    `accounting` the tight spend before/after and the fit count (`spend`), with `chart`
-    too the accuracy-versus-epsilon chart's data (`tradeoff`). Both depend on the live
-    budget: the frozen summary has neither."""
+    """The preview of `plan`: half-widths and cost, and with `accounting` the remaining
+    budget now and after (`budget`, the one spend figure: see _budget), the tight spend
+    before/after and the fit count (`spend`), with `chart` too the accuracy-versus-epsilon
+    chart's data (`tradeoff`). All depend on the live budget: the frozen summary has none."""
     summary = budget_summary(project=plan.project)
     cost_eps, cost_delta = dp.release_cost(plan=plan)
     statistics = []
@@ -151,13 +156,19 @@ def plan_preview(
                 "position": s.position,
                 "kind": s.kind,
                 "label": s.label,
+                "label_zh": s.label_zh,
                 "columns": [c.name for c in s.columns],
+                "group_columns": [c.name for c in s.group_columns],
+                "quantiles": list(s.quantiles),
                 "category": s.category or None,
                 "epsilon": fmt(s.epsilon),
                 "delta": fmt(s.delta),
+                "epsilon_text": formatting.epsilon(s.epsilon),
+                "delta_text": formatting.delta(s.delta),
                 "hold": s.hold,
                 "target_halfwidth": s.target_halfwidth,
                 **accuracy,
+                "cells_text": formatting.integer(accuracy.get("cells")),
                 "halfwidth_text": formatting.halfwidth(accuracy["halfwidth"]),
                 "halfwidth_simultaneous_text": formatting.halfwidth(
                     accuracy["halfwidth_simultaneous"]
@@ -166,6 +177,7 @@ def plan_preview(
             }
         )
     tight = _accounting(plan=plan, chart=chart) if accounting else {}
+    cost = (cost_eps, cost_delta)
     if cost_eps <= summary.epsilon_remaining and cost_delta <= summary.delta_remaining:
         fits = True
     elif tight.get("spend") is not None:  # the tight check already made: either valid bound
@@ -184,16 +196,68 @@ def plan_preview(
         },
         "statistics": statistics,
         "cost": {"epsilon": fmt(cost_eps), "delta": fmt(cost_delta)},
-        "budget": {
+        **(
+            {"budget": _budget(plan=plan, summary=summary, tight=tight, fits=fits, cost=cost)}
+            if accounting
+            else {}
+        ),
+        "fits": fits,
+        **{k: v for k, v in tight.items() if not k.startswith("_")},
+    }
+    # the same amounts as people read them (dpportal.formatting: a delta in powers of ten)
+    preview["cost"]["epsilon_text"] = formatting.epsilon(cost_eps)
+    preview["cost"]["delta_text"] = formatting.delta(cost_delta)
+    return preview
+
+
+def _budget(
+    *,
+    plan: ReleasePlan,
+    summary: BudgetSummary,
+    tight: dict[str, Any],
+    fits: bool,
+    cost: tuple[Decimal, Decimal],
+) -> dict[str, Any]:
+    """What remains of the cap now and after this release, by the one spend figure.
+
+    epsilon_*: the headline (budgets.selectors.spend_figure): cap - the tight loss
+    at the cap's delta, now and with this release; never negative when the
+    release fits. delta_*: the basic sums of deltas, at least zero when the
+    release fits (the tight accountant reads every epsilon at the cap's delta, so
+    a release that fits stays within it). basic: the plain sums, exact and signed,
+    the explanation beside the headline.
+    """
+    cost_eps, cost_delta = cost
+    figure = project_spend_figure(project=plan.project, summary=summary)
+    check = tight.get("_check")
+    basic_eps_after = amounts.sub(summary.epsilon_remaining, cost_eps)
+    basic_delta_after = amounts.sub(summary.delta_remaining, cost_delta)
+    eps_after = remaining_after(
+        epsilon_cap=plan.project.epsilon_cap,
+        after=check.after if check is not None else None,
+        fits=fits,
+        fallback=basic_eps_after,
+    )
+
+    def at_least_zero(value: Decimal) -> Decimal:
+        return max(amounts.ZERO, value) if fits else value
+
+    return {
+        "epsilon_remaining": fmt(figure.remaining_epsilon),
+        "delta_remaining": fmt(at_least_zero(summary.delta_remaining)),
+        "epsilon_remaining_after": fmt(eps_after),
+        "delta_remaining_after": fmt(at_least_zero(basic_delta_after)),
+        "epsilon_remaining_text": formatting.epsilon(figure.remaining_epsilon),
+        "delta_remaining_text": formatting.delta(at_least_zero(summary.delta_remaining)),
+        "epsilon_remaining_after_text": formatting.epsilon(eps_after),
+        "basic": {
             "epsilon_remaining": fmt(summary.epsilon_remaining),
             "delta_remaining": fmt(summary.delta_remaining),
-            "epsilon_remaining_after": fmt(summary.epsilon_remaining - cost_eps),
-            "delta_remaining_after": fmt(summary.delta_remaining - cost_delta),
+            "epsilon_remaining_after": fmt(basic_eps_after),
+            "delta_remaining_after": fmt(basic_delta_after),
+            "epsilon_remaining_after_text": formatting.epsilon(basic_eps_after),
         },
-        "fits": fits,
-        **tight,
     }
-    return preview
 
 
 def _fit(
@@ -214,12 +278,19 @@ def _fit(
 
 
 def _rank_texts(accuracy: dict[str, Any]) -> dict[str, str]:
-    """A quantile's rank errors as a person reads them: whole ranks, rounded up."""
-    return {
-        f"{key}_text": formatting.integer(math.ceil(accuracy[key]))
+    """A quantile's rank errors as a person reads them: whole ranks, rounded up; and its
+    accuracy in words, the planning figure in data units beside the rank error."""
+    out = {
+        f"{key}_text": formatting.rank(accuracy[key])
         for key in ("rank_error", "rank_error_simultaneous")
         if accuracy.get(key) is not None
     }
+    if accuracy.get("rank_error") is not None:
+        out["accuracy_text"] = quantile_words.planning_text(accuracy)
+        out["accuracy_simultaneous_text"] = quantile_words.planning_text(
+            accuracy, simultaneous=True
+        )
+    return out
 
 
 def _check_fits(*, plan: ReleasePlan) -> tuple[Decimal, Decimal]:

@@ -1,7 +1,8 @@
 """Accuracy against epsilon for one release, and the project's room for it (public only).
 
 The builder's chart: each statistic's half-width (releases.dp.statistic_accuracy,
-the preview's own function) at CHART_POINTS totals on a log scale, the release's
+the preview's own function; for quantiles their planning figure in the data's units,
+or their rank error without a guess of n) at CHART_POINTS totals on a log scale, the release's
 allocation scaled to each total (every statistic's epsilon times t / E; deltas
 unchanged), and the marker of the largest total of THIS release that still fits
 under the project's cap by tight-or-basic accounting
@@ -69,7 +70,7 @@ class _Sweep:
 
     def __init__(self) -> None:
         self._records: dict[tuple, list[MechanismRecord]] = {}
-        self._halfwidths: dict[tuple, float | None] = {}
+        self._accuracies: dict[tuple, dict[str, Any] | None] = {}
 
     def records(self, plan: ReleasePlan) -> list[MechanismRecord]:
         """releases.dp.release_mechanisms(plan) as records (a test checks they agree)."""
@@ -81,15 +82,42 @@ class _Sweep:
             out.extend(self._records[key])
         return merge_records(out)
 
-    def halfwidth(self, plan: ReleasePlan, stat: StatisticPlan) -> float | None:
-        """The per-cell half-width the preview shows (releases.dp.statistic_accuracy)."""
+    def accuracy(self, plan: ReleasePlan, stat: StatisticPlan) -> dict[str, Any] | None:
+        """The preview's accuracy of `stat` (releases.dp.statistic_accuracy); None if it fails."""
         key = dp.planning_key(plan=plan, stat=stat)
-        if key not in self._halfwidths:
+        if key not in self._accuracies:
             try:
-                self._halfwidths[key] = dp.statistic_accuracy(plan=plan, stat=stat)["halfwidth"]
+                self._accuracies[key] = dp.statistic_accuracy(plan=plan, stat=stat)
             except ValidationFailed:
-                self._halfwidths[key] = None
-        return self._halfwidths[key]
+                self._accuracies[key] = None
+        return self._accuracies[key]
+
+    def halfwidth(self, plan: ReleasePlan, stat: StatisticPlan) -> float | None:
+        """The per-cell half-width the preview shows; for quantiles the chart's figure:
+        their planning figure in the data's units, or without a guess of n their rank error."""
+        accuracy = self.accuracy(plan, stat)
+        if accuracy is None:
+            return None
+        if accuracy.get("rank_error") is not None:
+            units = accuracy.get("value_error")
+            return units if units is not None else accuracy["rank_error"]
+        return accuracy["halfwidth"]
+
+
+def _point_text(accuracy: dict[str, Any] | None) -> str:
+    """One point of the chart's table as a person reads it."""
+    if accuracy is None:
+        return ""
+    if accuracy.get("rank_error") is None:
+        width = accuracy["halfwidth"]
+        return formatting.halfwidth(width) if width is not None else ""
+    ranks = formatting.integer(math.ceil(accuracy["rank_error"]))
+    if accuracy.get("value_error") is None:
+        return gettext("rank ± %(ranks)s") % {"ranks": ranks}
+    return gettext("about %(width)s (rank ± %(ranks)s)") % {
+        "width": formatting.halfwidth(accuracy["value_error"]),
+        "ranks": ranks,
+    }
 
 
 def plan_records(*, plan: ReleasePlan) -> list[MechanismRecord]:
@@ -184,20 +212,23 @@ def plan_tradeoff(*, plan: ReleasePlan, history: ComposedHistory) -> dict[str, A
         low = min(low, float(marker) / 2)
         high = min(max(high, float(marker) * 1.5), float(total) * SEARCH_RANGE)
     epsilons = _grid(low, high)
-    columns = []
+    columns, texts = [], []
     for e in epsilons:
         scaled = plan_at_epsilon(plan=plan, epsilon=e)
         columns.append([sweep.halfwidth(scaled, stat) for stat in scaled.statistics])
+        texts.append([_point_text(sweep.accuracy(scaled, stat)) for stat in scaled.statistics])
     series = [
         {
             "position": stat.position,
             "label": stat.label,
             "kind": stat.kind,
+            # quantiles without a guess of n are drawn in ranks, and their legend says so
+            "unit": "ranks" if stat.kind == "quantiles" and not stat.n_guess else "value",
+            "legend": gettext("%(label)s (ranks)") % {"label": stat.label}
+            if stat.kind == "quantiles" and not stat.n_guess
+            else stat.label,
             "halfwidth": [column[i] for column in columns],
-            "halfwidth_text": [
-                formatting.halfwidth(column[i]) if column[i] is not None else ""
-                for column in columns
-            ],
+            "halfwidth_text": [row[i] for row in texts],
         }
         for i, stat in enumerate(plan.statistics)
     ]

@@ -33,7 +33,7 @@
       const traces = t.series.map((s) => ({
         type: "scatter",
         mode: "lines+markers",
-        name: esc(s.label),
+        name: esc(s.legend || s.label),
         x: xs,
         // a zero half-width has no place on a log axis: left out (the table shows it)
         y: s.halfwidth.map((h) => (h === null || h <= 0 ? null : h)),
@@ -76,7 +76,9 @@
     const head = el("tr", {}, [
       el("th", { scope: "col", text: T.total_epsilon }),
       el("th", { scope: "col", text: T.fits_column }),
-      ...t.series.map((s) => el("th", { scope: "col", class: "num", text: "± " + s.label })),
+      ...t.series.map((s) =>
+        el("th", { scope: "col", class: "num", text: "± " + (s.legend || s.label) })
+      ),
     ]);
     const rows = t.epsilons.map((e, i) =>
       el("tr", {}, [

@@ -118,12 +118,67 @@
     return cell(classic, grouping, quantileBox);
   }
 
+  /** The count's category picker: the chosen column's declared codes, each with its
+   * label in the page's language (a datalist: the field still takes the code). */
+  let categoryLists = 0;
+  function categoryChoices(tr) {
+    const field = tr.querySelector("[data-f=category]");
+    const name = tr.querySelector("[data-f=column]").value;
+    const column = columns().find((c) => c.name === name);
+    let list = tr.querySelector("datalist");
+    if (!list) {
+      categoryLists += 1;
+      list = el("datalist", { id: "category-choices-" + categoryLists });
+      field.after(list);
+      field.setAttribute("list", list.id);
+    }
+    const names = (column && column.category_names) || {};
+    list.replaceChildren(
+      ...((column && column.kind === "categorical" && column.categories) || []).map((code) =>
+        el("option", { value: code, label: names[code] ? code + " = " + names[code] : code })
+      )
+    );
+  }
+
   /** Show only the options of the row's kind (hidden fields are not sent). */
   function showOptions(tr) {
     const kind = tr.querySelector("[data-f=kind]").value;
     for (const box of tr.querySelectorAll("[data-kinds]")) {
       box.hidden = !box.dataset.kinds.split(" ").includes(kind);
     }
+  }
+
+  // each language named in itself, as the language switch names them
+  const LANGUAGE_NAMES = { en: "English", "zh-hans": "简体中文" };
+
+  /** The statistic's label in both languages, its description in both behind a toggle
+   * (an empty English label: the server names the statistic from its kind and columns). */
+  function textCell(s) {
+    const text = (field, lang, tag, label, attrs) =>
+      el(tag, {
+        "data-f": field,
+        lang: lang,
+        "aria-label": label,
+        value: s[field] == null ? "" : s[field],
+        ...(attrs || {}),
+      });
+    const description = el("details", { class: "stat-description" }, [
+      el("summary", { text: T.description }),
+      text("description", "en", "textarea", T.description_en, { rows: 2, placeholder: LANGUAGE_NAMES.en }),
+      text("description_zh", "zh-hans", "textarea", T.description_zh, {
+        rows: 2,
+        placeholder: LANGUAGE_NAMES["zh-hans"],
+      }),
+    ]);
+    if (s.description || s.description_zh) description.open = true;
+    return el("td", { class: "stat-text" }, [
+      text("label", "en", "input", T.label_en, { placeholder: LANGUAGE_NAMES.en, maxlength: 200 }),
+      text("label_zh", "zh-hans", "input", T.label_zh, {
+        placeholder: LANGUAGE_NAMES["zh-hans"],
+        maxlength: 200,
+      }),
+      description,
+    ]);
   }
 
   function addRow(s) {
@@ -133,6 +188,7 @@
     hold.checked = Boolean(s.hold);
     const tr = el("tr", {}, [
       cell(select("kind", KINDS, s.kind)),
+      textCell(s),
       cell(select("column", cols, s.column || "", T.all_rows)),
       optionsCell(s, cols),
       cell(
@@ -147,6 +203,7 @@
     ]);
     tbody.append(tr);
     showOptions(tr);
+    categoryChoices(tr);
   }
 
   function payload() {
@@ -161,6 +218,9 @@
     }
     return {
       title: byId("f-title").value,
+      title_zh: byId("f-title-zh").value,
+      description: byId("f-description").value,
+      description_zh: byId("f-description-zh").value,
       dataset: byId("f-dataset").value,
       mechanism: byId("f-mechanism").value,
       confidence: byId("f-confidence").value,
@@ -187,30 +247,52 @@
     ]);
     const body = el("tbody");
     for (const s of p.statistics) {
-      // quantiles: a rank error (how many values may lie between the released value and
-      // the true quantile, beyond the grid's step), not a half-width in value units
+      // quantiles: a planning figure in the data's units beside the rank error (how many
+      // values may lie between the released value and the true quantile), in words
+      // from the server (releases/kinds/quantiles.py)
       const ranks = s.rank_error != null;
-      const one = ranks ? rankText(s.rank_error_text) : s.halfwidth_text;
-      const all = ranks ? rankText(s.rank_error_simultaneous_text) : s.halfwidth_simultaneous_text;
+      const one = ranks
+        ? s.accuracy_text || rankText(s.rank_error_text)
+        : s.halfwidth_text;
+      const all = ranks
+        ? s.accuracy_simultaneous_text || rankText(s.rank_error_simultaneous_text)
+        : s.halfwidth_simultaneous_text;
       body.append(
         el("tr", { "data-kind": s.kind }, [
           el("td", { text: s.label }),
-          el("td", { class: "num", text: s.epsilon }),
-          el("td", { class: "num", text: s.delta }),
-          el("td", { class: "num", text: s.cells }),
+          el("td", { class: "num", text: s.epsilon_text }),
+          el("td", { class: "num", text: s.delta_text }),
+          el("td", { class: "num", text: s.cells_text }),
           el("td", { class: "num", text: one }),
           el("td", { class: "num", text: all }),
         ])
       );
     }
-    const cost = el("p", {}, [
+    // the remaining budget is the one spend figure (tight at the cap's delta), the
+    // basic sums beside it when they differ (texts formatted by the server)
+    const cost = el("p", { id: "preview-cost" }, [
       fill(T.cost, {
-        epsilon: p.cost.epsilon,
-        delta: p.cost.delta,
-        epsilon_remaining: p.budget.epsilon_remaining,
-        delta_remaining: p.budget.delta_remaining,
+        epsilon: p.cost.epsilon_text || p.cost.epsilon,
+        delta: p.cost.delta_text || p.cost.delta,
       }),
     ]);
+    if (p.budget) {
+      cost.append(
+        " ",
+        el("span", {
+          id: "preview-remaining",
+          text: fill(T.remaining, {
+            epsilon_remaining: p.budget.epsilon_remaining_text,
+            epsilon_remaining_after: p.budget.epsilon_remaining_after_text,
+          }),
+        })
+      );
+      const basic = p.budget.basic;
+      if (basic && basic.epsilon_remaining_after !== p.budget.epsilon_remaining_after) {
+        const text = fill(T.basic_remaining, { epsilon: basic.epsilon_remaining_after_text });
+        cost.append(" ", el("span", { class: "muted", id: "preview-basic", text: text }));
+      }
+    }
     if (!p.fits) cost.append(" ", el("strong", { class: "error", text: T.no_fit }));
     // the release's cells beside the limit the server refuses it over (translated there)
     const cells = el("p", { class: "muted", id: "preview-cells", text: p.cells_text || "" });
@@ -299,6 +381,7 @@
   tbody.addEventListener("change", (e) => {
     const tr = e.target.closest("tr");
     if (e.target.matches("[data-f=kind]")) showOptions(tr);
+    if (e.target.matches("[data-f=column]")) categoryChoices(tr);
     if (e.target.matches("[data-preset]") && e.target.value) {
       tr.querySelector("[data-f=quantiles]").value = e.target.value;
       e.target.value = "";
@@ -319,7 +402,78 @@
   form.addEventListener("submit", () => {
     byId("payload").value = JSON.stringify(payload());
   });
-  for (const s of initial.statistics || []) addRow(s);
+
+  // A language switch reloads the page: the form in progress goes to this tab's
+  // sessionStorage just before, and comes back once (public parameters only, as typed).
+  const STORE = "dpportal.builder:" + location.pathname;
+  let lastField = null; // the field last edited: [row index or -1, field key]
+  form.addEventListener("focusin", (e) => {
+    const tr = e.target.closest("#stats tbody tr");
+    const key = e.target.dataset.f || e.target.id;
+    if (key) lastField = [tr ? [...tbody.children].indexOf(tr) : -1, key];
+  });
+  const switcher = document.querySelector("form.languages");
+  if (switcher) {
+    switcher.addEventListener("submit", () => {
+      try {
+        sessionStorage.setItem(STORE, JSON.stringify({ form: payload(), field: lastField }));
+      } catch (e) {
+        // storage full or refused: the switch still happens, the form is not kept
+      }
+    });
+  }
+
+  function takeSaved() {
+    try {
+      const saved = JSON.parse(sessionStorage.getItem(STORE) || "null");
+      sessionStorage.removeItem(STORE);
+      return saved && typeof saved.form === "object" ? saved : null;
+    } catch (e) {
+      return null;
+    }
+  }
+
+  const TOP = {
+    "f-title": "title",
+    "f-title-zh": "title_zh",
+    "f-description": "description",
+    "f-description-zh": "description_zh",
+    "f-mechanism": "mechanism",
+    "f-confidence": "confidence",
+    "f-epsilon": "epsilon",
+    "f-delta": "delta",
+  };
+
+  /** The form as `state` says (a saved one, or the page's initial values). */
+  function restore(state) {
+    // a select takes only a value it offers (the page's own choice stays otherwise)
+    const put = (node, value) => {
+      if (value == null || !node) return;
+      const text = String(value);
+      if (node.tagName !== "SELECT") node.value = text;
+      else if ([...node.options].some((o) => o.value === text && !o.disabled)) node.value = text;
+    };
+    put(byId("f-dataset"), state.dataset);
+    for (const [id, key] of Object.entries(TOP)) put(byId(id), state[key]);
+    for (const s of state.statistics || []) addRow(s);
+  }
+
+  /** Focus the field the owner was editing before the switch, in view. */
+  function refocus(field) {
+    if (!Array.isArray(field)) return;
+    const [row, key] = field;
+    const scope = row >= 0 ? tbody.children[row] : form;
+    const target =
+      scope && (row >= 0 ? scope.querySelector(`[data-f="${CSS.escape(key)}"]`) : byId(key));
+    if (!target) return;
+    if (target.closest("details")) target.closest("details").open = true;
+    target.focus();
+    target.scrollIntoView({ block: "center" });
+  }
+
+  const saved = takeSaved();
+  restore(saved ? saved.form : initial);
   if (!tbody.children.length) addRow();
+  if (saved) refocus(saved.field);
   refresh();
 })();

@@ -33,6 +33,8 @@
       quantile_axis: "percent of the values below",
       between: "{low} and {high}",
       too_few: "too few records to estimate",
+      about: "in the data's units about {low} to {high} (an estimate)",
+      about_range: "about {low} to {high}",
     };
     return node ? JSON.parse(node.textContent) : fallback;
   })();
@@ -154,7 +156,11 @@
       marker: { size: 10, color: COLORS[0] },
       line: { color: COLORS[0] },
       hovertext: stat.cells.map(function (name, i) {
-        return esc(name) + ": " + text.value[i] + "<br>" + phrase("rank_error", { ranks: esc(band.ranks_text[i]) });
+        var line = esc(name) + ": " + text.value[i] + "<br>" + phrase("rank_error", { ranks: esc(band.ranks_text[i]) });
+        if (band.about_low_text && band.about_low_text[i]) {
+          line += "<br>" + esc(phrase("about", { low: band.about_low_text[i], high: band.about_high_text[i] }));
+        }
+        return line;
       }),
       hoverinfo: "text",
       name: esc(stat.label),
@@ -172,7 +178,7 @@
   function draw(node, stat, st) {
     var layout = {
       margin: { t: 20, r: 20, b: 60, l: 70 },
-      height: 340,
+      height: 280, // a small multiple: two charts side by side
       paper_bgcolor: "#fff",
       plot_bgcolor: "#fff",
       // axis numbers in the reader's separators: decimal mark, then thousands separator
@@ -222,6 +228,8 @@
       else if (band && what === "rank-error") el.textContent = band.ranks_text[i];
       else if (band && what === "band-low") el.textContent = band.low_text[i];
       else if (band && what === "band-high") el.textContent = band.high_text[i];
+      else if (band && what === "about-low") el.textContent = band.about_low_text[i];
+      else if (band && what === "about-high") el.textContent = band.about_high_text[i];
     });
     var body = document.getElementById("quantile-body-" + stat.position);
     if (body && stat.quantile_chart) {
@@ -230,7 +238,13 @@
         var cells = tr.querySelectorAll("td");
         cells[0].textContent = text.value[i];
         cells[1].textContent = "\u00b1 " + chosenBand.ranks_text[i];
-        if (cells[2]) cells[2].textContent = phrase("between", { low: chosenBand.low_text[i], high: chosenBand.high_text[i] });
+        var about = tr.querySelector("td[data-q=about]");
+        if (about && chosenBand.about_low_text) {
+          about.textContent = chosenBand.about_low_text[i]
+            ? phrase("about_range", { low: chosenBand.about_low_text[i], high: chosenBand.about_high_text[i] })
+            : "\u2014";
+        }
+        if (cells[3]) cells[3].textContent = phrase("between", { low: chosenBand.low_text[i], high: chosenBand.high_text[i] });
       });
     }
   }

@@ -51,6 +51,15 @@
     return values.map(esc);
   }
 
+  // What dpportal's own cells ("(Other)", "(Missing)": stat.cell_buckets, written apart
+  // from the declared categories by the server) hold, under their hover text. (No <i> on
+  // the axis: Plotly draws it as an inline style, which the page's CSP refuses.)
+  function bucketNote(stat, i) {
+    var mark = (stat.cell_buckets || [])[i];
+    var notes = stat.bucket_notes || {};
+    return mark && notes[mark] ? "<br>" + esc(notes[mark]) : "";
+  }
+
   function state() {
     var s = { confidence: release.default_confidence, intervals: "per_cell", display: "raw" };
     if (!form) {
@@ -145,7 +154,9 @@
       y: ys,
       error_y: errorY,
       marker: { color: "#1f5fbf" },
-      hovertext: stat.cells.map(function (cell, i) { return hoverLine(cell, t, i); }),
+      hovertext: stat.cells.map(function (cell, i) {
+        return hoverLine(cell, t, i) + bucketNote(stat, i);
+      }),
       hoverinfo: "text",
       name: esc(stat.label),
     };
@@ -216,10 +227,11 @@
 
   // The height a chart is drawn at; its box is reserved at this height before it is drawn.
   function chartHeight(stat) {
+    // small multiples: two charts side by side on a wide window
     if (stat.layout === "heatmap") {
-      return Math.max(300, 80 + 40 * stat.shape[0]);
+      return Math.max(260, 80 + 36 * stat.shape[0]);
     }
-    return stat.layout === "figure" ? 180 : 340;
+    return stat.layout === "figure" ? 150 : 280;
   }
 
   function draw(stat, st) {
@@ -298,7 +310,13 @@
       return;
     }
     var t = texts(stat, st);
-    box.querySelectorAll("[data-fill]").forEach(function (el) {
+    // the statistic's card and its line in the summary at the top of the page
+    var fills = Array.prototype.slice.call(box.querySelectorAll("[data-fill]"));
+    var line = document.getElementById("summary-" + stat.position);
+    if (line) {
+      fills = fills.concat(Array.prototype.slice.call(line.querySelectorAll("[data-fill]")));
+    }
+    fills.forEach(function (el) {
       var what = el.getAttribute("data-fill");
       if (what === "confidence") {
         el.textContent = release.confidence_labels[st.confidence];
@@ -425,6 +443,30 @@
       apply.hidden = true;
     }
   }
+  // Printing opens every explanation and table (the print stylesheet lays them out);
+  // the ones the reader had closed close again afterwards.
+  var closedForPrint = [];
+  window.addEventListener("beforeprint", function () {
+    closedForPrint = Array.prototype.filter.call(document.querySelectorAll("main details"), function (d) {
+      return !d.open;
+    });
+    closedForPrint.forEach(function (d) { d.open = true; });
+    charts.forEach(function (stat) {
+      if (!drawn[stat.position]) {
+        drawNow(stat);
+      }
+    });
+  });
+  window.addEventListener("afterprint", function () {
+    closedForPrint.forEach(function (d) { d.open = false; });
+    closedForPrint = [];
+  });
+  var printButton = document.querySelector("[data-print]");
+  if (printButton) {
+    printButton.hidden = false;
+    printButton.addEventListener("click", function () { window.print(); });
+  }
+
   render();
   watchCharts();
 })();
