@@ -260,7 +260,7 @@ def test_end_to_end_from_upload_to_public_chart(
         page.check("input[name=unit][value=row]")
         region = column_fieldset(page, "region")
         region.locator("input[type=radio][value=categorical]").check()
-        region.locator("textarea").fill("North\nSouth\nEast\nWest")
+        region.locator("textarea[name^=categories-]").fill("North\nSouth\nEast\nWest")
         income = column_fieldset(page, "income")
         income.locator("input[type=radio][value=numeric]").check()
         income.get_by_label("lower bound of income").fill("0")

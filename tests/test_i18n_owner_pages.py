@@ -26,6 +26,7 @@ pytestmark = pytest.mark.django_db
 #: words kept in every language: formats, codes, the epsilon/delta symbols' names in codes
 ALLOWED = {
     "dpportal",
+    "uninformative",  # the name of data.json's flag, quoted where a page explains it
     "CSV",
     "TSV",
     "JSON",

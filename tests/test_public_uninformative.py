@@ -107,7 +107,7 @@ def _table_row(html: str, position: int, cell: str) -> list[str]:
     body = html[html.index(f'id="table-body-{position}"') :]
     body = body[: body.index("</tbody>")]
     match = re.search(
-        rf"<th scope=\"row\">{re.escape(cell)}</th>\s*((?:<td[^>]*>[^<]*</td>)+)", body
+        rf"<th scope=\"row\"[^>]*>{re.escape(cell)}</th>\s*((?:<td[^>]*>[^<]*</td>)+)", body
     )
     assert match, cell
     return re.findall(r"<td[^>]*>([^<]*)</td>", match.group(1))

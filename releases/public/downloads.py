@@ -204,6 +204,11 @@ def _about_text(cell: dict[str, Any], prefix: str) -> dict[str, str]:
     return {prefix + "about_lower": low, prefix + "about_upper": high}
 
 
+def _flag_text(hidden: bool | None) -> str | None:
+    """The CSV's `uninformative` column: true or false (empty where no kind judges it)."""
+    return None if hidden is None else ("true" if hidden else "false")
+
+
 def _cell_text(cell: dict[str, Any]) -> dict[str, Any]:
     """One cell of the JSON record with its numbers as people read them (for the CSV).
 
@@ -213,7 +218,7 @@ def _cell_text(cell: dict[str, Any]) -> dict[str, Any]:
     """
     value = cell["value"]
     hidden = cell.get("uninformative")
-    flag = None if hidden is None else ("true" if hidden else "false")
+    flag = _flag_text(hidden)
     if cell.get("rank_error") is not None:  # quantiles: the chosen candidate, exactly
         return {
             **cell,
@@ -323,6 +328,7 @@ def release_download_csv_chunks(
                 **cell,
                 **{key: cell.get(f"{key}_display") for key in DISPLAYED},
                 **_label_cells(cell.get("cell_label")),
+                "uninformative": _flag_text(cell.get("uninformative")),
             }
             for cell in stat["cells"]
         )  # the JSON's display texts: the CSV shows what the JSON says the page shows
