@@ -80,7 +80,7 @@ def test_exact_decimal_sums_reach_the_cap_exactly(project, owner, reviewer):
     # (0.9937, 0.00001)-DP (randomized response composed, the project's delta cap),
     # so 0.05 more (1.0377 tightly) is refused by both bounds and the refusal says so...
     extra = make_request(project, owner, epsilon="0.05")
-    with pytest.raises(BudgetExceeded, match="only epsilon 0, delta 0.00001 remain") as info:
+    with pytest.raises(BudgetExceeded, match="only epsilon 0, delta 1\xa0×\xa010⁻⁵ remain") as info:
         budget_request_approve(budget_request_id=extra.pk, reviewer=reviewer)
     assert "Counted tightly" in info.value.message
     assert (

@@ -95,9 +95,9 @@ def test_stata_value_labels_are_the_labels_of_the_published_release(
         _public_page(english, release)
         page = english.page
         # the histogram of sex: its bars and its table name the labels, not the codes
-        assert _ticks(page, 0, "x") == ["Male", "Female", "Other"]
+        assert _ticks(page, 0, "x") == ["Male", "Female", "(Other)"]
         rows = page.locator("#table-body-0 th").all_text_contents()
-        assert [r.strip() for r in rows] == ["Male", "Female", "Other"]
+        assert [r.strip() for r in rows] == ["Male", "Female", "(Other)"]
         # the two-way table: rows by sex, columns by region (Chinese labels only: shown)
         assert _ticks(page, 2, "y")[:2] == ["Male", "Female"]
         assert _ticks(page, 2, "x")[:2] == ["北方", "南方"]

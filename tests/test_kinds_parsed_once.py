@@ -41,7 +41,7 @@ def _entry(name: str, mechanism: str) -> dict:
     kind = kinds.get(name)
     stat = SimpleNamespace(
         lower=Decimal(0), upper=Decimal(100), epsilon=Decimal("0.5"), step=Decimal(5),
-        group_column=None, group_column2=None, quantiles=["0.5"], column=None,
+        group_column=None, group_column2=None, quantiles=["0.5"], column=None, n_guess=None,
     )  # fmt: skip
     entry = {
         "position": 0, "kind": name, "label": name, "columns": [{"name": "x"}],

@@ -27,7 +27,7 @@ from django.utils import translation
 from budgets.selectors.review import KIND_TEXT, statistic_lines
 from dpportal import formatting
 from dpportal.catalogues import compile_all
-from dpportal.privacy import quantiles
+from dpportal.privacy import quantile_units, quantiles
 from dpportal.privacy.rng import SeededTestRandom
 from releases import compute, kinds, lifecycle, services
 from releases.kinds import quantiles as quantile_words
@@ -51,32 +51,32 @@ QUARTILES = {
 
 def test_planning_value_error_is_the_ranks_share_of_the_range_plus_one_step():
     # 10,000 values evenly over 0..200,000: 20 units per rank; 150 ranks = 3,000, + step
-    got = quantiles.planning_value_error(
+    got = quantile_units.planning_value_error(
         rank_error=150, n_guess=10_000, first=0, last=200_000, step=1000
     )
     assert got == pytest.approx(4000)
     # more values: a smaller figure; never wider than the grid
-    more = quantiles.planning_value_error(
+    more = quantile_units.planning_value_error(
         rank_error=150, n_guess=100_000, first=0, last=200_000, step=1000
     )
     assert more == pytest.approx(1300) and more < got
-    assert quantiles.planning_value_error(
+    assert quantile_units.planning_value_error(
         rank_error=10**6, n_guess=10, first=0, last=50, step=5
     ) == pytest.approx(50)
 
 
 def test_grid_step_is_the_widest_gap():
-    assert quantiles.grid_step([0, 18, 40, 65, 100]) == 35
-    assert quantiles.grid_step(quantiles.candidate_grid(0, 10, "0.5")) == Fraction(1, 2)
+    assert quantile_units.grid_step([0, 18, 40, 65, 100]) == 35
+    assert quantile_units.grid_step(quantiles.candidate_grid(0, 10, "0.5")) == Fraction(1, 2)
 
 
 def test_released_range_on_an_even_shape_matches_the_planning_figure():
     # released quartiles exactly where an even spread puts them: the same figure
-    (low, high) = quantiles.value_range_from_released(
+    (low, high) = quantile_units.value_range_from_released(
         quantiles=["0.25", "0.5", "0.75"], values=[50_000, 100_000, 150_000],
         rank_errors=[150, 150, 150], n=10_000, first=0, last=200_000, step=1000,
     )[1]  # fmt: skip
-    width = quantiles.planning_value_error(
+    width = quantile_units.planning_value_error(
         rank_error=150, n_guess=10_000, first=0, last=200_000, step=1000
     )
     assert (low, high) == pytest.approx((100_000 - width, 100_000 + width))
@@ -85,7 +85,7 @@ def test_released_range_on_an_even_shape_matches_the_planning_figure():
 def test_released_range_follows_the_released_shape():
     # the quartiles are close together: the data is dense there, the range narrow;
     # the tails are wide: the range of the lower quartile stretches towards 0
-    ranges = quantiles.value_range_from_released(
+    ranges = quantile_units.value_range_from_released(
         quantiles=["0.25", "0.5", "0.75"], values=[40_000, 42_000, 44_000],
         rank_errors=[100, 100, 100], n=1000, first=0, last=200_000, step=100,
     )  # fmt: skip
@@ -113,7 +113,7 @@ def test_released_range_covers_the_true_quantile_when_the_assumption_holds():
         )  # fmt: skip
         explanation = result.to_dict()
         errors = quantiles.quantile_rank_errors(explanation, confidence="0.95")
-        ranges = quantiles.value_range_from_released(
+        ranges = quantile_units.value_range_from_released(
             quantiles=qs, values=[p.value for p in result.parts], rank_errors=errors,
             n=counter.n, first=0, last=1000, step=10,
         )  # fmt: skip
@@ -131,7 +131,7 @@ def dataset(project, owner):
 
 
 def _planning_width(preview_stat, plan_n=4000, key="rank_error"):
-    return quantiles.planning_value_error(
+    return quantile_units.planning_value_error(
         rank_error=preview_stat[key], n_guess=plan_n, first=0, last=200_000, step=1000
     )
 
@@ -238,7 +238,7 @@ def test_released_quantiles_carry_their_range_in_data_units(project, owner, revi
     assert value_basis(entry) == ("n_guess", 4000)
     cells = kinds.get("quantiles").intervals(entry, confidence="0.95")
     errors = quantiles.quantile_rank_errors(entry["explanation"], confidence="0.95")
-    expected = quantiles.value_range_from_released(
+    expected = quantile_units.value_range_from_released(
         quantiles=entry["quantiles"], values=entry["values"], rank_errors=errors, n=4000,
         first=0, last=200_000, step=1000,
     )  # fmt: skip

@@ -280,6 +280,8 @@ def bodies_for(name: str, w: World) -> list[tuple[str, dict]]:
         return [("missing-fields", {}), ("nul", {f: "\x00" for f in FIELDS})]
     if name == "datasets:upload":
         return upload_bodies() + generic_bodies(w)[:4]
+    if name == "datasets:texts":  # free text: any number-like text is a valid name
+        return texts_bodies()
     extra = {
         "budgets:project_create": caps_bodies(),
         "budgets:project_budget": caps_bodies(),
@@ -290,6 +292,15 @@ def bodies_for(name: str, w: World) -> list[tuple[str, dict]]:
         "releases:preview": payload_bodies(w),
     }.get(name, [])
     return generic_bodies(w) + extra
+
+
+def texts_bodies() -> list[tuple[str, dict]]:
+    """A dataset's name and description: refused without a name, with NUL or too long."""
+    fields = ("name", "name_zh", "description", "description_zh")
+    return [("missing-fields", {})] + [
+        (f"texts={label}", {f: value for f in fields})
+        for label, value in (("nul", "\x00"), ("nul-inside", "a\x00b"), ("long", LONG))
+    ]
 
 
 def decision_bodies() -> list[tuple[str, dict]]:

@@ -41,6 +41,7 @@ from budgets.models import LedgerEntry, Project
 from budgets.selectors.accounting import committed_records, ledger_state, rows_records
 from budgets.selectors.budget import budget_summary
 from budgets.selectors.summary import BudgetSummary
+from dpportal import formatting
 from dpportal.privacy.errors import PrivacyParameterError
 from dpportal.privacy.headroom import compose_history
 from dpportal.privacy.mechanism_records import MechanismRecord
@@ -250,7 +251,8 @@ def release_spend_figure(*, project: Project, budget_request_id: int | None) -> 
     """One computed release's own loss by the same rule, at the cap's delta (exact strings).
 
     {"epsilon": the tight loss of its CHARGE row's mechanisms (None: no finite one),
-    "delta": the cap's delta, "basic_epsilon", "basic_delta": what it was charged}; None
+    "differs": whether the two read differently once rounded for people, "delta": the
+    cap's delta, "basic_epsilon", "basic_delta": what it was charged}; None
     when it was not charged (nothing computed) or the accountant refuses its records.
     """
     if budget_request_id is None:
@@ -274,6 +276,9 @@ def release_spend_figure(*, project: Project, budget_request_id: int | None) -> 
     stated = stated_epsilon(spend, basic_epsilon=basic_eps, basic_delta=basic_delta)
     return {
         "epsilon": None if stated is None else amounts.fmt(stated),
+        # a page states the tight loss apart only where a reader would see it differ
+        "differs": stated is not None
+        and formatting.epsilon(stated) != formatting.epsilon(basic_eps),
         "delta": amounts.fmt(project.delta_cap),
         "basic_epsilon": amounts.fmt(basic_eps),
         "basic_delta": amounts.fmt(basic_delta),

@@ -26,6 +26,8 @@ def _checked(value: str, *, limit: int) -> str:
             gettext("A dataset's name or description may be at most %(limit)s characters.")
             % {"limit": limit}
         )
+    if "\x00" in text:
+        raise ValidationFailed(gettext("The text holds a NUL character: remove it."))
     if bidi_controls_in(text):
         raise ValidationFailed(
             gettext("The text holds an invisible direction control character: remove it.")

@@ -23,7 +23,7 @@ from django.utils.translation import gettext
 
 from budgets.amounts import fmt
 from dpportal import formatting, words
-from dpportal.privacy import quantiles
+from dpportal.privacy import quantile_units, quantiles
 from dpportal.privacy.mechanism_records import MechanismRecord
 from dpportal.privacy.noise import NoiseSpec
 from dpportal.privacy.params import Epsilon, exact_str
@@ -193,12 +193,12 @@ class QuantilesKind(StatisticKind):
             one = self._rank_error(plan, stat, stat.epsilon)
             together = self._rank_error(plan, stat, stat.epsilon, k=k)
             first, last = stat.grid[0], stat.grid[-1]
-            step = quantiles.grid_step(stat.grid)
+            step = quantile_units.grid_step(stat.grid)
 
             def units(t: float) -> float | None:
                 if not stat.n_guess:
                     return None
-                return quantiles.planning_value_error(
+                return quantile_units.planning_value_error(
                     rank_error=t, n_guess=stat.n_guess, first=first, last=last, step=step
                 )
 
@@ -270,7 +270,7 @@ class QuantilesKind(StatisticKind):
             "quantiles": list(entry["quantiles"]),
             "values": [exact_str(p.value) for p in result.parts],
             "explanation": result.to_dict(),
-            "grid_step": exact_str(quantiles.grid_step(grid_of(entry))),
+            "grid_step": exact_str(quantile_units.grid_step(grid_of(entry))),
             **({"n_guess": int(entry["n_guess"])} if entry.get("n_guess") else {}),
         }  # fmt: skip
 
@@ -290,7 +290,7 @@ class QuantilesKind(StatisticKind):
         stated confidence the chosen candidate's rank is within t of q n (plus the grid's
         resolution). Beside it, when n is known (value_basis), about_low/about_high: the
         same error in the data's units through the released quantiles' shape
-        (quantiles.value_range_from_released), an estimate, not a guarantee."""
+        (quantile_units.value_range_from_released), an estimate, not a guarantee."""
         errors = quantiles.quantile_rank_errors(
             entry["explanation"], confidence=confidence, simultaneous=simultaneous
         )
@@ -299,7 +299,7 @@ class QuantilesKind(StatisticKind):
         if basis is None:
             return [Cell(v, rank_error=t) for v, t in zip(values, errors, strict=True)]
         explanation = entry["explanation"]
-        ranges = quantiles.value_range_from_released(
+        ranges = quantile_units.value_range_from_released(
             quantiles=[frac(q) for q in entry["quantiles"]], values=entry["values"],
             rank_errors=errors, n=basis[1], first=explanation["grid_first"],
             last=explanation["grid_last"], step=result_step(entry),

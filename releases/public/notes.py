@@ -11,11 +11,12 @@ frozen specification (the owner's public declarations), never from the data.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.utils.translation import gettext, gettext_noop
 
-from dpportal import formatting
+from dpportal import formatting, words
 from releases import kinds
 
 # The names compute gives these cells (releases.compute.readers.OTHER / MISSING).
@@ -56,11 +57,26 @@ def english(record: Record) -> str:
     return msgid % params if params else msgid
 
 
+#: parameters of a note that hold a number written by dpportal.formatting (bounds, edges,
+#: grid steps), and what such a number looks like: it takes the reader's separators
+NUMBER_PARAMS = frozenset({"first", "last", "lower", "upper", "step"})
+_NUMBER = re.compile(r"^-?\d{1,3}(,\d{3})*(\.\d+)?$|^-?\d+(\.\d+)?$")
+
+
 def translated(record: Record) -> str:
-    """The record in the active language (gettext now), filled in."""
+    """The record in the active language (gettext now), filled in; its numbers in the
+    reader's separators (dpportal.words)."""
     msgid, params = record
     text = gettext(msgid)
-    return text % params if params else text
+    if not params:
+        return text
+    params = {
+        key: words.number_text(value)
+        if key in NUMBER_PARAMS and isinstance(value, str) and _NUMBER.match(value)
+        else value
+        for key, value in params.items()
+    }
+    return text % params
 
 
 def _plural(n: int, one: str, many: str) -> str:
