@@ -167,6 +167,7 @@ def test_builder_opens_on_the_newest_usable_dataset(
 
 
 def _fill(page) -> None:
+    page.locator("#builder[data-ready]").wait_for()  # typed after the script filled the form
     page.locator("#f-title").fill("Incomes by region")
     page.locator("#f-title-zh").fill("各地区收入")
     page.locator("#f-description").fill("Survey wave 1.")
@@ -290,6 +291,7 @@ def test_builder_saves_labels_and_descriptions_in_both_languages(
         page.locator("#f-epsilon").fill("50")
         page.locator("#builder button[type=submit]").click()
         page.locator("#builder-error").wait_for()
+        page.locator("#builder[data-ready]").wait_for()  # the script has filled the form
         _assert_filled_but_epsilon(page)
         _clean(pages)
     finally:

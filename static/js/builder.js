@@ -476,4 +476,6 @@
   if (!tbody.children.length) addRow();
   if (saved) refocus(saved.field);
   refresh();
+  // the form holds its values now: what a reader types from here on stays
+  form.setAttribute("data-ready", "1");
 })();
