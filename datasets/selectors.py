@@ -57,6 +57,24 @@ def dataset_usability_problem(*, dataset: Dataset) -> str | None:
     Usable: ingested, every column declared (excluded counts), and the privacy unit
     explicitly confirmed by an owner (never a default).
     """
+    return dataset_usability_problems(datasets=[dataset])[dataset.pk]
+
+
+def dataset_usability_problems(*, datasets: list[Dataset]) -> dict[int, str | None]:
+    """dataset_usability_problem of several datasets, by id, in one query for all of their
+    undeclared columns (not one per dataset)."""
+    undeclared: dict[int, list[str]] = {d.pk: [] for d in datasets}
+    names = (
+        Column.objects.filter(dataset__in=list(undeclared), kind=Column.Kind.UNDECLARED)
+        .order_by("dataset", "position")
+        .values_list("dataset_id", "name")
+    )
+    for dataset_id, name in names:
+        undeclared[dataset_id].append(name)
+    return {d.pk: _usability_problem(d, undeclared=undeclared[d.pk][:6]) for d in datasets}
+
+
+def _usability_problem(dataset: Dataset, *, undeclared: list[str]) -> str | None:
     has_data = dataset.parquet_file or dataset.external_kind
     name = dataset.name
     if dataset.status != Dataset.Status.READY or not has_data:
@@ -64,11 +82,6 @@ def dataset_usability_problem(*, dataset: Dataset) -> str | None:
             "name": name,
             "status": dataset.get_status_display(),
         }
-    undeclared = list(
-        dataset.columns.filter(kind=Column.Kind.UNDECLARED)
-        .order_by("position")
-        .values_list("name", flat=True)[:6]
-    )
     if not dataset.declared or undeclared:
         if not undeclared:
             return gettext(

@@ -74,9 +74,13 @@ def show(obj: object, field: str, language: str | None = None) -> str:
     return Bilingual.of(obj, field).show(language)
 
 
+def json_text(value: object, fallback: str = "", language: str | None = None) -> str:
+    """A stored text ({"en", "zh-hans"} or a plain string) in the reader's language, else
+    the other one; `fallback` when it holds none."""
+    return (Bilingual.from_json(value).show(language) if value else "") or fallback
+
+
 def category_label(labels: Mapping | None, code: str, language: str | None = None) -> str:
     """The owner's label of a category code in the reader's language; the code itself
     when the owner gave none."""
-    entry = (labels or {}).get(str(code))
-    text = Bilingual.from_json(entry).show(language) if entry else ""
-    return text or str(code)
+    return json_text((labels or {}).get(str(code)), str(code), language)

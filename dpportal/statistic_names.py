@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from django.utils.translation import gettext, gettext_noop, pgettext
 
-from dpportal.bilingual import Bilingual
+from dpportal.bilingual import Bilingual, json_text
 
 #: The title of a release whose owner gave none, and the one cell of a statistic over
 #: every row (a count without a category, a grouped kind without groups).
@@ -173,7 +173,7 @@ def _column_parts(columns: object) -> tuple[list[str], dict[str, str]]:
         name = str(_get(column, "name", "") or "")
         names.append(name)
         if isinstance(column, Mapping):
-            title = Bilingual.from_json(column.get("label")).show() if column.get("label") else ""
+            title = json_text(column.get("label"))
         else:
             title = Bilingual.of(column, "label").show()
         if title:

@@ -25,7 +25,7 @@ from budgets.selectors import (
     project_roles,
 )
 from datasets.models import Column, Dataset
-from datasets.selectors import dataset_usability_problem
+from datasets.selectors import dataset_usability_problems
 from dpportal import statistic_names
 from dpportal.bilingual import category_label
 from dpportal.errors import ApplicationError, ValidationFailed
@@ -56,7 +56,7 @@ def _datasets_context(project) -> list[dict[str, Any]]:
     """Ready datasets, newest first, with their columns' PUBLIC domains only (never the
     private profile), and for each whether releases may use it yet and if not, why."""
     out = []
-    # every dataset's public columns in one more query, not one per dataset
+    # every dataset's public (and undeclared) columns in one more query each, not per dataset
     public_columns = Column.objects.exclude(
         kind__in=[Column.Kind.EXCLUDED, Column.Kind.UNDECLARED]
     ).order_by("position")
@@ -64,8 +64,10 @@ def _datasets_context(project) -> list[dict[str, Any]]:
     datasets = ready.prefetch_related(
         Prefetch("columns", queryset=public_columns, to_attr="public_columns")
     )
-    for dataset in datasets.order_by("-uploaded_at", "-pk"):
-        problem = dataset_usability_problem(dataset=dataset)
+    datasets = list(datasets.order_by("-uploaded_at", "-pk"))
+    problems = dataset_usability_problems(datasets=datasets)
+    for dataset in datasets:
+        problem = problems[dataset.pk]
         out.append(
             {
                 "id": dataset.pk,

@@ -80,7 +80,7 @@ def release_title(obj) -> str:
 def i18n_text(texts) -> str:
     """A {"en": ..., "zh-hans": ...} text (the API's and the registry's form) in the
     reader's language, falling back to the other one."""
-    return bilingual.Bilingual.from_json(texts).show() if texts else ""
+    return bilingual.json_text(texts)
 
 
 @register.filter

@@ -260,18 +260,13 @@ def _localise_statistic(stat: dict[str, Any]) -> None:
                 band["high_text"] = [percentile_text(p) for p in band["high"]]
 
 
-def _shown(label: Any, fallback: str) -> str:
-    """An owner's label ({"en", "zh-hans"}) in the reader's language, else `fallback`."""
-    return bilingual.Bilingual.from_json(label).show() if label else fallback
-
-
 def _owner_labels(stat: dict[str, Any]) -> dict[str, str]:
     """Show the owner's category labels (frozen with the release) instead of the codes,
     in the reader's language (falling back to the other, then to the code). The codes
     stay in the downloads and the API. Returns code -> label shown, for the notes."""
     codes = [str(c) for c in stat.get("cells") or []]
     named = {
-        code: _shown(label, code)
+        code: bilingual.json_text(label, code)
         for code, label in zip(codes, stat.get("cell_labels") or [], strict=False)
         if label and not stat.get("shape")
     }
@@ -279,15 +274,20 @@ def _owner_labels(stat: dict[str, Any]) -> dict[str, str]:
     if stat.get("shape") and (rows or cols):
         rows = rows or [None] * len(stat["row_labels"])
         cols = cols or [None] * len(stat["col_labels"])
-        stat["row_labels"] = [_shown(n, r) for r, n in zip(stat["row_labels"], rows, strict=False)]
-        stat["col_labels"] = [_shown(n, c) for c, n in zip(stat["col_labels"], cols, strict=False)]
+        stat["row_labels"] = [
+            bilingual.json_text(n, r) for r, n in zip(stat["row_labels"], rows, strict=False)
+        ]
+        stat["col_labels"] = [
+            bilingual.json_text(n, c) for c, n in zip(stat["col_labels"], cols, strict=False)
+        ]
         stat["cells"] = [f"{r} / {c}" for r in stat["row_labels"] for c in stat["col_labels"]]
     elif stat.get("cell_labels"):
         stat["cells"] = [
-            _shown(n, c) for c, n in zip(stat["cells"], stat["cell_labels"], strict=False)
+            bilingual.json_text(n, c)
+            for c, n in zip(stat["cells"], stat["cell_labels"], strict=False)
         ]
     if stat.get("argmax_label") and isinstance(stat.get("argmax"), dict):
-        stat["argmax"]["label"] = _shown(stat["argmax_label"], stat["argmax"]["label"])
+        stat["argmax"]["label"] = bilingual.json_text(stat["argmax_label"], stat["argmax"]["label"])
     return named
 
 
