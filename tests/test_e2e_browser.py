@@ -61,9 +61,12 @@ def browser(monkeypatch):
 class Pages:
     """A browser context that blocks every request leaving live_server (no internet)."""
 
-    def __init__(self, browser, live_server, name: str) -> None:
+    def __init__(
+        self, browser, live_server, name: str, *, viewport: tuple[int, int] = (1280, 900)
+    ) -> None:
         self.base = live_server.url
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        width, height = viewport
+        self.context = browser.new_context(viewport={"width": width, "height": height})
         self.outside: list[str] = []
         self.errors: list[str] = []
         self.context.route("**/*", self._route)

@@ -26,14 +26,7 @@ NO_REVIEWER = "This project has no reviewer yet"
 
 
 def _pages(browser, live_server, name: str, *, width: int = 1366, height: int = 768) -> Pages:  # noqa: F811
-    pages = Pages(browser, live_server, f"builder-{name}")
-    pages.context.close()
-    pages.context = browser.new_context(viewport={"width": width, "height": height})
-    pages.context.route("**/*", pages._route)
-    pages.page = pages.context.new_page()
-    pages.page.set_default_timeout(30_000)
-    pages.page.on("pageerror", lambda error: pages.errors.append(str(error)))
-    return pages
+    return Pages(browser, live_server, f"builder-{name}", viewport=(width, height))
 
 
 def _open(pages: Pages, user, language: str, path: str):

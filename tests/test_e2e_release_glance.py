@@ -32,16 +32,8 @@ HEIGHT_BEFORE_PX = 15_900
 
 
 def _open(browser, live_server, name: str, language: str) -> Pages:  # noqa: F811
-    pages = Pages(browser, live_server, name)
-    pages.context.close()
-    pages.context = browser.new_context(
-        viewport={"width": 1366, "height": 768},
-        extra_http_headers={"Accept-Language": language},
-    )
-    pages.context.route("**/*", pages._route)
-    pages.page = pages.context.new_page()
-    pages.page.set_default_timeout(30_000)
-    pages.page.on("pageerror", lambda error: pages.errors.append(str(error)))
+    pages = Pages(browser, live_server, name, viewport=(1366, 768))
+    pages.context.set_extra_http_headers({"Accept-Language": language})
     return pages
 
 
