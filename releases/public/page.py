@@ -19,7 +19,8 @@ from releases.public import notes, page_words, stats_text
 from releases.public.options import CONFIDENCE_LABELS, ViewOptions
 
 
-def _fill(name: str, value: str) -> SafeString:
+def fill(name: str, value: str) -> SafeString:
+    """A number the page's script refills for another option (data-fill="name")."""
     return format_html('<span data-fill="{}">{}</span>', name, value)
 
 
@@ -76,8 +77,8 @@ def _counts_explanation(stat: dict[str, Any], *, noise_words: str, text: dict) -
     bars = stat["layout"] == "bars"
     fills = {
         "noise": noise_words,
-        "confidence": _fill("confidence", text["label"]),
-        "halfwidth": _fill("halfwidth", text["per_cell"]["halfwidth"][0]),
+        "confidence": fill("confidence", text["label"]),
+        "halfwidth": fill("halfwidth", text["per_cell"]["halfwidth"][0]),
     }
     if stat["k"] == 1:
         return format_html(
@@ -105,7 +106,7 @@ def _counts_explanation(stat: dict[str, Any], *, noise_words: str, text: dict) -
     return format_html(
         message,
         k=stat["k"],
-        simultaneous=_fill("simultaneous-halfwidth", text["simultaneous"]["halfwidth"][0]),
+        simultaneous=fill("simultaneous-halfwidth", text["simultaneous"]["halfwidth"][0]),
         **fills,
     )
 
@@ -130,8 +131,8 @@ def _explanation(stat: dict[str, Any], *, options: ViewOptions) -> SafeString:
             ),
             columns=columns_text,
             noise=noise_words,
-            confidence=_fill("confidence", text["label"]),
-            halfwidth=_fill("halfwidth", text["per_cell"]["halfwidth"][0]),
+            confidence=fill("confidence", text["label"]),
+            halfwidth=fill("halfwidth", text["per_cell"]["halfwidth"][0]),
         )
     if kind == "mean" and (stat.get("uninformative_cells") or [False])[0]:
         return format_html(
@@ -152,9 +153,9 @@ def _explanation(stat: dict[str, Any], *, options: ViewOptions) -> SafeString:
             ),
             columns=columns_text,
             noise=noise_words,
-            confidence=_fill("confidence", text["label"]),
-            lower=_fill("lower", text["per_cell"]["lower"][0]),
-            upper=_fill("upper", text["per_cell"]["upper"][0]),
+            confidence=fill("confidence", text["label"]),
+            lower=fill("lower", text["per_cell"]["lower"][0]),
+            upper=fill("upper", text["per_cell"]["upper"][0]),
         )
     return format_html(
         gettext(

@@ -17,13 +17,10 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext, pgettext
 
 from dpportal import formatting, words
+from releases.public.page import fill
 
 # Up to this many quantiles are listed in the summary; beyond, it points to the table.
 LIST_QUANTILES = 5
-
-
-def _fill(name: str, value: str) -> SafeString:
-    return format_html('<span data-fill="{}">{}</span>', name, value)
 
 
 def _too_few() -> SafeString:
@@ -35,13 +32,13 @@ def _single(row: dict[str, Any]) -> SafeString:
         return format_html(
             gettext("{value} (± {halfwidth})"),
             value=row["value"],
-            halfwidth=_fill("halfwidth", row["halfwidth"]),
+            halfwidth=fill("halfwidth", row["halfwidth"]),
         )
     return format_html(
         gettext("{value} (between {lower} and {upper})"),
         value=row["value"],
-        lower=_fill("lower", row["lower"]),
-        upper=_fill("upper", row["upper"]),
+        lower=fill("lower", row["lower"]),
+        upper=fill("upper", row["upper"]),
     )
 
 
