@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import numpy as np
 
+import math
+
 from dpportal.privacy.errors import PrivacyParameterError, gettext_noop
 from dpportal.privacy.exact import bernoulli_exp
 from dpportal.privacy.params import check_epsilon, to_fraction
@@ -50,6 +52,8 @@ __all__ = [
     "uniform_orders",
     "permute_and_flip_indices",
     "permute_and_flip",
+    "worst_case_miss",
+    "utility_error_bound",
 ]
 
 MAX_CANDIDATES = 100_000
@@ -176,3 +180,55 @@ def permute_and_flip(
     if arr.ndim != 1:
         raise ValueError("utilities must be a 1-D list of integers")
     return int(permute_and_flip_indices(arr, epsilon=epsilon, sensitivity=sensitivity, rng=rng)[0])
+
+
+def worst_case_miss(p: float, m: int) -> float:
+    """The largest probability, over all utilities, that permute-and-flip on m candidates
+    selects a "bad" candidate, one whose acceptance probability is below p.
+
+    The optimum's coin is always heads. Selecting a bad candidate needs one of its heads
+    before the optimum's turn and before every other good candidate's heads: making a
+    good non-optimal candidate bad, or raising a bad candidate's coin towards p, can
+    only make that likelier. So the worst case is one optimum and m - 1 bad candidates
+    each at p (reached in the limit); the optimum is then at a uniform position K and is
+    selected iff the K - 1 coins before it are tails:
+
+        P(optimum) = (1/m) sum_{k<m} (1 - p)^k = (1 - (1 - p)^m) / (m p),
+        P(bad)    <= 1 - (1 - (1 - p)^m) / (m p)          (about (m - 1) p / 2).
+
+    Half the union bound's (m - 1) p, which the exponential mechanism needs.
+    """
+    if m <= 1 or p <= 0:
+        return 0.0
+    if p >= 1:
+        return 1 - 1 / m
+    tails = math.exp(m * math.log1p(-p))  # (1 - p)^m
+    return max(0.0, 1 - (1 - tails) / (m * p))
+
+
+def utility_error_bound(*, epsilon: object, sensitivity: object, candidates: int, beta: float) -> float:
+    """The smallest t (rounded up) with P(u(selected) < u* - t) <= beta for EVERY utility
+    vector of `candidates` entries with this sensitivity: permute-and-flip's exact worst
+    case (`worst_case_miss` at p = exp(-eps t / (2 Delta))), never the union bound's
+    looser (2 Delta / eps) ln(m / beta). 0 for one candidate.
+    """
+    eps = float(check_epsilon(epsilon))
+    delta_u = float(to_fraction(sensitivity, "sensitivity"))
+    if not 0 < beta < 1:
+        raise ValueError("beta must be in (0, 1)")
+    if candidates <= 1:
+        return 0.0
+    scale = 2 * delta_u / eps
+    lo, hi = 0.0, 1.0  # bisection on p: worst_case_miss is increasing in p
+    if worst_case_miss(hi, candidates) <= beta:
+        return 0.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if worst_case_miss(mid, candidates) <= beta:
+            lo = mid
+        else:
+            hi = mid
+    p = lo  # the largest p found with miss <= beta: t from it is conservative
+    if p <= 0:
+        return scale * math.log(candidates / beta)
+    return scale * -math.log(p) * (1 + 1e-12)

@@ -69,11 +69,14 @@ from dpportal.privacy.params import (
     round_up_sig,
     to_fraction,
 )
-from dpportal.privacy.permute_flip import MAX_CANDIDATES, permute_and_flip
+from dpportal.privacy.permute_flip import permute_and_flip
+from dpportal.privacy.quantile_grids import OPEN_GRID_DECADES, candidate_grid, check_grid, open_grid
 from dpportal.privacy.rng import RandomSource
 
 __all__ = [
     "candidate_grid",
+    "open_grid",
+    "OPEN_GRID_DECADES",
     "RankCounter",
     "check_quantile",
     "quantile_sensitivity",
@@ -90,34 +93,6 @@ __all__ = [
 ]
 
 _EPSILON_DIGITS = 3
-
-
-def candidate_grid(lower: object, upper: object, step: object) -> tuple[Fraction, ...]:
-    """The public grid lower, lower + step, ..., up to upper (inclusive), as exact Fractions."""
-    lo, hi, st = to_fraction(lower, "lower"), to_fraction(upper, "upper"), to_fraction(step, "step")
-    if st <= 0:
-        raise PrivacyParameterError(gettext_noop("step must be > 0, got %(step)s"), step=repr(step))
-    if lo > hi:
-        msgid = gettext_noop("lower must be <= upper, got %(lower)s and %(upper)s")
-        raise PrivacyParameterError(msgid, lower=repr(lower), upper=repr(upper))
-    m = math.floor((hi - lo) / st) + 1
-    if m > MAX_CANDIDATES:
-        msgid = gettext_noop("the grid has %(n)s candidates, at most %(most)s: use a larger step")
-        raise PrivacyParameterError(msgid, n=str(m), most=str(MAX_CANDIDATES))
-    return tuple(lo + j * st for j in range(m))
-
-
-def check_grid(candidates: Sequence[object]) -> tuple[Fraction, ...]:
-    """A public grid as exact fractions: non-empty, bounded, strictly increasing."""
-    grid = tuple(to_fraction(c, "candidate") for c in candidates)
-    if not grid:
-        raise PrivacyParameterError(gettext_noop("the candidate grid must not be empty"))
-    if len(grid) > MAX_CANDIDATES:
-        msgid = gettext_noop("at most %(most)s candidates, got %(count)s")
-        raise PrivacyParameterError(msgid, most=str(MAX_CANDIDATES), count=str(len(grid)))
-    if any(a >= b for a, b in zip(grid, grid[1:], strict=False)):
-        raise PrivacyParameterError(gettext_noop("candidates must be strictly increasing"))
-    return grid
 
 
 class RankCounter:

@@ -43,6 +43,9 @@ def quantile_ranks(cell_counts: Any) -> tuple[list[int], int]:
 def grid_of(entry: dict[str, Any]) -> tuple[Fraction, ...]:
     """The quantiles' public candidate grid from a frozen spec entry."""
     grid = entry["grid"]
+    if grid.get("open"):
+        lower = grid.get("lower")
+        return quantiles.open_grid(None if lower is None else frac(lower), frac(grid["step"]))
     if "edges" in grid:
         return tuple(frac(e) for e in grid["edges"])
     return quantiles.candidate_grid(frac(grid["lower"]), frac(grid["upper"]), frac(grid["step"]))
