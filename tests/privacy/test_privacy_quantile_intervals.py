@@ -47,6 +47,22 @@ def _order_bounds(n: int, q: Fraction) -> tuple[int, int]:
     return max(1, math.floor(q * n)), min(n, math.ceil(q * n) + 1)
 
 
+def _draws(utilities, runs: int, eps, sens, rng) -> np.ndarray:
+    """`runs` independent permute-and-flip selections on the same utilities."""
+    tiled = np.tile(np.array(list(utilities), dtype=np.int64), (runs, 1))
+    return permute_and_flip_indices(tiled, epsilon=eps, sensitivity=sens, rng=rng)
+
+
+def _shift(eps_end, q, bound, m, confidence) -> int:
+    return qi.interval_shift(
+        epsilon_end=eps_end,
+        quantile=q,
+        contribution_bound=bound,
+        candidates=m,
+        confidence=confidence,
+    )
+
+
 def _ranks(values, grid) -> tuple[list[int], int]:
     counter = RankCounter(grid)
     counter.add(np.array(values, dtype=float))
@@ -143,9 +159,7 @@ def _reference_shift(eps_end: float, sens: float, m: int, beta_half: float) -> i
     ],
 )
 def test_interval_shift_is_the_smallest_valid(eps, q, bound, m, confidence):
-    s = qi.interval_shift(
-        epsilon_end=eps, quantile=q, contribution_bound=bound, candidates=m, confidence=confidence
-    )
+    s = _shift(eps, q, bound, m, confidence)
     sens = float(max(Fraction(q), 1 - Fraction(q)) * bound)
     half = float(1 - Fraction(confidence)) / 2
     assert s == _reference_shift(float(Fraction(eps)), sens, m, half)
@@ -172,7 +186,7 @@ def _data(name: str, n: int) -> tuple[np.ndarray, tuple[Fraction, ...], int]:
         return rng.normal(0, 10, n), candidate_grid(-5, 5, "0.25"), 2
     if name == "integer_half_grid":  # ties at every other grid point, the rest between
         return rng.integers(0, 100, n).astype(float), candidate_grid(0, 100, "2.5"), 1
-    if name == "spread_dense":  # near permute-and-flip's worst case: one rank per cell
+    if name == "spread_dense":  # evenly spread, few ranks per cell: many near-ties in u
         return (np.arange(n) + 0.5) / n, candidate_grid(0, 1, "0.005"), 1
     raise ValueError(name)
 
@@ -181,23 +195,18 @@ def _misses(x, grid, q, bound, confidence, seeded, seed, runs=RUNS):
     """Miss counts (lower end, upper end, released interval) over `runs` releases."""
     ranks, n = _ranks(x, grid)
     eps_end = EPS_TOTAL / 2
-    s = qi.interval_shift(
-        epsilon_end=eps_end,
-        quantile=q,
-        contribution_bound=bound,
-        candidates=len(grid),
-        confidence=confidence,
-    )
+    s = _shift(eps_end, q, bound, len(grid), confidence)
     sens = quantile_scaled_sensitivity(q, bound)
-    ends = []
-    for offset, side in enumerate((LOWER, UPPER)):
-        u = qi.interval_utilities(ranks, n, quantile=q, shift=s, side=side)
-        runs_u = np.tile(np.array(list(u), dtype=np.int64), (runs, 1))
-        ends.append(
-            permute_and_flip_indices(
-                runs_u, epsilon=eps_end, sensitivity=sens, rng=seeded(seed + offset)
-            )
+    ends = [
+        _draws(
+            qi.interval_utilities(ranks, n, quantile=q, shift=s, side=side),
+            runs,
+            eps_end,
+            sens,
+            seeded(seed + offset),
         )
+        for offset, side in enumerate((LOWER, UPPER))
+    ]
     g = np.array([float(c) for c in grid])
     xs = np.sort(np.clip(x, g[0], g[-1]))
     a, b = _order_bounds(n, Fraction(q))
@@ -215,8 +224,14 @@ def _too_many(misses: int, runs: int, rate: float, alpha: float) -> bool:
     return misses > 0 and stats.binom.sf(misses - 1, runs, rate) < alpha
 
 
-NAMES = ["lognormal", "ties_at_grid", "one_cell", "outside_grid", "integer_half_grid"]
-NAMES.append("spread_dense")
+NAMES = [
+    "lognormal",
+    "ties_at_grid",
+    "one_cell",
+    "outside_grid",
+    "integer_half_grid",
+    "spread_dense",
+]
 CONFIDENCES = [Fraction(9, 10), Fraction(95, 100), Fraction(99, 100)]
 SIZES = [100, 1000, 100_000]
 QUANTILES = [Fraction(1, 2), Fraction(1, 10), Fraction(9, 10)]
@@ -263,11 +278,8 @@ def _audit_lb(stat, seeded, sensitivity_factor=Fraction(1)) -> float:
     for seed, rows in ((31, AUDIT["data"]), (32, AUDIT["data"] + AUDIT["person"])):
         ranks, n = _ranks(rows, GRID5)
         u = qi.interval_utilities(ranks, n, quantile=AUDIT["q"], shift=AUDIT["shift"], side=LOWER)
-        runs = np.tile(np.array(list(u), dtype=np.int64), (R_AUDIT, 1))
         sens = quantile_scaled_sensitivity(AUDIT["q"], AUDIT["bound"]) * sensitivity_factor
-        outputs.append(
-            permute_and_flip_indices(runs, epsilon=1, sensitivity=sens, rng=seeded(seed))
-        )
+        outputs.append(_draws(u, R_AUDIT, 1, sens, seeded(seed)))
     return stat.audit_index_lower_bound(outputs[0], outputs[1], len(GRID5))
 
 
@@ -303,13 +315,7 @@ def test_release_draws_what_the_tests_draw(seeded):
     )
     rng = seeded(50)
     for part, q in zip(result.intervals, ["0.5", "0.9"], strict=True):
-        s = qi.interval_shift(
-            epsilon_end="0.2",
-            quantile=q,
-            contribution_bound=1,
-            candidates=len(grid),
-            confidence="0.95",
-        )
+        s = _shift("0.2", q, 1, len(grid), "0.95")
         ends = [
             permute_and_flip(
                 qi.interval_utilities(ranks, n, quantile=q, shift=s, side=side),
@@ -351,23 +357,19 @@ def test_to_dict_is_exact_json_and_records_add_up(seeded):
     assert sum(r.epsilon for r in records) == Fraction(3, 10)
 
 
-def test_release_refuses_bad_inputs():
-    grid = [1, 2, 3]
-    with pytest.raises(ValueError, match="one rank count"):
+@pytest.mark.parametrize(
+    ("ranks", "quantiles", "confidence", "error"),
+    [
+        ([0, 1], ["0.5"], "0.9", ValueError),  # one rank count per candidate
+        ([0, 2, 1], ["0.5"], "0.9", ValueError),  # non-decreasing
+        ([0, 1, 2], [], "0.9", PrivacyParameterError),
+        ([0, 1, 2], ["0.5"], 1, PrivacyParameterError),
+    ],
+)
+def test_release_refuses_bad_inputs(ranks, quantiles, confidence, error):
+    with pytest.raises(error):
         qi.release_quantile_intervals(
-            [0, 1], 2, candidates=grid, quantiles=["0.5"], epsilon=1, confidence="0.9"
-        )
-    with pytest.raises(ValueError, match="non-decreasing"):
-        qi.release_quantile_intervals(
-            [0, 2, 1], 2, candidates=grid, quantiles=["0.5"], epsilon=1, confidence="0.9"
-        )
-    with pytest.raises(PrivacyParameterError):
-        qi.release_quantile_intervals(
-            [0, 1, 2], 2, candidates=grid, quantiles=[], epsilon=1, confidence="0.9"
-        )
-    with pytest.raises(PrivacyParameterError):
-        qi.release_quantile_intervals(
-            [0, 1, 2], 2, candidates=grid, quantiles=["0.5"], epsilon=1, confidence=1
+            ranks, 2, candidates=[1, 2, 3], quantiles=quantiles, epsilon=1, confidence=confidence
         )
     with pytest.raises(ValueError, match="side"):
         qi.interval_utilities([0, 1, 2], 2, quantile="0.5", shift=0, side="middle")
@@ -384,20 +386,9 @@ def test_planned_reach_is_a_median_bound(seeded):
     (reach,) = qi.planned_interval_rank_reach(
         epsilon=EPS_TOTAL, quantiles=["0.5"], candidates=len(grid), confidence="0.95"
     )
-    s = qi.interval_shift(
-        epsilon_end=EPS_TOTAL / 2,
-        quantile="0.5",
-        contribution_bound=1,
-        candidates=len(grid),
-        confidence="0.95",
-    )
+    s = _shift(EPS_TOTAL / 2, "0.5", 1, len(grid), "0.95")
     u = qi.interval_utilities(ranks, n, quantile="0.5", shift=s, side=LOWER)
-    idx = permute_and_flip_indices(
-        np.tile(np.array(list(u), dtype=np.int64), (RUNS, 1)),
-        epsilon=EPS_TOTAL / 2,
-        sensitivity=1,
-        rng=seeded(70),
-    )
+    idx = _draws(u, RUNS, EPS_TOTAL / 2, 1, seeded(70))
     above = np.array(ranks + [n])[np.minimum(idx + 1, len(grid))]
     short = int(np.sum(above < n / 2 - reach))
     assert not _too_many(short, RUNS, 0.5, ALPHA)
