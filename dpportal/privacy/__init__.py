@@ -19,6 +19,7 @@ checks this in a subprocess). Modules, in dependency order:
 - specs        NoiseSpec for vector statistics with separately derived sensitivities
 - permute_flip exact permute-and-flip selection (integer utilities, CSPRNG order)
 - quantiles    quantiles over a public grid: rank counts, utilities, release, rank error
+- quantile_intervals  confidence intervals for quantiles in data units (order statistics)
 - grouped      grouped count/sum/mean: sensitivities (optional per-group bound), specs
 - grouped_release  grouped mechanisms and their intervals, per cell and simultaneous
 - spread_parts centred grid, streaming N/S/Q aggregates, the variance interval
