@@ -81,9 +81,7 @@ class GridCells:
     def _estimate_is_close(self) -> bool:
         """f - g in {0, 1} at both ends of every cell: then at every float (module docstring)."""
         inf = np.array([np.inf])
-        ends = np.concatenate(
-            [-inf, np.nextafter(self.edges, -np.inf), self.edges, inf, [np.finfo(float).max]]
-        )
+        ends = np.concatenate([-inf, np.nextafter(self.edges, -np.inf), self.edges, inf])
         f = np.empty(ends.size, dtype=np.intp)
         self._estimate(ends, np.empty(ends.size), f)
         g = np.searchsorted(self.edges, ends, side="right")
@@ -101,7 +99,7 @@ class GridCells:
         out = np.empty(v.size, dtype=np.intp)
         scratch = np.empty(v.size)
         self._estimate(v, scratch, out)
-        out += v >= np.take(self._below, out, out=scratch)
+        out += v >= np.take(self._below, out, out=scratch, mode="clip")
         return out - 1
 
     def counts(self, values: np.ndarray) -> np.ndarray:
@@ -121,7 +119,9 @@ class GridCells:
             n = chunk.size
             f, ok = cells[:n], right[:n]
             self._estimate(chunk, scratch[:n], f)
-            np.greater_equal(chunk, np.take(self._below, f, out=scratch[:n]), out=ok)
+            # f is in [0, m] by construction: "clip" never clips, and skips take's buffering
+            below = np.take(self._below, f, out=scratch[:n], mode="clip")
+            np.greater_equal(chunk, below, out=ok)
             f += ok
             total += np.bincount(f, minlength=self.m + 2)
         return total[1:]
