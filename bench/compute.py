@@ -11,7 +11,10 @@ duckdb_engine; the person bound over the dataset itself), copy-person (the same
 through the person-rows copy, made once before the rounds: its build time and
 peak RSS are printed apart), and the floors duckdb and polars. Statistics: a 50-category
 histogram, a 50 x 16 2-D histogram, a clipped sum and a mean; ours then draws
-the noise (releases.dp.noisy_entry). No database is touched.
+the noise (releases.dp.noisy_entry). Beside that table, the deciles of one column:
+the task's quantiles path against DuckDB's quantile_cont and Polars
+(bench/compute_deciles.py; alone with --suite deciles, left out with --no-deciles).
+No database is touched.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 sys.path.insert(0, str(ROOT))
 
+from bench.compute_deciles import DECILES, deciles_table, run_deciles_part  # noqa: E402
 from bench.compute_parts import CATS50, LOWER, PARTS, UPPER, generate, run_part  # noqa: E402
 
 
@@ -56,12 +60,16 @@ def stats_statistics() -> list[dict]:
     ]  # fmt: skip
 
 
-def run_stats_ours(path: Path) -> dict:
+def _django() -> None:
     import django
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dpportal.settings")
     os.environ.setdefault("DEBUG", "1")
     django.setup()
+
+
+def run_stats_ours(path: Path) -> dict:
+    _django()
     import pyarrow.parquet as pq
 
     from releases import compute, dp
@@ -86,6 +94,7 @@ def run_stats_baseline(path: Path) -> dict:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
+    _django()  # the statistics' granularity comes from releases.kinds (not timed)
     g = float(Fraction(stats_statistics()[0]["granularity"]))
     start = time.perf_counter()
     table = pq.read_table(path, columns=["cat50", "y"])
@@ -124,10 +133,12 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--dir", default="/tmp/dpportal-bench")
     parser.add_argument(
-        "--suite", choices=["base", "stats"], default="base",
-        help="base: histograms, sum, mean; stats: grouped mean over 50 "
-        "groups and three quantiles, ours and the floor interleaved --repeat times",
+        "--suite", choices=["base", "stats", "deciles"], default="base",
+        help="base: histograms, sum, mean (then the deciles); stats: grouped mean over 50 "
+        "groups and three quantiles, ours and the floor interleaved --repeat times; "
+        "deciles: nine quantiles, ours against DuckDB and Polars",
     )  # fmt: skip
+    parser.add_argument("--no-deciles", action="store_true", help="base suite: no deciles")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--bound", type=int, default=1, help="L of the person-level unit")
     parser.add_argument("--parts", default=",".join(PARTS), help="base suite: parts to run")
@@ -137,6 +148,8 @@ def main() -> None:
     if args.part:
         if args.part in STATS_PARTS:
             result = STATS_PARTS[args.part](Path(args.file))
+        elif args.part in DECILES:
+            result = run_deciles_part(args.part, Path(args.file))
         else:
             result = run_part(args.part, Path(args.file), args.bound)
         sys.stdout.write(json.dumps(result) + "\n")
@@ -148,6 +161,9 @@ def main() -> None:
         generate(path, args.rows)
     if args.suite == "stats":
         _main_stats(path, args)
+        return
+    if args.suite == "deciles":
+        _main_deciles(path, args)
         return
     import statistics as st
 
@@ -179,6 +195,16 @@ def main() -> None:
             f"peak RSS {built['peak_rss_mb']:.0f} MB"
         )
     sys.stdout.write("\n".join(lines) + "\n")
+    if not args.no_deciles:
+        _main_deciles(path, args)
+
+
+def _main_deciles(path: Path, args) -> None:
+    runs: dict[str, list[dict]] = {p: [] for p in DECILES}
+    for _ in range(args.repeat):
+        for part in runs:  # interleaved: ours, duckdb, polars, ours, ...
+            runs[part].append(_child(part, path, 1))
+    sys.stdout.write("\n".join(deciles_table(runs, args.rows)) + "\n")
 
 
 def _main_stats(path: Path, args) -> None:

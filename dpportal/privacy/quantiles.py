@@ -60,6 +60,7 @@ from typing import Any
 import numpy as np
 
 from dpportal.privacy.errors import PrivacyParameterError, gettext_noop
+from dpportal.privacy.grid_cells import GridCells
 from dpportal.privacy.params import (
     check_cells,
     check_confidence,
@@ -99,7 +100,8 @@ class RankCounter:
     """Streaming rank counts r_j = #{x < c_j} and n over chunks of float values.
 
     Memory is O(m): each chunk adds its counts per grid cell
-    (-inf, c_1), [c_1, c_2), ..., [c_m, inf) (numpy searchsorted + bincount);
+    (-inf, c_1), [c_1, c_2), ..., [c_m, inf) (dpportal.privacy.grid_cells:
+    exactly searchsorted's cells, arithmetically on an evenly spaced grid);
     `rank_counts()` returns the cumulative sums. The comparison x < c_j is made
     in float64 against float(c_j), a deterministic function of the row and the
     public grid, which is all the sensitivity argument needs. NaN is refused:
@@ -108,10 +110,11 @@ class RankCounter:
 
     def __init__(self, candidates: Sequence[object]) -> None:
         grid = check_grid(candidates)
-        self._edges = np.array([float(c) for c in grid], dtype=np.float64)
-        if np.any(np.diff(self._edges) <= 0):
+        edges = np.array([float(c) for c in grid], dtype=np.float64)
+        if np.any(np.diff(edges) <= 0):
             msgid = gettext_noop("candidates are too close to tell apart in float64")
             raise PrivacyParameterError(msgid)
+        self._grid = GridCells(edges)
         self._cells = np.zeros(len(grid) + 1, dtype=np.int64)
 
     def add(self, values: np.ndarray) -> None:
@@ -119,8 +122,7 @@ class RankCounter:
         v = np.asarray(values, dtype=np.float64).reshape(-1)
         if np.isnan(v).any():
             raise ValueError("values contain NaN; drop missing values before ranking")
-        cell = np.searchsorted(self._edges, v, side="right")  # number of c_j <= x
-        self._cells += np.bincount(cell, minlength=self._cells.size)
+        self._cells += self._grid.counts(v)  # cell k: k of the c_j are <= x
 
     @property
     def n(self) -> int:

@@ -6,7 +6,9 @@
   half-grid units (dpportal.privacy.spread_parts.SpreadAggregator);
 - quantiles: the count of values in each cell of the public candidate grid
   (-inf, c_1), [c_1, c_2), ..., [c_m, inf), the comparison made exactly as
-  dpportal.privacy.quantiles.RankCounter makes it; rank counts are their
+  dpportal.privacy.quantiles.RankCounter makes it (dpportal.privacy.grid_cells:
+  searchsorted's cells, arithmetically on an evenly spaced grid, read straight
+  from the column's buffers when nothing is dropped); rank counts are their
   cumulative sums (`quantile_aggregate`).
 
 Groups are cells as a histogram's (releases.compute.readers.Axis: declared
@@ -24,8 +26,10 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from datasets.domains import as_float64
+from dpportal.privacy.grid_cells import GridCells
 from dpportal.privacy.grouped import GroupedAggregator
 from dpportal.privacy.spread_parts import SpreadAggregator
 from releases import kinds
@@ -47,16 +51,18 @@ class StatsReader:
     spec: dict[str, Any]
     axes: list
     edges: np.ndarray | None = None
+    grid: GridCells | None = None
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any], axis_from_domain) -> StatsReader:
         axes = [axis_from_domain(d) for d in spec.get("groups", [])]
-        edges = None
+        edges = grid = None
         if spec["kind"] == "quantiles":
             edges = np.array([float(c) for c in grid_of(spec)], dtype=np.float64)
             if np.any(np.diff(edges) <= 0):
                 raise ValueError("candidates too close to tell apart in float64")
-        return cls(spec=spec, axes=axes, edges=edges)
+            grid = GridCells(edges)
+        return cls(spec=spec, axes=axes, edges=edges, grid=grid)
 
     @property
     def kind(self) -> str:
@@ -91,11 +97,23 @@ class StatsReader:
             codes = codes * self.axes[1].size + codes2
         return values[keep], codes[keep]
 
+    def _quantile_counts(self, table: pa.Table) -> np.ndarray:
+        """Counts per grid cell of the kept values; without groups straight from the
+        column's buffers (nulls dropped first; GridCells skips NaN), no mask, no copy."""
+        if self.axes:
+            return self.grid.counts(self._values_and_cells(table)[0])
+        column = table.column(self.spec["columns"][0]["name"])
+        if column.null_count:
+            column = pc.drop_null(column)
+        counts = np.zeros(self.edges.size + 1, dtype=np.int64)
+        for chunk in as_float64(column).chunks:
+            counts += self.grid.counts(chunk.to_numpy(zero_copy_only=False))
+        return counts
+
     def aggregate(self, table: pa.Table | None, n_rows: int) -> Any:
-        values, cells = self._values_and_cells(table)
         if self.kind == "quantiles":
-            cell = np.searchsorted(self.edges, values, side="right")
-            return np.bincount(cell, minlength=self.edges.size + 1).astype(np.int64)
+            return self._quantile_counts(table)
+        values, cells = self._values_and_cells(table)
         grid = {
             "lower": self.spec["lower"],
             "upper": self.spec["upper"],
