@@ -21,7 +21,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from scipy import optimize, stats
+from scipy import stats
 
 from dpportal.privacy import quantiles as quantiles_module
 from dpportal.privacy.errors import PrivacyParameterError
@@ -272,17 +272,6 @@ def test_release_uses_the_audited_utilities_and_sensitivity(seeded):
 # ------------------------------------------------------------------ rank-error bound
 
 
-def _exact_tail(eps: float, sens: float, m: int, beta: float) -> float:
-    """Reference t (C2, written independently): solve the worst-case miss
-    1 - (1 - (1 - p)**m) / (m p) = beta for p by Brent's method; t = (2 Delta / eps) ln(1/p)."""
-
-    def miss(p: float) -> float:
-        return 1 - (1 - (1 - p) ** m) / (m * p) - beta
-
-    p = optimize.brentq(miss, 1e-15, 1 - 1e-15, xtol=1e-300, rtol=1e-14)
-    return 2 * sens / eps * -math.log(p)
-
-
 def _miss_rate(utilities, eps, sens_ranks, q, t, seeded, seed, runs):
     d = Fraction(q).denominator
     arr = np.tile(np.array(utilities, dtype=np.int64), (runs, 1))
@@ -335,7 +324,7 @@ def test_rank_error_bound_on_data(q, seeded):
 # ------------------------------------------------------------------ release, explanation, budget
 
 
-def test_release_explains_itself_without_ranks_or_n(seeded):
+def test_release_explains_itself_without_ranks_or_n(seeded, laws):
     grid = candidate_grid(0, 100, 5)
     counter = RankCounter(grid)
     counter.add(np.linspace(3, 97, 987_653 // 1000))
@@ -359,8 +348,8 @@ def test_release_explains_itself_without_ranks_or_n(seeded):
     per, together = (
         quantile_rank_errors(d, confidence="0.9", simultaneous=s) for s in (False, True)
     )
-    assert per[1] == pytest.approx(_exact_tail(0.5, 1, 21, 0.1), rel=1e-6)
-    assert together[0] == pytest.approx(_exact_tail(0.5, 1.5, 21, 0.1 / 3), rel=1e-6)
+    assert per[1] == pytest.approx(laws.pf_tail(0.5, 1, 21, 0.1), rel=1e-6)
+    assert together[0] == pytest.approx(laws.pf_tail(0.5, 1.5, 21, 0.1 / 3), rel=1e-6)
     assert per[1] < 2 * 1 / 0.5 * math.log(21 / 0.1)  # below the union bound
     assert rank_error_percent(per[1], 200) == pytest.approx(per[1] / 2)
     assert rank_error_percent(per[1], 0) is None
