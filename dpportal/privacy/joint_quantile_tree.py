@@ -55,6 +55,7 @@ from dpportal.privacy.params import (
     check_confidence,
     check_contribution_bound,
     check_epsilon,
+    round_up_sig,
     to_fraction,
 )
 from dpportal.privacy.permute_flip import utility_error_bound
@@ -66,6 +67,7 @@ __all__ = [
     "joint_sorted_quantiles",
     "joint_tree",
     "joint_rank_error_bounds",
+    "joint_epsilon_for_rank_error",
     "joint_resolution_weights",
 ]
 
@@ -201,6 +203,41 @@ def _path_bound(
         return t
 
     return total(by_index[index])
+
+
+def joint_epsilon_for_rank_error(
+    *,
+    rank_error: object,
+    quantiles: Sequence[object],
+    contribution_bound: object = 1,
+    candidates: object,
+    confidence: object,
+    simultaneous: bool = False,
+) -> Fraction:
+    """The smallest total eps (3 significant digits, rounded up) whose joint bounds t_i
+    are all <= `rank_error`. Every tau scales as 1 / eps, hence every t_i: eps = the
+    widest bound at eps = 1 over the target; the loop only absorbs float rounding."""
+    target = to_fraction(rank_error, "rank_error")
+    if target <= 0:
+        msgid = gettext_noop("rank_error must be > 0, got %(rank_error)s")
+        raise PrivacyParameterError(msgid, rank_error=repr(rank_error))
+
+    def widest(eps: Fraction) -> float:
+        return max(
+            joint_rank_error_bounds(
+                epsilon=eps,
+                quantiles=quantiles,
+                contribution_bound=contribution_bound,
+                candidates=candidates,
+                confidence=confidence,
+                simultaneous=simultaneous,
+            )
+        )
+
+    eps = round_up_sig(Fraction(widest(Fraction(1)) / float(target)), 3)
+    while widest(eps) > target:
+        eps = round_up_sig(eps * Fraction(1001, 1000), 3)
+    return eps
 
 
 def joint_resolution_weights(quantiles: Sequence[object]) -> list[float]:

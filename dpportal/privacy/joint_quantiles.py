@@ -37,9 +37,10 @@ are D = ceil(log2(k + 1)) levels; every node of a level runs at eps / D.
    changes by at most exp(sum_i eps_l L_i / L) <= exp(eps_l) = exp(eps / D).
 4. The D levels compose adaptively (each level's data split depends on the
    earlier outputs only): Dwork & Roth 2014, Thm 3.16, eps = D (eps / D).
-KSS prove the same structure (a level of disjoint calls costs one call's budget)
-for their exponential-mechanism version under bounded DP; steps 1-3 are the
-unbounded, L-row form used here.
+KSS's privacy analysis of ApproximateQuantiles (Section 3) rests on the same
+structure (one level of disjoint calls costs one call's budget, log k + 1 levels)
+for the exponential mechanism; steps 1-3 are its unbounded, L-row form with
+permute-and-flip, and tests/privacy audit it (a tight case attains exactly eps).
 
 Accuracy: joint_quantile_tree.joint_rank_error_bounds (data-independent ranks,
 from the exact permute-and-flip tail and KSS's error propagation).
@@ -55,6 +56,7 @@ from typing import Any
 import numpy as np
 
 from dpportal.privacy.joint_quantile_tree import (
+    joint_epsilon_for_rank_error,
     joint_level_budgets,
     joint_levels,
     joint_rank_error_bounds,
@@ -77,6 +79,7 @@ from dpportal.privacy.rng import RandomSource, resolve_rng
 __all__ = [
     "joint_levels",
     "joint_rank_error_bounds",
+    "joint_epsilon_for_rank_error",
     "joint_records",
     "joint_quantile_indices",
     "JointQuantileResult",
