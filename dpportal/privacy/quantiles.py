@@ -35,23 +35,23 @@ post-processing, but it would change which bound each value carries).
 Accuracy (in ranks, from public parameters only; never from the true n).
 With probability >= 1 - beta the released candidate c satisfies
 
-    | #{x < c} - q n |  <=  min_j | r_j - q n |  +  t,   t = (2 Delta_u / eps_i) ln(m / beta),
+    | #{x < c} - q n |  <=  min_j | r_j - q n |  +  t,
 
-i.e. u(c) >= u* - t: the exponential mechanism's bound (Dwork & Roth 2014,
-Thm 3.11), which holds for permute-and-flip by a direct argument: draw every
-coin up front (same law); the output is a "bad" candidate (u_j < u* - t) only if
-some bad candidate's coin is heads, and each has probability
-p_j = exp(-eps (u* - u_j) / (2 Delta_u)) < beta / m, so by the union bound over
-the at most m - 1 bad candidates the probability is < (m - 1) beta / m < beta.
-For k quantiles at once, beta / k each (union bound): ln(k m / beta). The term
-min_j | r_j - q n | is the grid's own resolution (zero when a candidate sits
-exactly at the target rank). In percentile points the bound is 100 t / N with
-N a NOISY count released separately (`rank_error_percent`).
+i.e. u(c) >= u* - t, with t permute-and-flip's exact worst-case tail
+(`permute_flip.utility_error_bound`: the smallest t with
+P(u(c) < u* - t) <= beta for EVERY utility vector on m candidates). It is below
+the exponential mechanism's union bound (2 Delta_u / eps_i) ln(m / beta)
+(Dwork & Roth 2014, Thm 3.11), whose miss probability is about twice the exact
+worst case. For k quantiles at once, beta / k each (union bound over the
+quantiles). The term min_j | r_j - q n | is the grid's own resolution (zero when
+a candidate sits exactly at the target rank). In percentile points the bound is
+100 t / N with N a NOISY count released separately (`rank_error_percent`).
+Joint releases (dpportal.privacy.joint_quantiles) state theirs through
+`quantile_rank_errors`, which dispatches on the explanation's mechanism.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -61,6 +61,7 @@ import numpy as np
 
 from dpportal.privacy.errors import PrivacyParameterError, gettext_noop
 from dpportal.privacy.grid_cells import GridCells
+from dpportal.privacy.joint_quantile_tree import joint_rank_error_bounds
 from dpportal.privacy.params import (
     check_cells,
     check_confidence,
@@ -70,7 +71,7 @@ from dpportal.privacy.params import (
     round_up_sig,
     to_fraction,
 )
-from dpportal.privacy.permute_flip import permute_and_flip
+from dpportal.privacy.permute_flip import permute_and_flip, utility_error_bound
 from dpportal.privacy.quantile_grids import OPEN_GRID_DECADES, candidate_grid, check_grid, open_grid
 from dpportal.privacy.rng import RandomSource
 
@@ -198,7 +199,8 @@ def rank_error_bound(
     confidence: object,
     k: object = 1,
 ) -> float:
-    """t = (2 Delta_u / eps) ln(k m / beta), in ranks, for ONE quantile noised with `epsilon`.
+    """t in ranks for ONE quantile noised with `epsilon`: permute-and-flip's exact
+    worst-case tail at failure beta / k (`utility_error_bound`, sensitivity Delta_u).
 
     k = 1 per quantile; k = number of quantiles for all at once (beta/k each).
     See the module docstring for the statement and its proof.
@@ -208,7 +210,7 @@ def rank_error_bound(
     beta = 1 - check_confidence(confidence)
     kk = check_cells(k)
     sens = quantile_sensitivity(quantile, contribution_bound)
-    return float(2 * sens / eps) * math.log(kk * m / float(beta))
+    return utility_error_bound(epsilon=eps, sensitivity=sens, candidates=m, beta=float(beta) / kk)
 
 
 def quantiles_epsilon_for_rank_error(
@@ -221,7 +223,11 @@ def quantiles_epsilon_for_rank_error(
     simultaneous: bool = False,
 ) -> Fraction:
     """The smallest total eps (3 significant digits, rounded up) giving every quantile,
-    with equal shares, a rank error bound <= `rank_error` (per quantile, or all at once)."""
+    with equal shares, a rank error bound <= `rank_error` (per quantile, or all at once).
+
+    The bound is (2 Delta_u / eps_i) times a factor free of eps, so eps_i = bound at
+    eps_i = 1 divided by the target; the loop only absorbs float rounding.
+    """
     t = to_fraction(rank_error, "rank_error")
     if t <= 0:
         msgid = gettext_noop("rank_error must be > 0, got %(rank_error)s")
@@ -229,12 +235,9 @@ def quantiles_epsilon_for_rank_error(
     k = len(quantiles)
     kk = k if simultaneous else 1
     m = check_cells(candidates, "candidates")
-    beta = float(1 - check_confidence(confidence))
-    worst = max(quantile_sensitivity(q, contribution_bound) for q in quantiles)
-    eps = round_up_sig(Fraction(k * 2 * float(worst) * math.log(kk * m / beta) / float(t)), 3)
 
-    def meets(total: Fraction) -> bool:
-        return all(
+    def widest(total: Fraction) -> float:
+        return max(
             rank_error_bound(
                 epsilon=total / k,
                 quantile=q,
@@ -243,11 +246,11 @@ def quantiles_epsilon_for_rank_error(
                 confidence=confidence,
                 k=kk,
             )
-            <= t
             for q in quantiles
         )
 
-    while not meets(eps):
+    eps = round_up_sig(Fraction(k * widest(Fraction(k)) / float(t)), _EPSILON_DIGITS)
+    while widest(eps) > t:
         eps = round_up_sig(eps * Fraction(1001, 1000), _EPSILON_DIGITS)
     return eps
 
@@ -352,8 +355,19 @@ def release_quantiles(
 def quantile_rank_errors(
     explanation: Mapping[str, Any], *, confidence: object, simultaneous: bool = False
 ) -> list[float]:
-    """Rank-error bound of each released quantile at `confidence`, from its to_dict() alone."""
+    """Rank-error bound of each released quantile at `confidence`, from its to_dict() alone:
+    independent selections (mechanism permute_and_flip) or the joint recursion
+    (joint_permute_and_flip: joint_quantile_tree.joint_rank_error_bounds)."""
     parts = explanation["quantiles"]
+    if explanation.get("mechanism", "permute_and_flip") == "joint_permute_and_flip":
+        return joint_rank_error_bounds(
+            epsilon=Fraction(explanation["epsilon"]),
+            quantiles=[Fraction(part["quantile"]) for part in parts],
+            contribution_bound=explanation["contribution_bound"],
+            candidates=explanation["candidates"],
+            confidence=confidence,
+            simultaneous=simultaneous,
+        )
     return [
         rank_error_bound(
             epsilon=Fraction(part["epsilon"]),

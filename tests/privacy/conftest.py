@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import optimize, stats
 
 from dpportal.privacy.rng import SeededTestRandom
 
@@ -70,9 +70,21 @@ def dgauss_abs_moments(sigma: float) -> tuple[float, float]:
     return mean, float(np.sum(support.astype(np.float64) ** 2 * pmf)) - mean * mean
 
 
+def pf_tail(eps: float, sens: float, m: int, beta: float) -> float:
+    """Permute-and-flip's worst-case rank tail, solved directly: the p with
+    1 - (1 - (1 - p)**m) / (m p) = beta (Brent's method); t = (2 Delta / eps) ln(1/p)."""
+
+    def miss(p: float) -> float:
+        return 1 - (1 - (1 - p) ** m) / (m * p) - beta
+
+    p = optimize.brentq(miss, 1e-15, 1 - 1e-15, xtol=1e-300, rtol=1e-14)
+    return 2 * sens / eps * -math.log(p)
+
+
 @pytest.fixture
 def laws():
-    """Reference laws: dlap_cdf, dlap_abs_moments, dgauss_cdf, dgauss_abs_moments, pmf table."""
+    """Reference laws: dlap_cdf, dlap_abs_moments, dgauss_cdf, dgauss_abs_moments, pmf table,
+    pf_tail (permute-and-flip's exact worst-case tail)."""
 
     @dataclass(frozen=True)
     class Laws:
@@ -81,6 +93,7 @@ def laws():
         dgauss_cdf = staticmethod(dgauss_cdf)
         dgauss_abs_moments = staticmethod(dgauss_abs_moments)
         dgauss_pmf_table = staticmethod(dgauss_pmf_table)
+        pf_tail = staticmethod(pf_tail)
 
     return Laws()
 
