@@ -60,6 +60,35 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def _interval_planning_text(
+    accuracy: Mapping[str, Any], fills: dict[str, str], reach: float
+) -> str:
+    """The planning text of quantiles released with confidence intervals: how far the
+    interval's ends are planned to reach, in the data's units when a guess of n and a
+    bounded grid allow it, and the released value's rank error."""
+    fills = {**fills, "reach": formatting.rank(reach)}
+    units = _number(accuracy.get("interval_value_reach"))
+    n = _number(accuracy.get("n_guess"))
+    first, last = _number(accuracy.get("grid_first")), _number(accuracy.get("grid_last"))
+    if units is None or n is None or first is None or last is None:
+        return (
+            gettext(
+                "interval about ± %(reach)s values around the quantile; rank ± %(ranks)s values"
+            )
+            % fills
+        )
+    return gettext(
+        "interval about ± %(width)s in the data's units (planning figure: if about %(n)s "
+        "values were spread evenly from %(first)s to %(last)s); rank ± %(ranks)s values"
+    ) % {
+        **fills,
+        "width": formatting.halfwidth(units),
+        "n": formatting.integer(n),
+        "first": formatting.significant(first, 15),
+        "last": formatting.significant(last, 15),
+    }
+
+
 def quantile_planning_text(accuracy: Mapping[str, Any], *, simultaneous: bool = False) -> str:
     """A quantile preview's accuracy before the release, in words: the planning figure in
     the data's units with its assumption, the rank error (the guarantee) beside it.
@@ -73,6 +102,9 @@ def quantile_planning_text(accuracy: Mapping[str, Any], *, simultaneous: bool = 
     if ranks is None:
         return ""
     fills = {"ranks": formatting.rank(ranks)}
+    reach = _number(accuracy.get("interval_rank_reach"))
+    if reach is not None:
+        return _interval_planning_text(accuracy, fills, reach)
     units = _number(accuracy.get("value_error" + suffix))
     n = _number(accuracy.get("n_guess"))
     first, last = _number(accuracy.get("grid_first")), _number(accuracy.get("grid_last"))

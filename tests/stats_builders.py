@@ -15,8 +15,17 @@ from fractions import Fraction
 
 import numpy as np
 
-from dpportal.privacy import grouped_release, quantiles, sensitivity, spread, spread_parts
+from dpportal.privacy import (
+    grouped_release,
+    joint_quantiles,
+    quantile_intervals,
+    quantiles,
+    sensitivity,
+    spread,
+    spread_parts,
+)
 from dpportal.privacy.rng import SeededTestRandom
+from releases.kinds import quantiles as quantile_kind
 from releases.models import Release, ReleaseResult, Statistic
 from tests.public_builders import _domain
 
@@ -58,14 +67,30 @@ def grouped_mean_entry(*, epsilon: Fraction, rng) -> dict:
     }
 
 
-def quantiles_entry(*, epsilon: Fraction, rng) -> dict:
+def quantiles_entry(*, epsilon: Fraction, rng, joint: bool = True) -> dict:
+    """Quartiles as a release stores them: drawn jointly with their confidence intervals
+    (at 95 %), or with `joint=False` one by one without intervals, as older releases were."""
     grid = quantiles.candidate_grid(0, 10000, 100)
     counter = quantiles.RankCounter(grid)
     counter.add(np.linspace(0, 4000, 2001))
-    result = quantiles.release_quantiles(
-        counter.rank_counts(), counter.n, candidates=grid, quantiles=QUANTILES,
-        epsilon=epsilon, rng=rng,
-    )  # fmt: skip
+    extra: dict = {}
+    if joint:
+        points, ends = quantile_kind.budget(epsilon)
+        result = joint_quantiles.release_joint_quantiles(
+            counter.rank_counts(), counter.n, candidates=grid, quantiles=QUANTILES,
+            epsilon=points, rng=rng,
+        )  # fmt: skip
+        intervals = quantile_intervals.release_quantile_intervals(
+            counter.rank_counts(), counter.n, candidates=grid, quantiles=QUANTILES,
+            epsilon=ends, confidence=Fraction(95, 100), rng=rng,
+        )  # fmt: skip
+        extra = {"method": "joint", "intervals": intervals.to_dict(),
+                 "interval_confidence": "0.95"}  # fmt: skip
+    else:
+        result = quantiles.release_quantiles(
+            counter.rank_counts(), counter.n, candidates=grid, quantiles=QUANTILES,
+            epsilon=epsilon, rng=rng,
+        )  # fmt: skip
     explanation = result.to_dict()
     return {
         "kind": "quantiles",
@@ -77,6 +102,7 @@ def quantiles_entry(*, epsilon: Fraction, rng) -> dict:
         "quantiles": QUANTILES,
         "values": [part["value"] for part in explanation["quantiles"]],
         "explanation": explanation,
+        **extra,
     }
 
 
@@ -135,6 +161,8 @@ def _spec(entry: dict) -> dict:
     elif entry["kind"] == "quantiles":
         spec.update(quantiles=QUANTILES, grid={"lower": "0", "upper": "10000", "step": "100"},
                     candidates=explanation["candidates"])  # fmt: skip
+        if entry.get("method"):
+            spec.update(method=entry["method"], interval_share="1/2")
     else:
         spec.update(lower="0", upper="10000", granularity=explanation["granularity"],
                     shares=["1/4", "1/4", "1/2"])  # fmt: skip

@@ -162,11 +162,13 @@ def test_registry_of_every_kind_recomputes_with_dp_accounting(
         "report_noisy_max",
         "permute_and_flip",
     }  # fmt: skip  (no generic stand-in: every mechanism has its exact record)
-    # Three quantiles: three permute-and-flip records of equal epsilon (merged: count 3).
+    # Three quantiles: two levels of the joint draw and six interval ends (records of
+    # equal epsilon merged: counts 2 and 6).
     (published,) = document["releases"]
-    (flips,) = [m for m in published["mechanisms"] if m["kind"] == "permute_and_flip"]
-    assert flips["count"] == 3 and Fraction(flips["delta"]) == 0
-    assert sum(m["count"] for m in records if m["kind"] == "permute_and_flip") == 6
+    flips = [m for m in published["mechanisms"] if m["kind"] == "permute_and_flip"]
+    assert sorted(m["count"] for m in flips) == [2, 6]
+    assert all(Fraction(m["delta"]) == 0 for m in flips)
+    assert sum(m["count"] for m in records if m["kind"] == "permute_and_flip") == 16
     for m in records:
         if m["kind"] == "zcdp_gaussian":
             sens, sigma = Fraction(m["sensitivity"]), Fraction(m["sigma"])
@@ -186,7 +188,7 @@ def test_registry_of_every_kind_recomputes_with_dp_accounting(
     recomputed = min(direct_pld, direct_rdp, float(basic_eps))
     assert float(tight["spent_epsilon"]) == pytest.approx(recomputed, abs=allowance + 1e-3)
     html = client.get(reverse("registry:project", kwargs={"slug": capped.slug})).content.decode()
-    assert "3 × permute-and-flip selection, epsilon" in html
+    assert "6 × permute-and-flip selection, epsilon" in html
     assert "discrete Gaussian vector, l2 sensitivity" in html and "zCDP rho" in html
     assert "by Renyi differential privacy (zCDP for Gaussian vectors): epsilon" in html
 
@@ -211,8 +213,8 @@ def test_each_gaussian_vector_gets_the_record_its_sigma_was_calibrated_for(cappe
     for stat in plan.statistics:
         records = dp.statistic_records(plan=plan, stat=stat)
         if stat.kind == "quantiles":
-            assert [r.kind for r in records] == ["permute_and_flip"] * 3
-            assert len({r.epsilon for r in records}) == 1
+            assert [r.kind for r in records] == ["permute_and_flip"] * (2 + 6)
+            assert len({r.epsilon for r in records}) == 2
             assert sum(r.epsilon for r in records) == Fraction(stat.epsilon)
             continue
         specs = dp.statistic_noise(plan=plan, stat=stat)

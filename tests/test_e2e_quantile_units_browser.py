@@ -19,7 +19,7 @@ import pytest
 from dpportal import formatting
 from dpportal.catalogues import compile_all
 from releases import kinds
-from releases.kinds import quantiles as quantile_words
+from releases.kinds import quantile_words
 from releases.models import Release
 from tests.conftest import wait_for
 from tests.releases_support import make_dataset

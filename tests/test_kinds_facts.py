@@ -20,6 +20,7 @@ import pytest
 from django.core.cache import cache
 from django.urls import reverse
 
+from dpportal.privacy.joint_quantiles import joint_levels
 from releases import compute, kinds, lifecycle
 from releases.presentation import results_for_display
 from releases.public.data import release_public_data
@@ -187,10 +188,14 @@ def test_every_surface_states_the_same_mechanism_noise_and_halfwidths(client, pu
             continue
         for part in parts:  # stated in its unit: the registry's is in noise units
             assert part.value / part.factor in parameters, (entry["kind"], part.part)
-        if mechanism == "permute_and_flip":
-            share = Fraction(entry["epsilon"]) / len(entry["quantiles"])
-            assert sum(m["count"] for m in selections) == len(entry["quantiles"])
-            assert {Fraction(m["epsilon"]) for m in selections} == {share}
+        if mechanism == "permute_and_flip":  # the joint draw's levels, then 2 ends each
+            k = len(entry["quantiles"])
+            eps, levels = Fraction(entry["epsilon"]), joint_levels(k)
+            assert sum(m["count"] for m in selections) == levels + 2 * k
+            assert {Fraction(m["epsilon"]) for m in selections} == {
+                eps / 2 / levels,
+                eps / 2 / (2 * k),
+            }
     registry_page = client.get(reverse("registry:project", kwargs={"slug": slug}))
     assert registry_page.status_code == 200
 

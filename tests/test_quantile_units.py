@@ -30,8 +30,8 @@ from dpportal.catalogues import compile_all
 from dpportal.privacy import quantile_units, quantiles
 from dpportal.privacy.rng import SeededTestRandom
 from releases import compute, kinds, lifecycle, services
-from releases.kinds import quantiles as quantile_words
-from releases.kinds.quantiles import value_basis
+from releases.kinds import quantile_words
+from releases.kinds.quantile_words import value_basis
 from releases.models import Release, Statistic
 from tests.releases_support import builder_data, make_dataset
 
@@ -145,9 +145,14 @@ def test_preview_states_the_planning_figure_beside_the_rank_error(project, datas
     assert stat["value_error_simultaneous"] == pytest.approx(
         _planning_width(stat, key="rank_error_simultaneous")
     )
-    width = formatting.halfwidth(stat["value_error"])
+    # the confidence interval's planned reach, in ranks and in the data's units
+    assert stat["interval_rank_reach"] > stat["rank_error"] > 0
+    assert stat["interval_value_reach"] == pytest.approx(
+        _planning_width(stat, key="interval_rank_reach")
+    )
+    width = formatting.halfwidth(stat["interval_value_reach"])
     ranks = formatting.integer(math.ceil(stat["rank_error"]))
-    assert f"about ± {width} in the data's units" in stat["accuracy_text"]
+    assert f"interval about ± {width} in the data's units" in stat["accuracy_text"]
     n, last = formatting.integer(4000), formatting.significant(200_000, 15)
     spread = f"if about {n} values were spread evenly from 0 to {last}"
     assert spread in stat["accuracy_text"]
@@ -156,7 +161,9 @@ def test_preview_states_the_planning_figure_beside_the_rank_error(project, datas
     bare = {k: v for k, v in QUARTILES.items() if k != "n_guess"}
     data = builder_data(dataset, statistics=[bare], epsilon="0.5")
     stat = services.release_preview(project=project, data=data)["statistics"][0]
-    assert stat["value_error"] is None and "give a guess of n" in stat["accuracy_text"]
+    assert stat["value_error"] is None and stat["interval_value_reach"] is None
+    reach = formatting.rank(stat["interval_rank_reach"])
+    assert f"interval about ± {reach} values around the quantile" in stat["accuracy_text"]
 
 
 @pytest.mark.django_db
@@ -166,7 +173,9 @@ def test_tradeoff_chart_draws_quantiles_and_fills_their_column(project, dataset)
     series = chart["series"][0]
     assert series["kind"] == "quantiles" and series["unit"] == "value"
     assert all(h is not None and h > 0 for h in series["halfwidth"])
-    assert all(t.startswith("about ") and "(rank ± " in t for t in series["halfwidth_text"])
+    assert all(
+        t.startswith("interval about ") and "(rank ± " in t for t in series["halfwidth_text"]
+    )
     # larger total epsilon, smaller error: the line goes down
     assert series["halfwidth"][0] > series["halfwidth"][-1]
     bare = {k: v for k, v in QUARTILES.items() if k != "n_guess"}
@@ -174,7 +183,7 @@ def test_tradeoff_chart_draws_quantiles_and_fills_their_column(project, dataset)
     chart = services.release_preview(project=project, data=data, chart=True)["tradeoff"]
     series = chart["series"][0]
     assert series["unit"] == "ranks" and series["legend"].endswith("(ranks)")
-    assert all(h and t.startswith("rank ± ") for h, t in zip(
+    assert all(h and t.startswith("interval ± ") for h, t in zip(
         series["halfwidth"], series["halfwidth_text"], strict=True))  # fmt: skip
 
 
@@ -230,19 +239,18 @@ def _computed(project, owner, reviewer, dataset, statistics):
 
 
 @pytest.mark.django_db
-def test_released_quantiles_carry_their_range_in_data_units(project, owner, reviewer, dataset):
+def test_released_quantiles_carry_their_confidence_intervals(project, owner, reviewer, dataset):
     release = _computed(project, owner, reviewer, dataset, [QUARTILES])
-    assert release.spec["statistics"][0]["n_guess"] == 4000
+    assert release.spec["statistics"][0]["method"] == "joint"
     entry = release.result.payload["statistics"][0]
-    assert entry["n_guess"] == 4000 and entry["grid_step"] == "1000"
-    assert value_basis(entry) == ("n_guess", 4000)
+    assert entry["interval_confidence"] == "0.95"
     cells = kinds.get("quantiles").intervals(entry, confidence="0.95")
     errors = quantiles.quantile_rank_errors(entry["explanation"], confidence="0.95")
-    expected = quantile_units.value_range_from_released(
-        quantiles=entry["quantiles"], values=entry["values"], rank_errors=errors, n=4000,
-        first=0, last=200_000, step=1000,
-    )  # fmt: skip
-    assert [(c.about_low, c.about_high) for c in cells] == pytest.approx(expected)
+    ends = entry["intervals"]["ends"]
+    assert [(c.low, c.high) for c in cells] == [
+        (float(Fraction(e["low"])), float(Fraction(e["high"]))) for e in ends
+    ]
+    assert all(c.low <= c.high and c.about_low is None for c in cells)
     assert all(c.rank_error == pytest.approx(t) for c, t in zip(cells, errors, strict=True))
 
     client = Client()
@@ -250,39 +258,33 @@ def test_released_quantiles_carry_their_range_in_data_units(project, owner, revi
     owner_page = unescape(
         client.get(reverse("releases:detail", args=[release.pk])).content.decode()
     )
-    assert "the owner's planning guess" in owner_page
     owned = kinds.get("quantiles").intervals(entry, confidence=str(release.confidence))[1]
     about = kinds.get("quantiles").cell_accuracy_text(owned)
-    assert about.startswith("about ") and "; rank error ± " in about and about in owner_page
+    assert about.startswith("true value between ") and "; rank error ± " in about
+    assert about in owner_page
     release = lifecycle.release_publish(release=release, actor=owner)
     args = [project.slug, release.pk]
     page = unescape(Client().get(reverse("public:release", args=args)).content.decode())
-    assert "In the data's units (estimate)" in page
-    low, high = quantile_words.about_texts(cells[1])
-    assert f'<td class="num" data-q="about">about {low} to {high}</td>' in page
-    assert "in the data's units that is about" in page
+    assert "The true quantile lies" in page and "whatever the data" in page
+    low, high = quantile_words.about_range_texts(cells[1].low, cells[1].high)
+    assert f'<td class="num" data-q="about">{low} to {high}</td>' in page
     record = json.loads(Client().get(reverse("public:release-json", args=args)).content)
-    stat = record["statistics"][0]
-    assert stat["about_basis"] == {"n": 4000, "source": "n_guess"}
-    median = stat["cells"][1]
-    assert median["about_lower"] == pytest.approx(expected[1][0])
-    assert median["about_upper"] == pytest.approx(expected[1][1])
-    assert median["simultaneous_about_lower"] <= median["about_lower"]
+    median = record["statistics"][0]["cells"][1]
+    assert median["lower"] == pytest.approx(cells[1].low)
+    assert median["upper"] == pytest.approx(cells[1].high)
+    assert median["simultaneous_lower"] is None  # 3 intervals at 95 % do not hold at 95 % at once
     response = Client().get(reverse("public:release-csv", args=args))
     rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
-    assert rows[1]["about_lower"] and rows[1]["about_upper"] and rows[1]["rank_error"]
-    assert float(rows[1]["about_lower"]) == pytest.approx(expected[1][0], rel=0.2)
+    assert Fraction(rows[1]["lower"]) == Fraction(ends[1]["low"])
+    assert Fraction(rows[1]["upper"]) == Fraction(ends[1]["high"])
 
 
 @pytest.mark.django_db
-def test_without_a_guess_of_n_the_pages_say_ranks_only(project, owner, reviewer, dataset):
+def test_without_a_guess_of_n_the_interval_is_still_released(project, owner, reviewer, dataset):
     bare = {k: v for k, v in QUARTILES.items() if k != "n_guess"}
     release = _computed(project, owner, reviewer, dataset, [bare])
     assert "n_guess" not in release.spec["statistics"][0]
     entry = release.result.payload["statistics"][0]
     assert value_basis(entry) is None
     cells = kinds.get("quantiles").intervals(entry, confidence="0.95")
-    assert all(c.about_low is None and c.rank_error > 0 for c in cells)
-    release = lifecycle.release_publish(release=release, actor=owner)
-    page = Client().get(reverse("public:release", args=[project.slug, release.pk])).content
-    assert b"the accuracy is stated in ranks only" in page
+    assert all(c.low is not None and c.rank_error > 0 for c in cells)

@@ -52,8 +52,14 @@ def test_each_new_kind_states_domains_grid_split_sensitivity_and_accuracy(submit
     assert "Permute-and-flip" in quantiles.mechanism_text
     details = {heading: text for heading, text, _ in quantiles.details}
     assert details["Candidate grid"].startswith("every 1,000 from 0 to 150,000: 151 candidates")
-    share = formatting.budget(Fraction(quantiles.epsilon) / 3)
-    assert details["Epsilon split"] == f"equal shares: 3 × {share} (sequential composition)"
+    half = formatting.budget(Fraction(quantiles.epsilon) / 2)
+    level = formatting.budget(Fraction(quantiles.epsilon) / 4)  # 3 quantiles: 2 levels
+    end = formatting.budget(Fraction(quantiles.epsilon) / 12)  # 6 interval ends
+    assert details["Epsilon split"].startswith(
+        f"half ({half}) to the quantiles, drawn jointly in 2 levels of {level} each"
+    )
+    assert f"6 selections of {end} each" in details["Epsilon split"]
+    assert "holds the true quantile with 95 % confidence" in details["Confidence interval"]
     assert "0.5: 0.5 ranks" in details["Sensitivity of the rank utility"]
     q_preview = dp.statistic_accuracy(plan=plan, stat=plan.statistics[1])
     assert quantiles.unit == "ranks" and quantiles.halfwidth == q_preview["rank_error"]

@@ -51,6 +51,8 @@ QUANTILE_FIELDS = (
     "n_guess",
     "grid_first",
     "grid_last",
+    "interval_rank_reach",
+    "interval_value_reach",
 )
 
 

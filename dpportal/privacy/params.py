@@ -102,7 +102,8 @@ class Epsilon(Fraction):
     def __new__(cls, value: object = 1, name: str = "epsilon") -> Epsilon:
         if type(value) is cls:
             return value  # type: ignore[return-value]
-        eps = to_fraction(value, name)
+        # a Fraction (a share of an Epsilon) is exact already: only its sign is checked
+        eps = value if isinstance(value, Fraction) else to_fraction(value, name)
         if eps <= 0:
             if name == "epsilon":  # the common case, worded so that a translation can say ε
                 raise PrivacyParameterError(

@@ -37,9 +37,9 @@ Randomness comes from `os.urandom` unless a test passes `rng` explicitly
 
 from __future__ import annotations
 
-import numpy as np
-
 import math
+
+import numpy as np
 
 from dpportal.privacy.errors import PrivacyParameterError, gettext_noop
 from dpportal.privacy.exact import bernoulli_exp
@@ -206,7 +206,9 @@ def worst_case_miss(p: float, m: int) -> float:
     return max(0.0, 1 - (1 - tails) / (m * p))
 
 
-def utility_error_bound(*, epsilon: object, sensitivity: object, candidates: int, beta: float) -> float:
+def utility_error_bound(
+    *, epsilon: object, sensitivity: object, candidates: int, beta: float
+) -> float:
     """The smallest t (rounded up) with P(u(selected) < u* - t) <= beta for EVERY utility
     vector of `candidates` entries with this sensitivity: permute-and-flip's exact worst
     case (`worst_case_miss` at p = exp(-eps t / (2 Delta))), never the union bound's

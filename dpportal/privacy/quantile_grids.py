@@ -8,6 +8,7 @@ lower bound (`open_grid`).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from fractions import Fraction
@@ -16,10 +17,21 @@ from dpportal.privacy.errors import PrivacyParameterError, gettext_noop
 from dpportal.privacy.params import to_fraction
 from dpportal.privacy.permute_flip import MAX_CANDIDATES
 
-__all__ = ["candidate_grid", "open_grid", "check_grid", "OPEN_GRID_DECADES"]
+__all__ = ["Grid", "candidate_grid", "open_grid", "check_grid", "OPEN_GRID_DECADES"]
 
 
-def candidate_grid(lower: object, upper: object, step: object) -> tuple[Fraction, ...]:
+class Grid(tuple):
+    """A grid that passed `check_grid`: strictly increasing exact Fractions, at most
+    MAX_CANDIDATES. Checking again returns it as it is, so a grid of tens of thousands
+    of candidates is compared once, not at every selection that reads it."""
+
+    @functools.cached_property
+    def largest_step(self) -> Fraction:
+        """The largest gap between adjacent candidates (0 for one candidate)."""
+        return max((b - a for a, b in zip(self, self[1:], strict=False)), default=Fraction(0))
+
+
+def candidate_grid(lower: object, upper: object, step: object) -> Grid:
     """The public grid lower, lower + step, ..., up to upper (inclusive), as exact Fractions."""
     lo, hi, st = to_fraction(lower, "lower"), to_fraction(upper, "upper"), to_fraction(step, "step")
     if st <= 0:
@@ -31,14 +43,15 @@ def candidate_grid(lower: object, upper: object, step: object) -> tuple[Fraction
     if m > MAX_CANDIDATES:
         msgid = gettext_noop("the grid has %(n)s candidates, at most %(most)s: use a larger step")
         raise PrivacyParameterError(msgid, n=str(m), most=str(MAX_CANDIDATES))
-    return tuple(lo + j * st for j in range(m))
+    return check_grid([lo + j * st for j in range(m)])
 
 
 #: How many decades an open grid reaches past its step: values up to 10**12 steps away.
 OPEN_GRID_DECADES = 12
 
 
-def open_grid(lower: object | None, step: object) -> tuple[Fraction, ...]:
+@functools.lru_cache(maxsize=16)
+def open_grid(lower: object | None, step: object) -> Grid:
     """A public grid for a column with no declared upper bound (and maybe no lower one).
 
     With a lower bound l: l, then l + d for every d in step x {1.00, 1.01, ..., 9.99,
@@ -47,6 +60,7 @@ def open_grid(lower: object | None, step: object) -> tuple[Fraction, ...]:
     all). Without one the grid is mirrored around 0 (21,603 candidates). Every
     candidate is an exact decimal fixed by (lower, step) alone, never by the data;
     values past the last candidate count as above it (their rank is still right).
+    Cached: the grid is a pure function of (lower, step), asked for on every read.
     """
     st = to_fraction(step, "step")
     if st <= 0:
@@ -56,13 +70,15 @@ def open_grid(lower: object | None, step: object) -> tuple[Fraction, ...]:
     ]
     offsets.append(st * 10**OPEN_GRID_DECADES)
     if lower is None:
-        return tuple([-d for d in reversed(offsets)] + [Fraction(0)] + offsets)
+        return check_grid([-d for d in reversed(offsets)] + [Fraction(0)] + offsets)
     lo = to_fraction(lower, "lower")
-    return tuple([lo] + [lo + d for d in offsets])
+    return check_grid([lo] + [lo + d for d in offsets])
 
 
-def check_grid(candidates: Sequence[object]) -> tuple[Fraction, ...]:
+def check_grid(candidates: Sequence[object]) -> Grid:
     """A public grid as exact fractions: non-empty, bounded, strictly increasing."""
+    if isinstance(candidates, Grid):
+        return candidates
     grid = tuple(to_fraction(c, "candidate") for c in candidates)
     if not grid:
         raise PrivacyParameterError(gettext_noop("the candidate grid must not be empty"))
@@ -71,6 +87,4 @@ def check_grid(candidates: Sequence[object]) -> tuple[Fraction, ...]:
         raise PrivacyParameterError(msgid, most=str(MAX_CANDIDATES), count=str(len(grid)))
     if any(a >= b for a, b in zip(grid, grid[1:], strict=False)):
         raise PrivacyParameterError(gettext_noop("candidates must be strictly increasing"))
-    return grid
-
-
+    return Grid(grid)

@@ -28,8 +28,7 @@ __all__ = ["grid_step", "planning_value_error", "value_range_from_released"]
 
 def grid_step(candidates: Sequence[object]) -> Fraction:
     """The largest gap between adjacent candidates of a public grid (0 for one candidate)."""
-    grid = check_grid(candidates)
-    return max((b - a for a, b in zip(grid, grid[1:], strict=False)), default=Fraction(0))
+    return check_grid(candidates).largest_step
 
 
 def _positive_count(n: object) -> Fraction:

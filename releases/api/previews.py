@@ -66,6 +66,21 @@ class PreviewStatisticSerializer(serializers.Serializer):
     value_error_simultaneous = serializers.FloatField(
         required=False, allow_null=True, help_text="Quantiles: the same for all at once."
     )
+    interval_rank_reach = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        help_text="Quantiles: a planning figure of how far, in ranks, the ends of each "
+        "quantile's confidence interval lie from it.",
+    )
+    interval_value_reach = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        help_text="Quantiles: the same in the data's units, if the n_guess values were spread "
+        "evenly over the grid (null without n_guess, or on an open grid).",
+    )
+    open_grid = serializers.BooleanField(
+        required=False, help_text="Quantiles: whether the grid is open (no upper bound)."
+    )
     accuracy_text = serializers.CharField(
         required=False, help_text="Quantiles: the accuracy in words (data units and ranks)."
     )

@@ -1,7 +1,14 @@
-"""Quantiles of one numeric column: each chosen among public candidates by exact
-permute-and-flip (dpportal.privacy.quantiles), pure epsilon-DP whatever the release's
-mechanism; k quantiles each spend epsilon / k. No noise is added to a value, so a
-quantile has no value interval: its guaranteed accuracy is a rank error in records.
+"""Quantiles of one numeric column, chosen among public candidates by exact
+permute-and-flip, pure epsilon-DP whatever the release's mechanism.
+
+A statistic defined now ("method": "joint") spends half its epsilon on the quantiles
+themselves, drawn jointly (dpportal.privacy.joint_quantiles: the recursive algorithm
+of Kaplan, Schnapp and Stemmer, eps / D per level), and half on a confidence interval
+in the data's units for each (dpportal.privacy.quantile_intervals: two one-sided
+selections per quantile, valid for every dataset at the release's confidence). Older
+specifications (no "method") were drawn one by one at epsilon / k with no interval;
+they are read back as they were drawn. The rank error stays the guarantee of where a
+released quantile lies; the interval is the guarantee of where the true one lies.
 
 Beside it, every surface states the rank error in the data's units, as this module
 words it (one place): before the release a planning figure, "about +-X if the owner's
@@ -14,7 +21,6 @@ them; without a guess of n there is none, and the surfaces say how to get one.
 
 from __future__ import annotations
 
-from decimal import Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -22,15 +28,48 @@ import numpy as np
 from django.utils.translation import gettext
 
 from budgets.amounts import fmt
-from dpportal import formatting, words
-from dpportal.privacy import quantile_units, quantiles
+from dpportal.privacy import joint_quantiles, quantile_intervals, quantile_units, quantiles
 from dpportal.privacy.mechanism_records import MechanismRecord
 from dpportal.privacy.noise import NoiseSpec
-from dpportal.privacy.params import Epsilon, exact_str
+from dpportal.privacy.params import Epsilon, exact_str, round_up_sig
 from releases.kinds.base import Cell, NoisePart, StatisticKind, frac, statistic_errors
+from releases.kinds.quantile_words import (
+    basis_text,
+    quantile_label,
+    result_step,
+    result_text,
+    value_basis,
+)
 
 if TYPE_CHECKING:
     from releases.plans import ReleasePlan, StatisticPlan
+
+
+#: The share of a quantile statistic's epsilon its confidence intervals spend.
+INTERVAL_SHARE = Fraction(1, 2)
+#: The method of every quantile statistic defined now (older specs have none).
+JOINT = "joint"
+
+
+def budget(entry_or_epsilon: object, *, joint: bool = True) -> tuple[Fraction, Fraction]:
+    """(epsilon of the quantiles, epsilon of their intervals) of a statistic's epsilon."""
+    eps = frac(entry_or_epsilon)
+    if not joint:
+        return eps, Fraction(0)
+    return Epsilon(eps * (1 - INTERVAL_SHARE)), Epsilon(eps * INTERVAL_SHARE)
+
+
+def is_open(entry: dict[str, Any]) -> bool:
+    """Whether a spec entry's grid is open (no declared upper bound)."""
+    return bool((entry.get("grid") or {}).get("open"))
+
+
+def interval_valid(stored: object, confidence: object, *, k: int, simultaneous: bool) -> bool:
+    """Whether intervals released at `stored` confidence hold at `confidence`: each
+    misses with probability <= 1 - stored, so per quantile at any level up to stored,
+    and all k at once (union bound) where k (1 - stored) <= 1 - confidence."""
+    miss, wanted = 1 - frac(stored), 1 - frac(confidence)
+    return (k * miss if simultaneous else miss) <= wanted
 
 
 def quantile_ranks(cell_counts: Any) -> tuple[list[int], int]:
@@ -51,113 +90,30 @@ def grid_of(entry: dict[str, Any]) -> tuple[Fraction, ...]:
     return quantiles.candidate_grid(frac(grid["lower"]), frac(grid["upper"]), frac(grid["step"]))
 
 
-def quantile_label(q: str) -> str:
-    """'Median', 'Lower quartile', 'Upper quartile', else '10th percentile' ('2.5 percentile')."""
-    value = Decimal(q)
-    named = {Decimal("0.5"): "Median", Decimal("0.25"): "Lower quartile",
-             Decimal("0.75"): "Upper quartile"}  # fmt: skip
-    if value in named:
-        return named[value]
-    pct = (value * 100).normalize()
-    if pct != pct.to_integral_value():
-        return f"{format(pct, 'f')} percentile"
-    number = int(pct)
-    ordinal = {1: "st", 2: "nd", 3: "rd"}
-    suffix = "th" if 10 <= number % 100 <= 20 else ordinal.get(number % 10, "th")
-    return f"{number}{suffix} percentile"
-
-
-def value_basis(entry: dict[str, Any]) -> tuple[str, int] | None:
-    """The n a result's rank error is read in the data's units with: ("noisy_count", N)
-    when the result holds a released noisy count of its rows, else ("n_guess", n), the
-    owner's planning guess frozen with the specification; None without either."""
-    for source in (entry, entry.get("explanation") or {}):
-        count = source.get("noisy_count")
-        if isinstance(count, int) and not isinstance(count, bool) and count >= 1:
-            return ("noisy_count", count)
-    guess = entry.get("n_guess")
-    if isinstance(guess, int) and not isinstance(guess, bool) and guess >= 1:
-        return ("n_guess", guess)
-    return None
-
-
-def result_step(entry: dict[str, Any]) -> Fraction:
-    """The largest step of a result's grid (stored; older results: the mean step)."""
-    if entry.get("grid_step") is not None:
-        return frac(entry["grid_step"])
-    explanation = entry["explanation"]
-    m = int(explanation["candidates"])
-    span = frac(explanation["grid_last"]) - frac(explanation["grid_first"])
-    return span / (m - 1) if m > 1 else Fraction(0)
-
-
-def _ranks_text(rank_error: float) -> str:
-    return formatting.rank(rank_error)
-
-
-def planning_text(accuracy: dict[str, Any], *, simultaneous: bool = False) -> str:
-    """A quantile preview's accuracy as a person reads it before the release: the
-    planning figure in the data's units with its assumption, the rank error beside it
-    (the words: dpportal.words, which pages of frozen previews use too)."""
-    return words.quantile_planning_text(accuracy, simultaneous=simultaneous)
-
-
-def about_range_texts(
-    low: float | None, high: float | None, *, group: bool = True
-) -> tuple[str, str]:
-    """A released quantile's data-unit range as two number texts, to the precision its
-    width justifies ('' when there is none)."""
-    if low is None or high is None:
-        return "", ""
-    precision = (high - low) / 2
-    if precision <= 0:
-        return (formatting.significant(low, group=group),
-                formatting.significant(high, group=group))  # fmt: skip
-    return (formatting.noisy(low, precision, group=group),
-            formatting.noisy(high, precision, group=group))  # fmt: skip
-
-
-def about_texts(cell: Cell) -> tuple[str, str]:
-    """A released quantile's data-unit range as two number texts ('' when none)."""
-    return about_range_texts(cell.about_low, cell.about_high)
-
-
-def basis_text(entry: dict[str, Any]) -> str:
-    """The assumption a released quantile's data-unit range is read under, in words."""
-    return basis_words(value_basis(entry))
-
-
-def basis_words(basis: Any) -> str:
-    """basis_text from a value_basis (also as stored in JSON: a two-item list or None)."""
-    if basis is not None:
-        basis = tuple(basis)
-    if basis is None or len(basis) != 2 or not isinstance(basis[1], int):
-        return gettext(
-            "No guess of the number of values was given, so the accuracy is stated in ranks only."
-        )
-    if basis[0] == "noisy_count":
-        n = gettext("a released noisy count of %(n)s values") % {"n": formatting.integer(basis[1])}
-    else:
-        n = gettext("about %(n)s values (the owner's planning guess, not a count of the data)") % {
-            "n": formatting.integer(basis[1])
-        }
-    return gettext(
-        "In the data's units, an estimate: it assumes %(n)s, spread between the published "
-        "quantiles as they suggest, and adds one grid step; the rank error is the guarantee."
-    ) % {"n": n}
-
-
-def result_text(cell: Cell) -> str:
-    """A released quantile's accuracy in one line: the data-unit range and the rank error."""
-    ranks = _ranks_text(cell.rank_error or 0)
-    low, high = about_texts(cell)
-    if not low:
-        return gettext("rank error ± %(ranks)s values") % {"ranks": ranks}
-    return gettext("about %(low)s to %(high)s; rank error ± %(ranks)s values") % {
-        "low": low,
-        "high": high,
-        "ranks": ranks,
-    }
+def released_cells(
+    entry: dict[str, Any],
+    values: list[float],
+    errors: list[float],
+    confidence: object,
+    *,
+    simultaneous: bool,
+) -> list[Cell]:
+    """Cells of a result with released intervals: the interval where the true quantile
+    lies (low, high) wherever the released confidence covers the level asked for (None
+    above it: noise drawn once cannot be re-read at a higher level), and the rank error
+    of the released value, capped at what is possible when a noisy count of the rows
+    exists (no quantile is more than max(q, 1 - q) N values from its target)."""
+    ends = entry["intervals"]["ends"]
+    valid = interval_valid(entry["interval_confidence"], confidence, k=len(ends),
+                           simultaneous=simultaneous)  # fmt: skip
+    basis = value_basis(entry)
+    cells = []
+    for value, t, end, q in zip(values, errors, ends, entry["quantiles"], strict=True):
+        if basis is not None and basis[0] == "noisy_count":
+            t = min(t, float(max(frac(q), 1 - frac(q))) * basis[1])
+        low, high = (float(frac(end["low"])), float(frac(end["high"]))) if valid else (None, None)
+        cells.append(Cell(value, low=low, high=high, rank_error=t))
+    return cells
 
 
 class QuantilesKind(StatisticKind):
@@ -173,19 +129,35 @@ class QuantilesKind(StatisticKind):
     def result_mechanism(self, entry: dict[str, Any], release_mechanism: str) -> str:
         return "permute_and_flip"
 
-    def _rank_error(self, plan: ReleasePlan, stat: StatisticPlan, epsilon: object, k=1) -> float:
-        """The largest rank-error bound over the quantiles (equal shares of epsilon)."""
-        share = frac(epsilon) / len(stat.quantiles)
+    def _rank_error(
+        self, plan: ReleasePlan, stat: StatisticPlan, epsilon: object, simultaneous=False
+    ) -> float:
+        """The largest rank-error bound over the quantiles drawn jointly with their share
+        of `epsilon` (the rest buys the intervals)."""
+        points, _ = budget(epsilon)
         return max(
-            quantiles.rank_error_bound(
-                epsilon=share,
-                quantile=frac(q),
+            joint_quantiles.joint_rank_error_bounds(
+                epsilon=points,
+                quantiles=[frac(q) for q in stat.quantiles],
                 contribution_bound=plan.dataset.contribution_bound,
                 candidates=len(stat.grid),
                 confidence=frac(plan.confidence),
-                k=k,
+                simultaneous=simultaneous,
             )  # fmt: skip
-            for q in stat.quantiles
+        )
+
+    def _interval_reach(self, plan: ReleasePlan, stat: StatisticPlan, epsilon: object) -> float:
+        """How far in ranks a confidence interval's ends typically lie from the quantile
+        (a planning figure from public parameters: quantile_intervals)."""
+        _, ends = budget(epsilon)
+        return max(
+            quantile_intervals.planned_interval_rank_reach(
+                epsilon=ends,
+                quantiles=[frac(q) for q in stat.quantiles],
+                contribution_bound=plan.dataset.contribution_bound,
+                candidates=len(stat.grid),
+                confidence=frac(plan.confidence),
+            )  # fmt: skip
         )
 
     def accuracy(self, *, plan: ReleasePlan, stat: StatisticPlan) -> dict[str, Any]:
@@ -194,12 +166,14 @@ class QuantilesKind(StatisticKind):
         k = len(stat.quantiles)
         with statistic_errors(stat):
             one = self._rank_error(plan, stat, stat.epsilon)
-            together = self._rank_error(plan, stat, stat.epsilon, k=k)
+            together = self._rank_error(plan, stat, stat.epsilon, simultaneous=True)
+            reach = self._interval_reach(plan, stat, stat.epsilon)
             first, last = stat.grid[0], stat.grid[-1]
             step = quantile_units.grid_step(stat.grid)
+            open_grid = stat.upper is None and stat.step is not None and not stat.column.bin_edges
 
             def units(t: float) -> float | None:
-                if not stat.n_guess:
+                if not stat.n_guess or open_grid:
                     return None
                 return quantile_units.planning_value_error(
                     rank_error=t, n_guess=stat.n_guess, first=first, last=last, step=step
@@ -215,6 +189,9 @@ class QuantilesKind(StatisticKind):
                 "rank_error_simultaneous": together,
                 "value_error": units(one),
                 "value_error_simultaneous": units(together),
+                "interval_rank_reach": reach,
+                "interval_value_reach": units(reach),
+                "open_grid": open_grid,
                 "grid_first": float(first),
                 "grid_last": float(last),
                 "grid_step": float(step),
@@ -224,22 +201,44 @@ class QuantilesKind(StatisticKind):
         return (*super().planning_key(plan=plan, stat=stat), stat.n_guess)
 
     def epsilon_for_target(self, *, plan: ReleasePlan, stat: StatisticPlan) -> Fraction:
+        """The smallest epsilon (3 significant digits, rounded up) whose quantiles, drawn
+        jointly with their share, have a rank error within the target: bisection on the
+        bound, which falls as epsilon grows."""
         frame = gettext("%(where)s: no epsilon in range meets the target (%(problem)s).")
+        target = float(stat.target_halfwidth)
         with statistic_errors(stat, frame):
-            return quantiles.quantiles_epsilon_for_rank_error(
-                rank_error=frac(stat.target_halfwidth), quantiles=[frac(q) for q in stat.quantiles],
-                contribution_bound=plan.dataset.contribution_bound, candidates=len(stat.grid),
-                confidence=frac(plan.confidence),
-            )  # fmt: skip
+            if target <= 0:
+                raise quantiles.PrivacyParameterError(
+                    quantiles.gettext_noop("rank_error must be > 0, got %(rank_error)s"),
+                    rank_error=repr(stat.target_halfwidth),
+                )
+            lo, hi = Fraction(1, 10**6), Fraction(1)
+            while self._rank_error(plan, stat, hi) > target:
+                lo, hi = hi, hi * 2
+                if hi > 10**6:
+                    raise quantiles.PrivacyParameterError(
+                        quantiles.gettext_noop("the target cannot be met")
+                    )
+            for _ in range(60):
+                mid = (lo + hi) / 2
+                lo, hi = (lo, mid) if self._rank_error(plan, stat, mid) <= target else (mid, hi)
+            eps = round_up_sig(hi, 3)
+            while self._rank_error(plan, stat, eps) > target:
+                eps = round_up_sig(eps * Fraction(1001, 1000), 3)
+            return eps
 
     def noise(self, *, plan: ReleasePlan, stat: StatisticPlan) -> tuple[NoiseSpec, ...]:
         return ()  # permute-and-flip selects a candidate: no noise vector
 
     def records(self, *, plan: ReleasePlan, stat: StatisticPlan) -> list[MechanismRecord]:
-        """One permute_and_flip record per quantile, at its own share of epsilon: each is
-        an independent selection."""
-        shares = quantiles.quantiles_budget_split(frac(stat.epsilon), len(stat.quantiles))
-        return [MechanismRecord.permute_and_flip(epsilon=e) for e in shares]
+        """The joint draw's levels (one permute_and_flip record each at its share) and the
+        intervals' ends (one each): they add up to the statistic's epsilon."""
+        points, ends = budget(stat.epsilon)
+        k = len(stat.quantiles)
+        return [
+            *joint_quantiles.joint_records(points, k),
+            *quantile_intervals.interval_records(ends, k),
+        ]
 
     def planned_parts(self, *, plan: ReleasePlan, stat: StatisticPlan) -> list[NoisePart]:
         return []
@@ -247,9 +246,13 @@ class QuantilesKind(StatisticKind):
     def spec_fields(self, stat: Any, *, contribution_bound: int) -> dict[str, Any]:
         if stat.step is None:
             grid: dict[str, Any] = {"edges": [str(e) for e in (stat.column.bin_edges or [])]}
+        elif stat.upper is None:  # no declared upper bound: the open grid
+            lower = None if stat.lower is None else fmt(stat.lower)
+            grid = {"open": True, "lower": lower, "step": fmt(stat.step)}
         else:
             grid = {"lower": fmt(stat.lower), "upper": fmt(stat.upper), "step": fmt(stat.step)}
-        entry = {"quantiles": list(stat.quantiles), "grid": grid}
+        entry = {"quantiles": list(stat.quantiles), "grid": grid, "method": JOINT,
+                 "interval_share": exact_str(INTERVAL_SHARE)}  # fmt: skip
         entry["candidates"] = len(grid_of(entry))
         if stat.n_guess:  # public: the owner's guess of n, for the accuracy in data units
             entry["n_guess"] = int(stat.n_guess)
@@ -259,10 +262,25 @@ class QuantilesKind(StatisticKind):
         self, *, entry, aggregate, mechanism, confidence, contribution_bound, axes, rng=None
     ) -> dict[str, Any]:
         ranks, n = quantile_ranks(aggregate)
-        result = quantiles.release_quantiles(
-            ranks, n, candidates=grid_of(entry), quantiles=[frac(q) for q in entry["quantiles"]],
-            epsilon=Epsilon(entry["epsilon"]), contribution_bound=contribution_bound, rng=rng,
-        )  # fmt: skip
+        grid, qs = grid_of(entry), [frac(q) for q in entry["quantiles"]]
+        extra: dict[str, Any] = {}
+        if entry.get("method") == JOINT:
+            points, ends = budget(Epsilon(entry["epsilon"]))
+            result = joint_quantiles.release_joint_quantiles(
+                ranks, n, candidates=grid, quantiles=qs, epsilon=points,
+                contribution_bound=contribution_bound, rng=rng,
+            )  # fmt: skip
+            intervals = quantile_intervals.release_quantile_intervals(
+                ranks, n, candidates=grid, quantiles=qs, epsilon=ends,
+                contribution_bound=contribution_bound, confidence=frac(confidence), rng=rng,
+            )  # fmt: skip
+            extra = {"method": JOINT, "intervals": intervals.to_dict(),
+                     "interval_confidence": exact_str(frac(confidence))}  # fmt: skip
+        else:
+            result = quantiles.release_quantiles(
+                ranks, n, candidates=grid, quantiles=qs, epsilon=Epsilon(entry["epsilon"]),
+                contribution_bound=contribution_bound, rng=rng,
+            )  # fmt: skip
         return {
             "position": entry["position"], "kind": entry["kind"], "label": entry["label"],
             "columns": [c["name"] for c in entry["columns"]],
@@ -273,8 +291,9 @@ class QuantilesKind(StatisticKind):
             "quantiles": list(entry["quantiles"]),
             "values": [exact_str(p.value) for p in result.parts],
             "explanation": result.to_dict(),
-            "grid_step": exact_str(quantile_units.grid_step(grid_of(entry))),
+            "grid_step": exact_str(quantile_units.grid_step(grid)),
             **({"n_guess": int(entry["n_guess"])} if entry.get("n_guess") else {}),
+            **extra,
         }  # fmt: skip
 
     def value_cells(self, stat: StatisticPlan) -> int:
@@ -298,6 +317,8 @@ class QuantilesKind(StatisticKind):
             entry["explanation"], confidence=confidence, simultaneous=simultaneous
         )
         values = self.values(entry)
+        if entry.get("intervals"):
+            return released_cells(entry, values, errors, confidence, simultaneous=simultaneous)
         basis = value_basis(entry)
         if basis is None:
             return [Cell(v, rank_error=t) for v, t in zip(values, errors, strict=True)]

@@ -21,7 +21,7 @@ from typing import Any
 from dpportal import buckets, formatting
 from dpportal.bilingual import Bilingual
 from releases import kinds
-from releases.kinds import quantiles as quantile_words
+from releases.kinds import quantile_words
 from releases.kinds.base import UNINFORMATIVE, clamped_at_zero
 from releases.kinds.counting import HEATMAP_MAX_CELLS, HEATMAP_MAX_LABELS
 from releases.kinds.domains import cell_labels
@@ -265,6 +265,8 @@ def _statistic_data(
     if kind == "quantiles":  # what n a quantile's data-unit range is read with (or None)
         basis = quantile_words.value_basis(entry)
         data["about_basis"] = list(basis) if basis else None
+        # the confidence the quantiles' intervals were released at (None: released without)
+        data["interval_confidence"] = entry.get("interval_confidence")
     # notes in English for the API and downloads, and as message records for the pages,
     # which translate them when they are rendered (this data is cached for every language)
     data["note_records"] = notes.statistic_notes(entry=entry, spec=spec, unit=unit_note)

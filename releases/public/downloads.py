@@ -18,7 +18,7 @@ from django.utils.translation import gettext
 from dpportal import formatting
 from dpportal.bilingual import ZH, Bilingual
 from dpportal.errors import ValidationFailed
-from releases.kinds import quantiles as quantile_words
+from releases.kinds import quantile_words
 
 
 def _finite(x: float | None) -> float | None:
@@ -123,9 +123,12 @@ def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str,
         "interval_note": (
             "Intervals hold for the noisy value before any rounding or clamping. "
             "'halfwidth' holds for each value on its own; 'simultaneous_halfwidth' for all "
-            "values of one statistic at once. Quantiles have no value interval: 'rank_error' "
-            "bounds how far (in records) the chosen value's rank may lie from the quantile's, "
-            "for each quantile on its own ('simultaneous_rank_error': all at once). "
+            "values of one statistic at once. A quantile's 'lower' and 'upper' are the confidence "
+            "interval released with it, where the true quantile lies whatever the data (null at "
+            "a level above the one it was released at, and for releases made before quantiles "
+            "had intervals); 'rank_error' bounds how far (in records) the chosen value's rank "
+            "may lie from the quantile's, for each quantile on its own "
+            "('simultaneous_rank_error': all at once). "
             "Each '<name>_display' is <name> rounded as the page and the CSV show it (digits "
             "justified by the half-width; half-widths to 2 significant digits, rank errors "
             "in whole records rounded up), as a plain number without thousands separators. "
@@ -230,7 +233,9 @@ def _cell_text(cell: dict[str, Any]) -> dict[str, Any]:
             ),
             **_about_text(cell, ""),
             **_about_text(cell, "simultaneous_"),
-        }
+            **{end: formatting.exact(cell[end]) if cell.get(end) is not None else None
+               for end in ("lower", "upper", "simultaneous_lower", "simultaneous_upper")},
+        }  # fmt: skip
     per_cell = _ends_text(value, cell["lower"], cell["upper"], cell["halfwidth"])
     together = _ends_text(
         value, cell["simultaneous_lower"], cell["simultaneous_upper"],

@@ -268,6 +268,9 @@ def chart_text() -> dict[str, str]:
         "about": gettext("in the data's units about %(low)s to %(high)s (an estimate)")
         % {"low": "{low}", "high": "{high}"},
         "about_range": gettext("about %(low)s to %(high)s") % {"low": "{low}", "high": "{high}"},
+        "ci": gettext("true value between %(low)s and %(high)s")
+        % {"low": "{low}", "high": "{high}"},
+        "ci_range": gettext("%(low)s to %(high)s") % {"low": "{low}", "high": "{high}"},
         "quantile_axis": gettext("percent of the values below"),
         "too_few": notes.too_few(),
         "between": gettext("%(low)s and %(high)s") % {"low": "{low}", "high": "{high}"},

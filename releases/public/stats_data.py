@@ -20,7 +20,7 @@ from typing import Any
 from dpportal import formatting
 from dpportal.privacy.quantiles import rank_error_percent
 from releases import kinds
-from releases.kinds import quantiles as quantile_words
+from releases.kinds import quantile_words
 from releases.public.options import INTERVAL_KINDS
 
 
@@ -66,11 +66,18 @@ def _band(
         "about_high": list(highs),
         "about_low_text": [a for a, _ in about],
         "about_high_text": [b for _, b in about],
+        # the released confidence interval in the data's units (None: none at this level)
+        "ci_low": list(iv.get("lower") or [None] * len(ranks)),
+        "ci_high": list(iv.get("upper") or [None] * len(ranks)),
         "low": [],
         "high": [],
         "low_text": [],
         "high_text": [],
     }
+    ci = [quantile_words.about_range_texts(a, b) for a, b in zip(out["ci_low"], out["ci_high"],
+                                                                  strict=True)]  # fmt: skip
+    out["ci_low_text"] = [a for a, _ in ci]
+    out["ci_high_text"] = [b for _, b in ci]
     for p, t in zip(percents, ranks, strict=True):
         d = rank_error_percent(t, count) if count else None
         low = None if d is None else max(0.0, p - d)
@@ -89,6 +96,8 @@ def quantile_extra(entry: dict[str, Any], ivs: dict[str, Any]) -> dict[str, Any]
     count = _noisy_count(entry)
     return {
         "percents": percents,
+        # whether confidence intervals were released with the quantiles (not older releases)
+        "released_intervals": bool(entry.get("intervals")),
         "percent_texts": [percentile_text(p) for p in percents],
         "noisy_count": count,
         "candidates": int(explanation["candidates"]),

@@ -13,7 +13,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext, pgettext
 
-from releases.kinds import quantiles as quantile_words
+from releases.kinds import quantile_words
 from releases.public import notes, page_words
 from releases.public.options import CONFIDENCE_LABELS, ViewOptions
 from releases.public.stats_data import handles  # noqa: F401 (the page asks stats_text)
@@ -27,8 +27,9 @@ def captions() -> dict[str, str]:
             "the first; error bars: the interval of each group at the chosen confidence level."
         ),
         "quantiles": gettext(
-            "Each point is a published quantile; its accuracy is a rank error (in the table), "
-            "not an interval of values."
+            "Each point is a published quantile; its error bar, where drawn, is the confidence "
+            "interval released with it (where the true quantile lies); the table gives each "
+            "one's rank error."
         ),
     }
 
@@ -42,7 +43,8 @@ def quantile_rows(stat: dict[str, Any], *, options: ViewOptions) -> list[dict[st
     return [
         {"index": i, "cell": cell, "value": values[i], "rank_error": band["ranks_text"][i],
          "band_low": band["low_text"][i], "band_high": band["high_text"][i],
-         "about_low": band["about_low_text"][i], "about_high": band["about_high_text"][i]}
+         "about_low": band["about_low_text"][i], "about_high": band["about_high_text"][i],
+         "ci_low": band["ci_low_text"][i], "ci_high": band["ci_high_text"][i]}
         for i, cell in enumerate(stat["cells"])
     ]  # fmt: skip
 
@@ -51,6 +53,8 @@ def quantile_basis(stat: dict[str, Any]) -> str:
     """Under the quantiles' table: the assumption their data-unit range is read under."""
     if stat["kind"] != "quantiles":
         return ""
+    if stat.get("interval_confidence"):
+        return quantile_words.interval_words(stat["interval_confidence"])
     return quantile_words.basis_words(stat.get("about_basis"))
 
 

@@ -23,10 +23,12 @@ from django.utils.translation import gettext, pgettext
 
 from datasets.models import Column
 from dpportal import formatting
+from dpportal.privacy.joint_quantiles import joint_levels
 from dpportal.privacy.noise import NoiseSpec
 from dpportal.privacy.quantiles import candidate_grid, quantile_sensitivity
 from releases import dp, kinds
-from releases.kinds import quantiles as quantile_words
+from releases.kinds import quantile_words
+from releases.kinds import quantiles as quantile_kind
 from releases.review import stats_text as sentences
 from releases.review.text import grid_text, sensitivity_text
 from releases.review.text import mechanism_text as review_mechanism_text
@@ -113,22 +115,43 @@ def _quantile_details(
     stat: StatisticPlan, plan: ReleasePlan, preview: dict[str, Any]
 ) -> list[tuple[str, str, str]]:
     k = len(stat.quantiles)
+    levels = joint_levels(k)
     confidence = formatting.percent(plan.confidence)
     one, together = preview["rank_error"], preview["rank_error_simultaneous"]
-    share = Fraction(stat.epsilon) / k
+    points, ends = quantile_kind.budget(Fraction(stat.epsilon))
     bound = plan.dataset.contribution_bound
     sens = "; ".join(
         gettext("%(q)s: %(ranks)s ranks")
         % {"q": q, "ranks": formatting.scale(quantile_sensitivity(Fraction(q), bound))}
         for q in stat.quantiles
     )
+    reach = gettext("about ±%(ranks)s ranks") % {
+        "ranks": formatting.halfwidth(preview.get("interval_rank_reach"))
+    }
+    if preview.get("interval_value_reach") is not None:
+        reach += " " + gettext("(about ±%(width)s in the data's units, a planning figure)") % {
+            "width": formatting.halfwidth(preview["interval_value_reach"])
+        }
     return [
         (gettext("Quantiles"), ", ".join(stat.quantiles), "quantiles"),
         (gettext("Candidate grid"), sentences.grid_words(stat), "grid"),
         (
             gettext("Epsilon split"),
-            gettext("equal shares: %(k)s × %(share)s (sequential composition)")
-            % {"k": k, "share": formatting.budget(share)},
+            gettext(
+                "half (%(points)s) to the quantiles, drawn jointly in %(levels)s levels of "
+                "%(level)s each (the recursive algorithm of Kaplan, Schnapp and Stemmer, 2022: "
+                "the selections of one level see disjoint rows); half (%(ends)s) to their "
+                "confidence intervals, %(count)s selections of %(end)s each (sequential "
+                "composition)"
+            )
+            % {
+                "points": formatting.budget(points),
+                "levels": levels,
+                "level": formatting.budget(points / levels),
+                "ends": formatting.budget(ends),
+                "count": 2 * k,
+                "end": formatting.budget(ends / (2 * k)),
+            },
             "split",
         ),  # fmt: skip
         (
@@ -139,9 +162,9 @@ def _quantile_details(
         (
             gettext("Rank-error bound"),
             gettext(
-                "t = (2 Δu / ε_i) ln(m / β) ranks per quantile, ln(k m / β) for all at once: with "
-                "probability at least 1 - β the chosen candidate's rank is within t of the target "
-                "rank, beyond the grid's own resolution"
+                "permute-and-flip's exact worst-case tail for each selection, added up over the "
+                "levels on a quantile's path: with probability at least 1 - β the released "
+                "value's rank is within t of the target rank, beyond the grid's own resolution"
             ),
             "rank-bound",
         ),  # fmt: skip
@@ -159,14 +182,17 @@ def _quantile_details(
             "rank-error",
         ),  # fmt: skip
         (
-            gettext("In the data's units"),
+            gettext("Confidence interval"),
             gettext(
-                "a planning figure, not a guarantee: the rank error's share of the grid's range "
-                "if the owner's guess of n values were spread evenly over it, plus one grid step "
-                "(the released value is a grid point). After the release the public page reads it "
-                "through the released quantiles instead."
-            ),
-            "value-units",
+                "for each quantile two grid points, one at most the true quantile and one at "
+                "least it, each wrong with probability at most β/2 whatever the data (one-sided "
+                "permute-and-flip over the grid's cells, after Drechsler, Globus-Harris, "
+                "McMillan, Sarathy and Smith, 2022): the interval holds the true quantile with "
+                "%(confidence)s confidence and is shown in the data's units; its ends planned at "
+                "%(reach)s from the quantile"
+            )
+            % {"confidence": confidence, "reach": reach},
+            "interval",
         ),  # fmt: skip
     ]
 

@@ -7,6 +7,7 @@ from django.utils.translation import gettext, ngettext
 
 from datasets.models import Column
 from dpportal import formatting
+from dpportal.privacy.quantile_grids import OPEN_GRID_DECADES
 from releases.services.plan import ReleasePlan, StatisticPlan
 
 
@@ -54,6 +55,29 @@ def bound_text(stat: StatisticPlan, plan: ReleasePlan) -> str:
 
 def grid_words(stat: StatisticPlan) -> str:
     m = formatting.integer(len(stat.grid))
+    if stat.step is not None and stat.upper is None:
+        if stat.lower is None:
+            return gettext(
+                "an open grid (no bounds declared): 0 and every number of three significant "
+                "digits from %(step)s to %(top)s in size, either sign, so neighbours are at "
+                "most 1 %% apart: %(m)s candidates fixed by the step alone (never read from the "
+                "data); values beyond the last count as above it"
+            ) % {
+                "step": formatting.significant(stat.step, 30),
+                "top": formatting.significant(stat.step * 10**OPEN_GRID_DECADES, 30),
+                "m": m,
+            }
+        return gettext(
+            "an open grid (no upper bound declared): %(lower)s, then %(lower)s plus every number "
+            "of three significant digits from %(step)s to %(top)s, so neighbours are at most "
+            "1 %% apart: %(m)s candidates fixed by the lower bound and step alone (never read "
+            "from the data); values beyond the last count as above it"
+        ) % {
+            "lower": formatting.significant(stat.lower, 30),
+            "step": formatting.significant(stat.step, 30),
+            "top": formatting.significant(stat.step * 10**OPEN_GRID_DECADES, 30),
+            "m": m,
+        }
     if stat.step is not None:
         return gettext(
             "every %(step)s from %(lower)s to %(upper)s: %(m)s candidates, declared by the owner "

@@ -19,7 +19,7 @@ from datasets.models import Column, Dataset
 from dpportal import formatting, messages
 from dpportal.errors import ValidationFailed
 from dpportal.privacy.errors import PrivacyParameterError
-from dpportal.privacy.quantiles import candidate_grid
+from dpportal.privacy.quantile_grids import candidate_grid, open_grid
 from releases import kinds
 from releases.plans import StatisticPlan
 from releases.services.plan_fields import (
@@ -152,6 +152,13 @@ def _quantile_grid(plan: StatisticPlan, raw: dict) -> None:
         raise ValidationFailed(gettext("The step of the candidate grid must be greater than 0."))
     plan.lower = _optional_decimal(raw.get("lower"), field=pgettext("field", "lower bound"))
     plan.upper = _optional_decimal(raw.get("upper"), field=pgettext("field", "upper bound"))
+    if plan.upper is None and column.upper is None:
+        # No upper bound declared: the open grid, steps of at most 1 % from the lower bound
+        # (or around 0 without one) up to 10**12 steps (dpportal.privacy.quantile_grids).
+        lower = plan.lower if plan.lower is not None else column.lower
+        plan.lower = None if lower is None else Decimal(lower)
+        plan.grid = open_grid(plan.lower, plan.step)
+        return
     _clip_bounds(plan, column)
     try:
         plan.grid = candidate_grid(plan.lower, plan.upper, plan.step)

@@ -30,7 +30,7 @@ from dpportal.privacy.errors import PrivacyParameterError
 from dpportal.privacy.headroom import compose_history
 from dpportal.privacy.pld import CapCheck, Spend
 from releases import dp
-from releases.kinds import quantiles as quantile_words
+from releases.kinds import quantile_words
 from releases.services.plan import ReleasePlan, release_plan_parse
 from releases.services.tradeoff import plan_records, plan_tradeoff
 

@@ -99,8 +99,12 @@ class _Sweep:
         if accuracy is None:
             return None
         if accuracy.get("rank_error") is not None:
-            units = accuracy.get("value_error")
-            return units if units is not None else accuracy["rank_error"]
+            # the confidence interval's planned reach, in the data's units when it can be
+            # read in them, else in ranks (older plans: the rank error's)
+            units = accuracy.get("interval_value_reach", accuracy.get("value_error"))
+            if units is not None:
+                return units
+            return accuracy.get("interval_rank_reach") or accuracy["rank_error"]
         return accuracy["halfwidth"]
 
 
@@ -112,6 +116,14 @@ def _point_text(accuracy: dict[str, Any] | None) -> str:
         width = accuracy["halfwidth"]
         return formatting.halfwidth(width) if width is not None else ""
     ranks = formatting.integer(math.ceil(accuracy["rank_error"]))
+    reach = accuracy.get("interval_rank_reach")
+    if reach is not None:
+        units = accuracy.get("interval_value_reach")
+        if units is None:
+            return gettext("interval ± %(reach)s ranks (rank ± %(ranks)s)") % {
+                "reach": formatting.integer(math.ceil(reach)), "ranks": ranks}  # fmt: skip
+        return gettext("interval about ± %(width)s (rank ± %(ranks)s)") % {
+            "width": formatting.halfwidth(units), "ranks": ranks}  # fmt: skip
     if accuracy.get("value_error") is None:
         return gettext("rank ± %(ranks)s") % {"ranks": ranks}
     return gettext("about %(width)s (rank ± %(ranks)s)") % {

@@ -35,6 +35,8 @@
       too_few: "too few records to estimate",
       about: "in the data's units about {low} to {high} (an estimate)",
       about_range: "about {low} to {high}",
+      ci: "true value between {low} and {high}",
+      ci_range: "{low} to {high}",
     };
     return node ? JSON.parse(node.textContent) : fallback;
   })();
@@ -157,7 +159,9 @@
       line: { color: COLORS[0] },
       hovertext: stat.cells.map(function (name, i) {
         var line = esc(name) + ": " + text.value[i] + "<br>" + phrase("rank_error", { ranks: esc(band.ranks_text[i]) });
-        if (band.about_low_text && band.about_low_text[i]) {
+        if (band.ci_low_text && band.ci_low_text[i]) {
+          line += "<br>" + esc(phrase("ci", { low: band.ci_low_text[i], high: band.ci_high_text[i] }));
+        } else if (band.about_low_text && band.about_low_text[i]) {
           line += "<br>" + esc(phrase("about", { low: band.about_low_text[i], high: band.about_high_text[i] }));
         }
         return line;
@@ -165,6 +169,15 @@
       hoverinfo: "text",
       name: esc(stat.label),
     };
+    // the released confidence interval, in the data's units, as the error bar
+    if (band.ci_low && band.ci_low.every(function (x) { return x != null; })) {
+      var values = stat.values;
+      trace.error_y = {
+        type: "data", symmetric: false, visible: true, thickness: 2, width: 6,
+        array: values.map(function (v, i) { return Math.max(0, band.ci_high[i] - v); }),
+        arrayminus: values.map(function (v, i) { return Math.max(0, v - band.ci_low[i]); }),
+      };
+    }
     if (band.low.every(function (x) { return x != null; })) {
       trace.error_x = {
         type: "data", symmetric: false, visible: true, thickness: 2, width: 6,
@@ -233,13 +246,18 @@
     });
     var body = document.getElementById("quantile-body-" + stat.position);
     if (body && stat.quantile_chart) {
-      var chosenBand = stat.quantile_chart.bands[st.confidence][st.intervals];
+      var q = stat.quantile_chart;
+      var chosenBand = q.bands[st.confidence][st.intervals];
       body.querySelectorAll("tr").forEach(function (tr, i) {
         var cells = tr.querySelectorAll("td");
         cells[0].textContent = text.value[i];
         cells[1].textContent = "\u00b1 " + chosenBand.ranks_text[i];
         var about = tr.querySelector("td[data-q=about]");
-        if (about && chosenBand.about_low_text) {
+        if (about && q.released_intervals) {
+          about.textContent = chosenBand.ci_low_text[i]
+            ? phrase("ci_range", { low: chosenBand.ci_low_text[i], high: chosenBand.ci_high_text[i] })
+            : "\u2014";
+        } else if (about && chosenBand.about_low_text) {
           about.textContent = chosenBand.about_low_text[i]
             ? phrase("about_range", { low: chosenBand.about_low_text[i], high: chosenBand.about_high_text[i] })
             : "\u2014";

@@ -367,33 +367,3 @@ def test_rank_bounds_hold_on_clumped_data(quantiles, seeded):
     if len(qs) == 3:
         plain = np.abs(ranks[:, None] - targets[None, :]).min(axis=0)
         assert np.mean(errors > per + plain, axis=0).max() > limit
-
-
-# ------------------------------------------------------------------ reduced acceptance benchmark
-
-
-def test_joint_deciles_beat_independent_selections_by_half(seeded):
-    """Deciles at eps = 1, n = 10,000 uniform values, grid 0..999: over 40 data sets
-    x 50 draws each, the joint mean |rank error| is <= 0.5 x that of independent
-    permute-and-flip at eps/9 per decile (measured ratio 0.454 +- 0.008)."""
-    deciles = [Fraction(i, 10) for i in range(1, 10)]
-    grid = candidate_grid(0, 999, 1)
-    data_rng = np.random.default_rng(2026)  # data, not noise
-    joint, alone = [], []
-    for i in range(40):
-        ranks, n = _counts(data_rng.uniform(0, 1000, 10_000), grid)
-        targets = np.array([float(q) * n for q in deciles])
-        draws = joint_quantile_indices(
-            ranks, n, quantiles=deciles, epsilon=1, runs=50, rng=seeded(100 + i)
-        )
-        joint.append(np.abs(ranks[draws] - targets).mean())
-        for q, target in zip(deciles, targets, strict=True):
-            utilities = np.array(list(quantile_utilities(ranks, n, q)), dtype=np.int64)
-            picked = permute_and_flip_indices(
-                np.tile(utilities, (50, 1)),
-                epsilon=Fraction(1, 9),
-                sensitivity=quantile_scaled_sensitivity(q, 1),
-                rng=seeded(1000 + 10 * i + int(q * 10)),
-            )
-            alone.append(np.abs(ranks[picked] - target).mean())
-    assert np.mean(joint) <= 0.5 * np.mean(alone)
