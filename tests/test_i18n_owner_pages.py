@@ -105,6 +105,17 @@ ALLOWED = {
     # authors cited by name (Dwork & Roth, The Algorithmic Foundations of Differential Privacy)
     "Dwork",
     "Roth",
+    # the quantile mechanisms' authors (Kaplan, Schnapp, Stemmer 2022; Drechsler,
+    # Globus-Harris, McMillan, Sarathy, Smith 2022)
+    "Kaplan",
+    "Schnapp",
+    "Stemmer",
+    "Drechsler",
+    "Globus",
+    "Harris",
+    "McMillan",
+    "Sarathy",
+    "Smith",
     # math notation
     "exp",
     "ln",

@@ -25,6 +25,7 @@ from django.urls import reverse
 from django.utils import translation
 
 from budgets.selectors.review import KIND_TEXT, statistic_lines
+from datasets.models import Column
 from dpportal import formatting
 from dpportal.catalogues import compile_all
 from dpportal.privacy import quantile_units, quantiles
@@ -33,6 +34,7 @@ from releases import compute, kinds, lifecycle, services
 from releases.kinds import quantile_words
 from releases.kinds.quantile_words import value_basis
 from releases.models import Release, Statistic
+from releases.review import stats_text as review_sentences
 from tests.releases_support import builder_data, make_dataset
 
 QUARTILES = {
@@ -288,3 +290,24 @@ def test_without_a_guess_of_n_the_interval_is_still_released(project, owner, rev
     assert value_basis(entry) is None
     cells = kinds.get("quantiles").intervals(entry, confidence="0.95")
     assert all(c.low is not None and c.rank_error > 0 for c in cells)
+
+
+@pytest.mark.django_db
+def test_a_column_without_an_upper_bound_gets_the_open_grid(project, owner, reviewer, dataset):
+    Column.objects.filter(dataset=dataset, name="income").update(upper=None)
+    median = {"kind": "quantiles", "column": "income", "quantiles": "0.5", "step": "1"}
+    data = builder_data(dataset, statistics=[median], epsilon="0.5")
+    plan = services.release_plan_parse(project=project, data=data)
+    assert len(plan.statistics[0].grid) == 10_802
+    assert review_sentences.grid_words(plan.statistics[0]).startswith(
+        "an open grid (no upper bound declared): 0, then 0 plus every number"
+    )
+    stat = services.release_preview(project=project, data=data)["statistics"][0]
+    assert stat["open_grid"] is True and stat["interval_value_reach"] is None
+    assert stat["candidates"] == 10_802 and stat["rank_error"] > 0
+    release = _computed(project, owner, reviewer, dataset, [median])
+    grid = release.spec["statistics"][0]["grid"]
+    assert grid["open"] is True and Fraction(grid["lower"]) == 0 and "upper" not in grid
+    entry = release.result.payload["statistics"][0]
+    (cell,) = kinds.get("quantiles").intervals(entry, confidence="0.95")
+    assert 0 <= cell.low <= cell.high and cell.rank_error > 0
