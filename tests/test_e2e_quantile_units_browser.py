@@ -62,9 +62,9 @@ def _lang(pages: Pages, chinese: bool) -> None:
 
 
 def _planning_numbers(summary_stat: dict, *, simultaneous: bool = False) -> tuple[str, str]:
-    """The planning figure's and the rank error's texts, as the kind words them."""
+    """The interval's planned reach and the rank error's texts, as the kind words them."""
     suffix = "_simultaneous" if simultaneous else ""
-    width = formatting.halfwidth(summary_stat["value_error" + suffix])
+    width = formatting.halfwidth(summary_stat["interval_value_reach"])
     ranks = formatting.integer(math.ceil(summary_stat["rank_error" + suffix]))
     return f"± {width}", f"± {ranks}"
 
@@ -88,9 +88,9 @@ def _build(pages: Pages, project) -> None:
         " || {}).textContent.includes('data')"
     )
     one = cell.inner_text()
-    assert re.search(r"about ± [\d,]+ in the data's units \(planning figure: if about [\d,]+ "
-                     r"values were spread evenly from 0 to 150,000\); rank ± [\d,]+ values$",
-                     one), one  # fmt: skip
+    assert re.search(r"interval about ± [\d,]+ in the data's units \(planning figure: if "
+                     r"about [\d,]+ values were spread evenly from 0 to 150,000\); "
+                     r"rank ± [\d,]+ values$", one), one  # fmt: skip
     together = page.locator("#preview tr[data-kind=quantiles] td").nth(5).inner_text()
     assert "in the data's units" in together and "rank ±" in together
     # the chart: a line for the quantiles, and their column of the table filled
@@ -104,7 +104,9 @@ def _build(pages: Pages, project) -> None:
     assert len(trace["y"]) > 5 and all(y is not None and y > 0 for y in trace["y"])
     assert trace["y"] == sorted(trace["y"], reverse=True)  # more epsilon, a smaller error
     column = page.locator("#tradeoff-numbers tbody tr td:nth-child(3)").all_inner_texts()
-    assert column and all(re.fullmatch(r"about [\d,.]+ \(rank ± [\d,]+\)", t) for t in column)
+    assert column and all(
+        re.fullmatch(r"interval about ± [\d,.]+ \(rank ± [\d,]+\)", t) for t in column
+    )
     pages.shot("builder-preview-and-chart")
     page.get_by_role("button", name="Save draft").click()
     page.wait_for_url("**/releases/*/")
@@ -156,14 +158,14 @@ def _check_inbox_and_review(pages: Pages, release: Release, chinese: bool) -> No
     review = document.locator("[data-param=halfwidth]").inner_text()
     assert width in review and ranks in review, review
     assert document.locator("[data-param=rank-error]").count() == 1
-    assert document.locator("[data-param=value-units]").count() == 1
+    assert document.locator("[data-param=interval]").count() == 1
     if not chinese:
         assert "in the data's units (planning figure" in review
     pages.shot("review-" + ("zh" if chinese else "en"))
 
 
 def _check_results(pages: Pages, release: Release, chinese: bool, *, public: bool) -> None:
-    """Each quantile's data-unit range beside its rank error, as the kind states them."""
+    """Each quantile's released interval beside its rank error, as the kind states them."""
     entry = release.result.payload["statistics"][0]
     cells = kinds.get("quantiles").intervals(entry, confidence=str(release.confidence))
     page = pages.page
@@ -182,8 +184,8 @@ def _check_results(pages: Pages, release: Release, chinese: bool, *, public: boo
     _lang(pages, chinese)
     assert rows.count() == 3
     for i, cell in enumerate(cells):
-        low, high = quantile_words.about_texts(cell)
-        assert low and high and cell.about_low <= cell.about_high
+        low, high = quantile_words.about_range_texts(cell.low, cell.high)
+        assert low and high and cell.low <= cell.high
         ranks = formatting.integer(max(1, math.ceil(cell.rank_error)))
         text = rows.nth(i).inner_text()
         assert low in text and high in text and ranks in text, text
@@ -191,15 +193,14 @@ def _check_results(pages: Pages, release: Release, chinese: bool, *, public: boo
             about = rows.nth(i).locator("td[data-q=about]").inner_text()
             assert about.endswith(f"{low} to {high}") or (chinese and low in about)
     basis = page.locator("[data-param=quantile-basis]").inner_text()
-    assert formatting.integer(N_GUESS) in basis
     if not chinese:
-        assert "the owner's planning guess" in basis and "the rank error is the guarantee" in basis
+        assert "whatever the data" in basis and "95 %" in basis
     if public:
         words = page.locator(f"#stat-{entry['position']}").inner_text()
-        low, high = quantile_words.about_texts(cells[1])
+        low, high = quantile_words.about_range_texts(cells[1].low, cells[1].high)
         assert f"{low}" in words and f"{high}" in words
         if not chinese:
-            assert "in the data's units that is about" in words
+            assert "confidence the true median lies between" in words
         hover = page.evaluate(
             "(p) => document.getElementById('chart-' + p).data[0].hovertext[1]",
             entry["position"],

@@ -127,6 +127,15 @@ def _quantiles(stat: dict[str, Any], options: ViewOptions) -> SafeString:
                 low=_fill("band-low", band["low_text"][i], i),
                 high=_fill("band-high", band["high_text"][i], i), **fills,
             ))  # fmt: skip
+        elif q.get("released_intervals") and band["ci_low_text"][i]:
+            lines.append(format_html(
+                gettext("the {name} is {value}: with {confidence} confidence the true {name} "
+                        "lies between {low} and {high}, and at most {ranks} values lie between "
+                        "it and the published value, beyond the grid's own step"),
+                ranks=_fill("rank-error", band["ranks_text"][i], i),
+                low=_fill("ci-low", band["ci_low_text"][i], i),
+                high=_fill("ci-high", band["ci_high_text"][i], i), **fills,
+            ))  # fmt: skip
         elif band["about_low_text"][i]:
             lines.append(format_html(
                 gettext("the {name} is {value}: with {confidence} confidence at most {ranks} "

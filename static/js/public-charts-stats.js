@@ -243,6 +243,8 @@
       else if (band && what === "band-high") el.textContent = band.high_text[i];
       else if (band && what === "about-low") el.textContent = band.about_low_text[i];
       else if (band && what === "about-high") el.textContent = band.about_high_text[i];
+      else if (band && what === "ci-low") el.textContent = band.ci_low_text[i] || "\u2014";
+      else if (band && what === "ci-high") el.textContent = band.ci_high_text[i] || "\u2014";
     });
     var body = document.getElementById("quantile-body-" + stat.position);
     if (body && stat.quantile_chart) {
