@@ -202,27 +202,18 @@ class QuantilesKind(StatisticKind):
 
     def epsilon_for_target(self, *, plan: ReleasePlan, stat: StatisticPlan) -> Fraction:
         """The smallest epsilon (3 significant digits, rounded up) whose quantiles, drawn
-        jointly with their share, have a rank error within the target: bisection on the
-        bound, which falls as epsilon grows."""
+        jointly with their share, have a rank error within the target. The quantiles get
+        half of it and every joint bound scales as 1 / epsilon, so it is the joint draw's
+        own epsilon for half the target; the loop only absorbs float rounding."""
         frame = gettext("%(where)s: no epsilon in range meets the target (%(problem)s).")
-        target = float(stat.target_halfwidth)
+        target = frac(stat.target_halfwidth)
         with statistic_errors(stat, frame):
-            if target <= 0:
-                raise quantiles.PrivacyParameterError(
-                    quantiles.gettext_noop("rank_error must be > 0, got %(rank_error)s"),
-                    rank_error=repr(stat.target_halfwidth),
-                )
-            lo, hi = Fraction(1, 10**6), Fraction(1)
-            while self._rank_error(plan, stat, hi) > target:
-                lo, hi = hi, hi * 2
-                if hi > 10**6:
-                    raise quantiles.PrivacyParameterError(
-                        quantiles.gettext_noop("the target cannot be met")
-                    )
-            for _ in range(60):
-                mid = (lo + hi) / 2
-                lo, hi = (lo, mid) if self._rank_error(plan, stat, mid) <= target else (mid, hi)
-            eps = round_up_sig(hi, 3)
+            eps = joint_quantiles.joint_epsilon_for_rank_error(
+                rank_error=target * (1 - INTERVAL_SHARE),
+                quantiles=[frac(q) for q in stat.quantiles],
+                contribution_bound=plan.dataset.contribution_bound, candidates=len(stat.grid),
+                confidence=frac(plan.confidence),
+            )  # fmt: skip
             while self._rank_error(plan, stat, eps) > target:
                 eps = round_up_sig(eps * Fraction(1001, 1000), 3)
             return eps
