@@ -35,6 +35,7 @@ _PLAIN = {
     "grouped_mean": gettext_noop("Mean of %(column)s"),
     "stddev": gettext_noop("Standard deviation of %(column)s"),
     "variance": gettext_noop("Variance of %(column)s"),
+    "crosstab": gettext_noop("Cross-tabulation of %(column)s"),
 }
 _BY = {
     "grouped_sum": gettext_noop("Sum of %(column)s by %(groups)s"),
@@ -73,6 +74,10 @@ def statistic_default_label(
         return words(_ROWS_WITH) % {"column": columns[0], "category": category}
     if len(columns) == 2:
         column = words(_TWO_COLUMNS) % {"first": columns[0], "second": columns[1]}
+    elif len(columns) > 2:
+        column = columns[0]
+        for name in columns[1:]:
+            column = words(_TWO_COLUMNS) % {"first": column, "second": name}
     else:
         column = columns[0] if columns else ""
     if kind == "quantiles":

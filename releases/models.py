@@ -97,6 +97,7 @@ class Statistic(models.Model):
         QUANTILES = "quantiles", _("Median and quantiles")
         STDDEV = "stddev", _("Standard deviation")
         VARIANCE = "variance", _("Variance")
+        CROSSTAB = "crosstab", _("Cross-tabulation")
 
     release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="statistics")
     position = models.PositiveIntegerField(default=0)
@@ -122,6 +123,9 @@ class Statistic(models.Model):
     # grid's step within [lower, upper] (null: the column's declared bin edges)
     quantiles = models.JSONField(default=list, blank=True)
     step = models.DecimalField(max_digits=30, decimal_places=10, null=True, blank=True)
+    # cross-tabulation only: {"columns": [names], "way": K or null, "marginals": [[column
+    # indices], ...] (canonical, the total excluded), "total": bool}
+    crosstab = models.JSONField(default=dict, blank=True)
     # count of rows in one declared category (count only)
     category = models.CharField(max_length=200, blank=True)
     # clipping range of a sum or mean, narrower than the column's declared bounds

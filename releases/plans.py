@@ -39,10 +39,23 @@ class StatisticPlan:
     quantiles: list[str] = field(default_factory=list)
     step: Decimal | None = None
     grid: tuple = ()  # quantiles: the public candidate grid (Fractions)
+    # cross-tabulation (releases.services.plan_crosstab): its declared columns, the
+    # marginals to publish (canonical tuples of column indices, the total () included
+    # when asked) and, when the owner asked for "all up to K columns", that K
+    axes: list[Column] = field(default_factory=list)
+    marginals: tuple[tuple[int, ...], ...] = ()
+    way: int | None = None
 
     @property
     def columns(self) -> list[Column]:
+        if self.axes:
+            return list(self.axes)
         return [c for c in (self.column, self.column2) if c is not None]
+
+    @property
+    def total(self) -> bool:
+        """A cross-tabulation publishes the total count (the empty marginal)."""
+        return () in self.marginals
 
     @property
     def group_columns(self) -> list[Column]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter
+from drf_spectacular.utils import OpenApiParameter, extend_schema_field
 from rest_framework import serializers
 
 from budgets.models import Membership
@@ -16,6 +16,7 @@ from releases.models import Release, Statistic
 from releases.public import data as public_data
 from releases.public import downloads
 from releases.public import options as public_options
+from releases.services.plan_crosstab import crosstab_input
 
 OWNER = {Membership.Role.OWNER.value}
 
@@ -49,6 +50,15 @@ class StatisticOutputSerializer(serializers.Serializer):
     group_by2 = serializers.CharField(source="group_column2.name", allow_null=True, default=None)
     quantiles = serializers.ListField(child=serializers.CharField())
     step = AmountField(allow_null=True)
+    crosstab = serializers.SerializerMethodField(
+        help_text="Cross-tabulation only (else null): its `columns`, `way` (every table of up "
+        "to that many columns; empty when the tables are listed), the listed `marginals` (each "
+        "a list of column names) and `total`, as the input takes them."
+    )
+
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_crosstab(self, obj: Statistic) -> dict | None:
+        return crosstab_input(obj.crosstab) if obj.crosstab else None
 
 
 class ReleaseEventOutputSerializer(serializers.Serializer):

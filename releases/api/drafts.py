@@ -91,6 +91,26 @@ class StatisticInputSerializer(serializers.Serializer):
         help_text="Quantiles only: step of the candidate grid within [lower, upper]; empty: "
         "the column's declared bin edges are the candidates.",
     )  # fmt: skip
+    columns = serializers.ListField(
+        child=serializers.CharField(max_length=200), required=False, default=list, max_length=10,
+        help_text="Cross-tabulation only: 1 to 10 declared columns (categorical with "
+        "categories, or numeric or date with bin edges), in the order their tables list them.",
+    )  # fmt: skip
+    way = serializers.IntegerField(
+        required=False, allow_null=True, default=None, min_value=1, max_value=3,
+        help_text="Cross-tabulation: publish every table of up to this many of its columns "
+        "(1, 2 or 3); or give `marginals` instead.",
+    )  # fmt: skip
+    marginals = serializers.ListField(
+        child=serializers.ListField(child=serializers.CharField(max_length=200), max_length=3),
+        required=False, default=list, max_length=200,
+        help_text='Cross-tabulation: the tables to publish, each a list of its columns, e.g. '
+        '[["age", "sex"], ["region"]]; or give `way` instead.',
+    )  # fmt: skip
+    total = serializers.BooleanField(
+        required=False, default=False,
+        help_text="Cross-tabulation: publish the total count too.",
+    )  # fmt: skip
 
 
 class ReleaseInputSerializer(serializers.Serializer):

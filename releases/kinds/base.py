@@ -214,12 +214,14 @@ class StatisticKind:
     - grouped: its cells are the groups of declared grouping columns (optional ones
       unless groups_required).
     - bounded: the owner gives lower/upper (clipping bounds or a quantile grid).
-    - fields: which builder fields it reads: "basic" (releases.services.plan) or
-      "grouped" (grouping columns, quantiles, grid: releases.services.plan_stats).
+    - fields: which builder fields it reads: "basic" (releases.services.plan),
+      "grouped" (grouping columns, quantiles, grid: releases.services.plan_stats) or
+      "crosstab" (columns and marginal tables: releases.services.plan_crosstab).
     - clampable: its values are counts, shown rounded and clamped at 0 beside the noisy ones.
     - aggregate: what the compute readers produce for it: "count" (cell counts),
       "sum" (grid-unit sums), "sum_count" (sums and counts), "spread" (counts,
-      centred sums and squares) or "ranks" (counts per candidate cell).
+      centred sums and squares), "ranks" (counts per candidate cell) or "marginals"
+      (one count array per maximal marginal table of a cross-tabulation).
     """
 
     name: ClassVar[str]
@@ -262,6 +264,11 @@ class StatisticKind:
     def mechanism(self, release_mechanism: str) -> str:
         """The mechanism this statistic uses under the release's ("laplace"/"gaussian")."""
         return release_mechanism
+
+    def mechanism_problem(self, release_mechanism: str) -> str | None:
+        """Why this kind cannot be drawn under the release's mechanism, in the reader's
+        language (None: it can); the builder refuses such a plan before anything else."""
+        return None
 
     def accuracy(self, *, plan: ReleasePlan, stat: StatisticPlan) -> dict[str, Any]:
         """The preview: cells and half-widths per cell and for all cells at once."""

@@ -18,6 +18,7 @@ from releases import kinds
 from releases.models import Release, Statistic
 from releases.plans import ReleasePlan, StatisticPlan
 from releases.services.allocation import allocate
+from releases.services.plan_crosstab import parse_crosstab
 from releases.services.plan_fields import (
     _bool,
     _check_histogram_column,
@@ -104,6 +105,8 @@ def _parse_statistic(
                     )
         elif kinds.get(kind).fields == "grouped":
             parse_statistic_stats(plan, raw, dataset=dataset, columns=columns)
+        elif kinds.get(kind).fields == "crosstab":
+            parse_crosstab(plan, raw, dataset=dataset, columns=columns)
         elif kind == "argmax":
             plan.column = _column(dataset, columns, raw.get("column"), what="argmax")
             if plan.column.kind != Column.Kind.CATEGORICAL or len(plan.column.categories) < 2:
@@ -239,6 +242,20 @@ def plan_check_cells(*, statistics: list[StatisticPlan]) -> int:
     return total
 
 
+def _check_mechanism(statistics: list[StatisticPlan], mechanism: str) -> None:
+    """Refuse a statistic whose kind cannot be drawn with the release's mechanism."""
+    for stat in statistics:
+        problem = kinds.get(stat.kind).mechanism_problem(mechanism)
+        if problem:
+            where = gettext("Statistic %(number)s (%(kind)s)") % {
+                "number": stat.position + 1,
+                "kind": str(Statistic.Kind(stat.kind).label).lower(),
+            }
+            raise ValidationFailed(
+                gettext("%(where)s: %(problem)s") % {"where": where, "problem": problem}
+            )
+
+
 def _selections_only(raw_statistics: object) -> bool:
     """Every statistic asked for is of a pure epsilon-DP kind (no delta to spend)."""
     if not isinstance(raw_statistics, list) or not raw_statistics:
@@ -300,6 +317,7 @@ def release_plan_parse(*, project: Project, data: dict) -> ReleasePlan:
         _parse_statistic(raw, position=i, dataset=dataset, columns=columns)
         for i, raw in enumerate(raw_statistics)
     ]
+    _check_mechanism(statistics, mechanism)
     plan_check_cells(statistics=statistics)
     title, title_zh = _texts(data, "title", field=pgettext("field", "title"), max_length=200)
     description, description_zh = _texts(

@@ -27,6 +27,7 @@ COLUMN_USES = {
     "quantiles": pgettext_lazy("statistic", "quantile"),
     "stddev": pgettext_lazy("statistic", "standard deviation"),
     "variance": pgettext_lazy("statistic", "variance"),
+    "crosstab": pgettext_lazy("statistic", "cross-tabulation"),
     "grouping": pgettext_lazy("statistic", "grouping"),
 }
 

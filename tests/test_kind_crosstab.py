@@ -1,0 +1,161 @@
+"""The cross-tabulation kind: declared through the API and the builder, Gaussian only,
+previewed table by table, reviewed with its workload and strategy, noised consistently."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from fractions import Fraction
+
+import pytest
+from rest_framework.test import APIClient
+
+from budgets.models import BudgetRequest
+from dpportal.errors import ValidationFailed
+from dpportal.privacy.marginal_workload import Workload
+from releases import kinds, services
+from releases.models import Release, Statistic
+from releases.review.selectors import review_document_get
+from tests.releases_support import builder_data, make_dataset, submitted
+
+CROSSTAB = {"kind": "crosstab", "columns": ["region", "age"], "way": 2, "total": True}
+
+
+def gaussian(dataset, statistics, **extra):
+    return builder_data(
+        dataset, statistics=statistics, mechanism="gaussian", delta="1e-6", epsilon="1", **extra
+    )
+
+
+@pytest.fixture
+def dataset(project, owner):
+    return make_dataset(project=project, owner=owner, rows=400)
+
+
+def test_the_api_creates_a_crosstab_and_reads_it_back(project, owner, dataset):
+    client = APIClient()
+    client.force_authenticate(owner)
+    statistic = {
+        "kind": "crosstab",
+        "columns": ["region", "age"],
+        "marginals": [["region", "age"], ["age"]],
+        "total": True,
+    }
+    response = client.post(
+        f"/api/v1/projects/{project.slug}/releases/create/",
+        gaussian(dataset, [statistic]),
+        format="json",
+    )
+    assert response.status_code == 201, response.content
+    stored = response.json()["statistics"][0]
+    assert stored["kind"] == "crosstab"
+    assert stored["crosstab"] == {
+        "columns": ["region", "age"],
+        "way": "",
+        "marginals": [["age"], ["region", "age"]],
+        "total": True,
+    }
+    assert stored["label"] == "Cross-tabulation of region x age"
+    row = Statistic.objects.get(release_id=response.json()["id"])
+    assert row.crosstab["marginals"] == [[1], [0, 1]]
+
+
+def test_a_laplace_release_refuses_a_crosstab(project, owner, dataset):
+    client = APIClient()
+    client.force_authenticate(owner)
+    data = builder_data(dataset, statistics=[CROSSTAB], epsilon="1")  # Laplace
+    response = client.post(f"/api/v1/projects/{project.slug}/releases/create/", data, format="json")
+    assert response.status_code == 400, response.content
+    assert "A cross-tabulation needs the Gaussian mechanism" in response.content.decode()
+    assert not Release.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("statistic", "words"),
+    [
+        ({"kind": "crosstab"}, "Choose the columns"),
+        ({"kind": "crosstab", "columns": ["region"]}, "Choose the tables"),
+        ({"kind": "crosstab", "columns": ["income"]}, "needs declared bin edges"),
+        ({"kind": "crosstab", "columns": ["region", "region"], "way": 1}, "once"),
+        ({"kind": "crosstab", "columns": ["region"], "way": 1, "marginals": "region"}, "not both"),
+        ({"kind": "crosstab", "columns": ["region"], "marginals": "age"}, "'age' is not one"),
+        ({"kind": "crosstab", "columns": ["region"], "way": 4}, "1 to 3 columns"),
+    ],
+)
+def test_a_bad_crosstab_is_refused_with_a_clear_message(project, owner, dataset, statistic, words):
+    with pytest.raises(ValidationFailed) as refused:
+        services.release_save_draft(
+            project=project, actor=owner, data=gaussian(dataset, [statistic])
+        )
+    assert words in refused.value.message
+    assert refused.value.message.startswith("Statistic 1 (cross-tabulation): ")
+    assert not Release.objects.exists()
+
+
+def test_typed_tables_parse_like_listed_ones(project, dataset):
+    typed = {"kind": "crosstab", "columns": "region, age", "marginals": "region × age; age"}
+    plan = services.release_plan_parse(project=project, data=gaussian(dataset, [typed]))
+    assert plan.statistics[0].marginals == ((1,), (0, 1))
+    assert not plan.statistics[0].total
+
+
+def test_the_preview_gives_each_table_its_halfwidth(project, dataset):
+    preview = services.release_preview(
+        project=project, data=gaussian(dataset, [CROSSTAB]), accounting=False
+    )
+    stat = preview["statistics"][0]
+    sizes = (4 + 1 + 1, 4)  # region: 4 categories + Other + Missing; age: 4 bins
+    workload = Workload.of(sizes, [(), (0,), (1,), (0, 1)])
+    assert stat["cells"] == workload.published_cells == 1 + 6 + 4 + 24
+    tables = stat["marginals"]
+    assert [t["marginal"] for t in tables] == [[], [0], [1], [0, 1]]
+    assert stat["halfwidth"] == max(t["halfwidth"] for t in tables)
+    for t in tables:
+        assert 0 < t["halfwidth"] < t["halfwidth_simultaneous"]
+        assert t["halfwidth"] == pytest.approx(1.959964 * t["sd"], rel=1e-5)
+    assert stat["columns"] == ["region", "age"]
+
+
+def test_a_target_halfwidth_is_met_by_the_widest_table(project, dataset):
+    targeted = {**CROSSTAB, "target_halfwidth": 60}
+    plan = services.release_plan_parse(
+        project=project, data=gaussian(dataset, [targeted, {"kind": "count"}])
+    )
+    preview = kinds.get("crosstab").accuracy(plan=plan, stat=plan.statistics[0])
+    assert preview["halfwidth"] <= 60
+    assert Decimal(plan.statistics[0].epsilon) < 1
+
+
+def test_the_cell_limit_refuses_a_large_crosstab(project, dataset, settings):
+    settings.RELEASE_MAX_CELLS_PER_STATISTIC = 30
+    with pytest.raises(ValidationFailed) as refused:
+        services.release_plan_parse(project=project, data=gaussian(dataset, [CROSSTAB]))
+    assert "at most 30 cells per statistic" in refused.value.message
+
+
+def test_the_review_document_lists_the_tables_and_the_strategy(project, owner, dataset):
+    submitted(project=project, owner=owner, dataset=dataset, statistics=[CROSSTAB],
+              mechanism="gaussian", delta="1e-6", epsilon="1")  # fmt: skip
+    document = review_document_get(budget_request=BudgetRequest.objects.get())
+    (stat,) = document.statistics
+    assert stat.kind == "crosstab"
+    assert [c.name for c in stat.columns] == ["region", "age"]
+    details = {param: text for _, text, param in stat.details}
+    assert details["marginals"] == (
+        "All rows: 1 cell; region: 6 cells; age: 4 cells; region × age: 24 cells"
+    )
+    assert "ResidualPlanner" in details["strategy"] and "rho = " in details["strategy"]
+    assert details["table-noise"].count("standard deviation") == 4
+    assert stat.cells == 35 and stat.halfwidth > 0
+    assert stat.noise == ()
+
+
+def test_the_draft_round_trips_through_the_builder_input(project, owner, dataset):
+    release = services.release_save_draft(
+        project=project, actor=owner, data=gaussian(dataset, [CROSSTAB])
+    )
+    again = services.release_form_data(release=release)["statistics"][0]
+    assert again["columns"] == ["region", "age"] and again["way"] == 2 and again["total"]
+    spec = services.release_spec_build(release=release)["statistics"][0]
+    assert [c["name"] for c in spec["columns"]] == ["region", "age"]
+    assert spec["marginals"] == [[0], [1], [0, 1]] and spec["total"] is True
+    assert Fraction(spec["epsilon"]) == 1
