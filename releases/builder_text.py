@@ -30,6 +30,19 @@ def builder_text() -> dict[str, object]:
         "none": gettext("(none)"),
         "category": gettext("category"),
         "group_by": gettext("group by"),
+        "crosstab_columns": gettext("columns"),
+        "crosstab_publish": gettext("tables"),
+        "crosstab_ways": [
+            ["1", gettext("each column alone")],
+            ["2", gettext("every table of up to 2 columns")],
+            ["3", gettext("every table of up to 3 columns")],
+            ["", gettext("the tables listed:")],
+        ],
+        "crosstab_tables": gettext(
+            "tables to publish, each its columns joined by ×, separated by ;"
+        ),
+        "crosstab_placeholder": "a × b; c",
+        "crosstab_total": gettext("and the total"),
         "then_by": gettext("then by"),
         "all_rows": gettext("(all rows)"),
         "low": pgettext("lower bound, short", "lo"),

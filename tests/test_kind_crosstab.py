@@ -3,10 +3,12 @@ previewed table by table, reviewed with its workload and strategy, noised consis
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from fractions import Fraction
 
 import pytest
+from django.urls import reverse
 from rest_framework.test import APIClient
 
 from budgets.models import BudgetRequest
@@ -15,6 +17,7 @@ from dpportal.privacy.marginal_workload import Workload
 from releases import kinds, services
 from releases.models import Release, Statistic
 from releases.review.selectors import review_document_get
+from tests.factories import PASSWORD
 from tests.releases_support import builder_data, make_dataset, submitted
 
 CROSSTAB = {"kind": "crosstab", "columns": ["region", "age"], "way": 2, "total": True}
@@ -159,3 +162,31 @@ def test_the_draft_round_trips_through_the_builder_input(project, owner, dataset
     assert [c["name"] for c in spec["columns"]] == ["region", "age"]
     assert spec["marginals"] == [[0], [1], [0, 1]] and spec["total"] is True
     assert Fraction(spec["epsilon"]) == 1
+
+
+def test_the_builder_page_saves_a_crosstab_as_its_script_sends_it(client, project, owner, dataset):
+    assert client.login(username=owner.username, password=PASSWORD)
+    url = reverse("releases:new", args=[project.slug])
+    page = client.get(url)
+    assert page.status_code == 200 and b"crosstab_ways" in page.content
+    # the script's payload: the picked columns as a list, the way ("" for a typed list)
+    typed = {"kind": "crosstab", "column": "", "columns": ["region", "age"], "way": "",
+             "marginals": "region × age", "total": True, "weight": "1"}  # fmt: skip
+    response = client.post(url, {"payload": json.dumps(gaussian(dataset, [typed]))})
+    assert response.status_code == 302, response.content[:500]
+    release = Release.objects.get()
+    again = services.release_form_data(release=release)["statistics"][0]
+    assert again["marginals"] == [["region", "age"]] and again["way"] == ""
+    detail = client.get(reverse("releases:detail", args=[release.pk]))
+    assert detail.status_code == 200
+
+
+def test_the_builder_page_shows_the_laplace_refusal(client, project, owner, dataset):
+    assert client.login(username=owner.username, password=PASSWORD)
+    data = builder_data(dataset, statistics=[CROSSTAB], epsilon="1")
+    response = client.post(
+        reverse("releases:new", args=[project.slug]), {"payload": json.dumps(data)}
+    )
+    assert response.status_code == 400
+    assert "A cross-tabulation needs the Gaussian mechanism" in response.content.decode()
+    assert not Release.objects.exists()

@@ -115,7 +115,42 @@
       " ",
       input("category", s.category, { size: 8, placeholder: T.category }),
     ]);
-    return cell(classic, grouping, quantileBox);
+    return cell(classic, grouping, quantileBox, crosstabBox(s, groups));
+  }
+
+  /** A cross-tabulation's options: its columns (those a histogram accepts), the tables to
+   * publish (every table of up to K of them, or a typed list "a × b; c") and the total. */
+  function crosstabBox(s, groups) {
+    const chosen = [].concat(s.columns || []).map(String);
+    const picker = el("select", {
+      "data-f": "columns",
+      multiple: true,
+      size: Math.min(5, Math.max(2, groups.length)),
+      "aria-label": T.crosstab_columns,
+    });
+    for (const [value, label] of groups) {
+      const option = el("option", { value: value, text: label });
+      option.selected = chosen.includes(value);
+      picker.append(option);
+    }
+    const way = select("way", T.crosstab_ways, s.way == null ? "2" : s.way);
+    const listed = [].concat(s.marginals || []).map((m) => [].concat(m).join(" × "));
+    const tables = input("marginals", typeof s.marginals === "string" ? s.marginals : listed.join("; "), {
+      size: 16,
+      placeholder: T.crosstab_placeholder,
+      "aria-label": T.crosstab_tables,
+    });
+    const total = el("input", { type: "checkbox", "data-f": "total" });
+    total.checked = Boolean(s.total);
+    return el("span", { "data-kinds": "crosstab" }, [
+      el("label", {}, [T.crosstab_columns + " ", picker]),
+      " ",
+      el("label", {}, [T.crosstab_publish + " ", way]),
+      " ",
+      el("label", { "data-tables": true, hidden: way.value !== "" }, [tables]),
+      " ",
+      el("label", {}, [total, " " + T.crosstab_total]),
+    ]);
   }
 
   /** The count's category picker: the chosen column's declared codes, each with its
@@ -212,7 +247,8 @@
       const s = {};
       for (const field of tr.querySelectorAll("[data-f]")) {
         if (field.closest("[hidden]")) continue; // another kind's options
-        s[field.dataset.f] = field.type === "checkbox" ? field.checked : field.value;
+        if (field.multiple) s[field.dataset.f] = [...field.selectedOptions].map((o) => o.value);
+        else s[field.dataset.f] = field.type === "checkbox" ? field.checked : field.value;
       }
       stats.push(s);
     }
@@ -382,6 +418,7 @@
     const tr = e.target.closest("tr");
     if (e.target.matches("[data-f=kind]")) showOptions(tr);
     if (e.target.matches("[data-f=column]")) categoryChoices(tr);
+    if (e.target.matches("[data-f=way]")) tr.querySelector("[data-tables]").hidden = e.target.value !== "";
     if (e.target.matches("[data-preset]") && e.target.value) {
       tr.querySelector("[data-f=quantiles]").value = e.target.value;
       e.target.value = "";
