@@ -25,6 +25,9 @@ checks this in a subprocess). Modules, in dependency order:
 - spread_parts centred grid, streaming N/S/Q aggregates, the variance interval
 - spread       variance and standard deviation: budget split, release, intervals
 - planning_stats   previews and inverses for grouped statistics, quantiles, spread
+- marginal_workload  a workload of marginal tables: closure, maximal tables, limits
+- marginals    the optimal Gaussian strategy for marginals (ResidualPlanner), variances
+- marginal_release  exact residual measurements, consistent reconstruction of tables
 
 Importing this package imports nothing else; import the submodule you need.
 """

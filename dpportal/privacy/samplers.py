@@ -35,7 +35,7 @@ from dpportal.privacy.exact import (
 from dpportal.privacy.params import to_fraction
 from dpportal.privacy.rng import RandomSource, random_bits, resolve_rng
 
-__all__ = ["discrete_laplace", "discrete_gaussian"]
+__all__ = ["discrete_laplace", "discrete_gaussian", "discrete_gaussian_variance"]
 
 _INT64_LIMIT = 1 << 63
 _SMALL = 1 << 62
@@ -143,12 +143,30 @@ def discrete_gaussian(
     exp(-(|Y| - sigma**2/t)**2 / (2 sigma**2)) = exp(-(|Y| q t - p)**2 / (2 p q t**2)).
     """
     sg = _positive(sigma, "sigma")
+    return _discrete_gaussian(sg * sg, sg.numerator // sg.denominator + 1, size, rng)
+
+
+def discrete_gaussian_variance(
+    variance: object, size: int | tuple[int, ...], rng: RandomSource | None = None
+) -> np.ndarray:
+    """The discrete Gaussian of `discrete_gaussian` given sigma**2 (an exact rational) rather
+    than sigma, for a law whose sigma is irrational (a variance p/q that is no square).
+
+    CKS Algorithm 3 is exact for every positive integer t (the proof of its Theorem
+    holds for any t; t near sigma only makes it fast); t = floor(sqrt(p/q)) + 1 is
+    computed exactly with integer square roots.
+    """
+    var = _positive(variance, "variance")
+    return _discrete_gaussian(var, math.isqrt(var.numerator // var.denominator) + 1, size, rng)
+
+
+def _discrete_gaussian(
+    variance: Fraction, t: int, size: int | tuple[int, ...], rng: RandomSource | None
+) -> np.ndarray:
     shape = _shape(size)
     total = math.prod(shape)
     source = resolve_rng(rng)
-    variance = sg * sg
     p, q = variance.numerator, variance.denominator
-    t = sg.numerator // sg.denominator + 1
     qt = q * t
     denominator = 2 * p * q * t * t
 
