@@ -7,14 +7,19 @@ import json
 from decimal import Decimal
 from fractions import Fraction
 
+import numpy as np
 import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
 from budgets.models import BudgetRequest
 from dpportal.errors import ValidationFailed
+from dpportal.privacy.marginal_release import MarginalRelease
 from dpportal.privacy.marginal_workload import Workload
-from releases import kinds, services
+from dpportal.privacy.rng import SeededTestRandom
+from releases import dp, kinds, services
+from releases.compute.readers import Axis
+from releases.kinds.crosstab import entry_workload
 from releases.models import Release, Statistic
 from releases.review.selectors import review_document_get
 from tests.factories import PASSWORD
@@ -190,3 +195,51 @@ def test_the_builder_page_shows_the_laplace_refusal(client, project, owner, data
     assert response.status_code == 400
     assert "A cross-tabulation needs the Gaussian mechanism" in response.content.decode()
     assert not Release.objects.exists()
+
+
+def test_a_fake_aggregate_gives_consistent_public_tables(project, owner, dataset):
+    release = services.release_save_draft(
+        project=project, actor=owner, data=gaussian(dataset, [CROSSTAB])
+    )
+    entry = services.release_spec_build(release=release)["statistics"][0]
+    axes = [Axis.from_domain(d) for d in entry["columns"]]
+    workload = entry_workload(entry)
+    assert workload.maximal == ((0, 1),)
+    truth = np.arange(24, dtype=np.int64).reshape(6, 4)  # test DATA, not noise
+    out = dp.noisy_entry(
+        entry=entry, aggregate=[truth], mechanism="gaussian", confidence="0.95",
+        contribution_bound=1, cells=axes, rng=SeededTestRandom(7),
+    )  # fmt: skip
+    assert out["kind"] == "crosstab" and kinds.get("crosstab").layout(out) == "crosstabs"
+    assert [t["marginal"] for t in out["tables"]] == [[], [0], [1], [0, 1]]
+    assert out["tables"][3]["labels"] == [axes[0].labels, axes[1].labels]
+    assert len(out["values"]) == len(out["cells"]) == 35
+    assert out["cells"][0] == "All rows" and out["cells"][1] == "region: north"
+    assert out["cells"][-1] == f"region: {axes[0].labels[-1]} / age: {axes[1].labels[-1]}"
+    # no true value is stored: the exact tables come back from the noisy measurements alone
+    stored = json.loads(json.dumps(out))
+    again = MarginalRelease.from_dict(stored["explanation"])
+    full = again.exact((0, 1))
+    total, by_region, by_age = again.exact(()), again.exact((0,)), again.exact((1,))
+    as_fraction = lambda d, n: np.vectorize(lambda v: Fraction(int(v), d))(n)  # noqa: E731
+    cross = as_fraction(*full)
+    assert (as_fraction(*by_region) == cross.sum(axis=1)).all()
+    assert (as_fraction(*by_age) == cross.sum(axis=0)).all()
+    assert as_fraction(*total).sum() == cross.sum()
+    flat = np.asarray(out["values"][11:]).reshape(6, 4)
+    assert np.allclose(flat, cross.astype(float))
+    # each cell's interval is its table's half-width around the unbiased value
+    kind = kinds.get("crosstab")
+    cells = kind.intervals(stored, confidence="0.95")
+    together = kind.intervals(stored, confidence="0.95", simultaneous=True)
+    plan = again.plan
+    assert cells[0].halfwidth == pytest.approx(plan.halfwidth((), "0.95"))
+    assert cells[-1].halfwidth == pytest.approx(plan.halfwidth((0, 1), "0.95"))
+    assert all(t.halfwidth > c.halfwidth for t, c in zip(together, cells, strict=True))
+    assert [c.value for c in cells] == out["values"]
+    parts = kind.noise_parts(stored["explanation"])
+    assert [p.part for p in parts] == ["All rows", "region", "age", "region × age"]
+    assert all(p.distribution == "discrete_gaussian" for p in parts)
+    planned = services.release_plan_parse(project=project, data=gaussian(dataset, [CROSSTAB]))
+    (record,) = kind.records(plan=planned, stat=planned.statistics[0])
+    assert record.to_dict() == plan.records()[0].to_dict()

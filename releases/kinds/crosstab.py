@@ -9,10 +9,11 @@ tables reconstructed from them, so their margins agree exactly and the variance 
 every cell of a table is known in advance. The strategy is zCDP, so it needs the
 Gaussian mechanism; a Laplace release refuses it.
 
-A result entry holds the release's exact tables (MarginalRelease.to_dict: exact
-numerators over one denominator, no true value) as its explanation, and the same
-values flattened in table order ("values", "cells") for the surfaces that read any
-kind's cells; "tables" names each table's columns, shape and axis labels.
+A result entry holds the release as its explanation (MarginalRelease.to_dict: the
+strategy, the noisy residual measurements and the tables rebuilt from them, no true
+value: anyone can recompute every table exactly from the measurements), and the
+tables' values flattened in table order ("values", "cells") for the surfaces that
+read any kind's cells; "tables" names each table's columns, shape and axis labels.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import numpy as np
 from django.utils.translation import gettext
 
 from dpportal.errors import ValidationFailed
+from dpportal.privacy.marginal_release import release_marginals
 from dpportal.privacy.marginal_workload import Marginal, Workload
 from dpportal.privacy.marginals import (
     MarginalPlan,
@@ -219,8 +221,6 @@ class CrosstabKind(StatisticKind):
             delta=frac(entry["delta"]),
             contribution_bound=contribution_bound,
         )
-        from dpportal.privacy.marginals import release_marginals  # TODO(merge): top-level
-
         counts = [np.asarray(a, dtype=np.int64) for a in aggregate]
         release = release_marginals(strategy, counts, rng=rng)
         del counts
