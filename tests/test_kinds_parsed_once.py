@@ -30,6 +30,15 @@ AGGREGATES = {
     "quantiles": [1] * 22,
     "stddev": [[10, 10, 10, 10], [1, 1, 1, 1], [5, 5, 5, 5]],
     "variance": [[10, 10, 10, 10], [1, 1, 1, 1], [5, 5, 5, 5]],
+    "crosstab": [[1, 2, 3, 4]],
+}
+#: a cross-tabulation's frozen columns and tables (one column: its table and the total)
+CROSSTAB = {
+    "columns": [
+        {"name": "x", "kind": "categorical", "categories": ["a", "b", "c"], "missing": "drop"}
+    ],
+    "marginals": [[0]],
+    "total": True,
 }
 
 
@@ -46,11 +55,13 @@ def _entry(name: str, mechanism: str) -> dict:
     entry = {
         "position": 0, "kind": name, "label": name, "columns": [{"name": "x"}],
         "category": None, "epsilon": "0.5",
-        "delta": "0.000001" if mechanism == "gaussian" and not kind.pure else "0",
+        "delta": "0.000001" if kind.mechanism(mechanism) == "gaussian" and not kind.pure else "0",
         **kind.spec_fields(stat, contribution_bound=2),
     }  # fmt: skip
     if kind.grouped:
         entry["groups"] = [{"name": "g"}]
+    if kind.aggregate == "marginals":
+        entry.update(CROSSTAB)
     return entry
 
 

@@ -192,8 +192,10 @@ class CrosstabKind(StatisticKind):
         from datasets.models import Column
         from releases.kinds.domains import column_domain
 
-        stored = stat.crosstab or {}
+        stored = getattr(stat, "crosstab", None) or {}
         names = [str(n) for n in stored.get("columns") or []]
+        if not names:
+            return {}
         found = {
             c.name: c
             for c in Column.objects.filter(dataset_id=stat.release.dataset_id, name__in=names)
@@ -215,10 +217,10 @@ class CrosstabKind(StatisticKind):
         if mechanism != "gaussian":
             raise ValueError("a cross-tabulation is drawn with the Gaussian mechanism only")
         workload = entry_workload(entry)
-        strategy = plan_marginals(
+        strategy = plan_marginals(  # the math parses and checks the exact strings once
             workload,
-            epsilon=frac(entry["epsilon"]),
-            delta=frac(entry["delta"]),
+            epsilon=entry["epsilon"],
+            delta=entry["delta"],
             contribution_bound=contribution_bound,
         )
         counts = [np.asarray(a, dtype=np.int64) for a in aggregate]
