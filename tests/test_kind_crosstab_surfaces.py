@@ -1,0 +1,79 @@
+"""A published cross-tabulation reads back on every surface (members' results, public page,
+data.json and data.csv) with its tables' cells."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import numpy as np
+import pytest
+from django.urls import reverse
+
+from dpportal.privacy.rng import SeededTestRandom
+from releases import dp, lifecycle
+from releases.compute.readers import Axis
+from releases.models import Release, ReleaseResult, Statistic
+from tests.factories import PASSWORD
+from tests.public_builders import _domain, build_release
+from tests.test_public_pages import release_url
+
+pytestmark = pytest.mark.django_db
+
+TRUTH = np.array([[4813, 2719, 1091], [2207, 6151, 3771]], dtype=np.int64)  # test DATA, not noise
+
+
+def crosstab_entry(position: int) -> tuple[dict, dict]:
+    """(result entry, spec entry) of a 2 x 3 cross-tabulation with its margins and total."""
+    sex = _domain("sex", categories=["female"])  # female + Other
+    band = _domain("band", categories=["young", "old"])  # + Other
+    spec = {
+        "position": position, "kind": "crosstab", "label": "Sex by age band",
+        "columns": [sex, band], "category": None, "epsilon": "0.5", "delta": "0.000001",
+        "marginals": [[0], [1], [0, 1]], "total": True,
+    }  # fmt: skip
+    entry = dp.noisy_entry(
+        entry=spec, aggregate=[TRUTH], mechanism="gaussian", confidence="0.95",
+        contribution_bound=1, cells=[Axis.from_domain(d) for d in spec["columns"]],
+        rng=SeededTestRandom(3),
+    )  # fmt: skip
+    return entry, spec
+
+
+@pytest.fixture
+def release(project, owner, reviewer):
+    release = build_release(
+        project=project, owner=owner, reviewer=reviewer, publish=False,
+        mechanism="gaussian", delta_each="0.000001",
+    )  # fmt: skip
+    result = ReleaseResult.objects.get(release=release)
+    payload = result.payload
+    entry, spec_entry = crosstab_entry(len(payload["statistics"]))
+    payload["statistics"].append(entry)
+    spec = dict(release.spec)
+    spec["statistics"] = [*spec["statistics"], spec_entry]
+    Statistic.objects.create(
+        release=release, position=entry["position"], kind="crosstab", label=entry["label"],
+        epsilon=Decimal("0.5"), delta=Decimal("0.000001"),
+    )  # fmt: skip
+    ReleaseResult.objects.filter(pk=result.pk).update(payload=payload)
+    Release.objects.filter(pk=release.pk).update(spec=spec)
+    release = Release.objects.get(pk=release.pk)
+    return lifecycle.release_publish(release=release, actor=owner)
+
+
+def test_every_surface_reads_a_crosstab(client, release, owner):
+    for url in (
+        release_url(release),
+        release_url(release, "public:release-json"),
+        release_url(release, "public:release-csv"),
+    ):
+        response = client.get(url)
+        assert response.status_code == 200, url
+        body = (
+            b"".join(response.streaming_content) if response.streaming else response.content
+        ).decode()
+        assert "Sex by age band" in body, url
+        assert "sex: female / band: old" in body, url
+    assert client.login(username=owner.username, password=PASSWORD)
+    detail = client.get(reverse("releases:detail", args=[release.pk]))
+    assert detail.status_code == 200 and "Sex by age band" in detail.content.decode()
