@@ -15,7 +15,7 @@ from releases.compute.readers import Axis
 from releases.models import Release, ReleaseResult, Statistic
 from tests.factories import PASSWORD
 from tests.public_builders import _domain, build_release
-from tests.test_public_pages import release_url
+from tests.test_public_pages import embedded_data, release_url
 
 pytestmark = pytest.mark.django_db
 
@@ -77,3 +77,21 @@ def test_every_surface_reads_a_crosstab(client, release, owner):
     assert client.login(username=owner.username, password=PASSWORD)
     detail = client.get(reverse("releases:detail", args=[release.pk]))
     assert detail.status_code == 200 and "Sex by age band" in detail.content.decode()
+
+
+def test_the_public_page_draws_each_table(client, release):
+    response = client.get(release_url(release))
+    html = response.content.decode()
+    position = Statistic.objects.get(kind="crosstab").position
+    assert f'id="crosstab-{position}"' in html
+    for marginal in ("", "0", "1", "0-1"):
+        assert f'data-table="{marginal}"' in html
+    assert "sex \\ band" in html and "each count within plus or minus" in html
+    data = embedded_data(response)
+    (stat,) = [s for s in data["statistics"] if s["kind"] == "crosstab"]
+    assert [t["name"] for t in stat["tables"]] == ["All rows", "sex", "band", "sex × band"]
+    assert stat["layout"] == "crosstabs"
+    # the two-way grid: row "female", its three cells, in the flattened order
+    start = stat["tables"][3]["start"]
+    assert f'data-value-of="{start}"' in html and f'data-value-of="{start + 5}"' in html
+    assert "ResidualPlanner" in html

@@ -278,6 +278,22 @@ class CrosstabKind(StatisticKind):
         return "crosstabs"
 
 
+def public_tables(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """A stored result's tables as the public data states them: each table's name,
+    columns, shape, axis labels and where its cells start in the flattened "cells"."""
+    return [
+        {
+            "marginal": list(t["marginal"]),
+            "name": table_name(tuple(t["marginal"]), [str(c) for c in entry["columns"]]),
+            "columns": list(t["columns"]),
+            "shape": list(t["shape"]),
+            "labels": [list(a) for a in t["labels"]],
+            "start": int(t["start"]),
+        }
+        for t in entry.get("tables") or []
+    ]
+
+
 def _parts(strategy: MarginalPlan, names: list[str]) -> list[NoisePart]:
     """Each table's cell noise as a part: its standard deviation in rows (a sum of the
     residuals' independent discrete Gaussians, exact variance; the square root shown to

@@ -24,6 +24,7 @@ from releases import kinds
 from releases.kinds import quantile_words
 from releases.kinds.base import UNINFORMATIVE, clamped_at_zero
 from releases.kinds.counting import HEATMAP_MAX_CELLS, HEATMAP_MAX_LABELS
+from releases.kinds.crosstab import public_tables as crosstab_tables
 from releases.kinds.domains import cell_labels
 from releases.models import Release
 from releases.public import noise_data, notes, stats_data
@@ -262,6 +263,8 @@ def _statistic_data(
         **_bucket_marks(statistic_kind, spec, data_cells=cells, shape=shape),
     }
     _add_cell_labels(data, spec)
+    if entry.get("tables"):  # a cross-tabulation's tables over its flattened cells
+        data["tables"] = crosstab_tables(entry)
     if kind == "quantiles":  # what n a quantile's data-unit range is read with (or None)
         basis = quantile_words.value_basis(entry)
         data["about_basis"] = list(basis) if basis else None

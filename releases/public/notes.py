@@ -219,7 +219,7 @@ def statistic_notes(
                 notes.extend(axis_notes(domains[0]))
         else:
             notes.append(note(gettext_noop("It counts every record kept.")))
-    elif kind == "histogram":
+    elif kind in ("histogram", "crosstab"):
         for domain in domains:
             notes.extend(axis_notes(domain))
     elif kind in ("sum", "mean"):

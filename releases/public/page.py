@@ -15,7 +15,7 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext
 
 from dpportal import formatting, words
-from releases.public import notes, page_words, stats_text
+from releases.public import crosstab_page, notes, page_words, stats_text
 from releases.public.options import CONFIDENCE_LABELS, ViewOptions
 
 
@@ -122,6 +122,17 @@ def _explanation(stat: dict[str, Any], *, options: ViewOptions) -> SafeString:
     kind = stat["kind"]
     if kind in ("count", "histogram"):
         return _counts_explanation(stat, noise_words=noise_words, text=text)
+    if kind == "crosstab":
+        return format_html(
+            gettext(
+                "Each table estimates the counts of its cells made under the rules below. Every "
+                "table comes from one set of noisy measurements (ResidualPlanner: each residual "
+                "measured once with discrete Gaussian noise), so the tables agree exactly: a "
+                "table's totals are the smaller tables' counts. With {confidence} confidence the "
+                "count a cell estimates lies within plus or minus its table's half-width of it."
+            ),
+            confidence=fill("confidence", text["label"]),
+        )
     if kind == "sum":
         return format_html(
             gettext(
@@ -240,6 +251,7 @@ def statistic_context(
         **stat,
         "rows": rows,
         "grid": _grid(stat, rows),
+        "tables": crosstab_page.tables(stat, rows),
         "columns_text": page_words.names_text(stat["columns"], empty=gettext("category")),
         "explanation_html": _explanation(stat, options=options),
         "mechanism_text": data["mechanism_label"]

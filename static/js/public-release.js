@@ -301,6 +301,10 @@
       grid.querySelectorAll("[data-value-of]").forEach(function (td) {
         td.textContent = t.value[Number(td.getAttribute("data-value-of"))];
       });
+      // a cross-tabulation: each table's half-width, read at its first cell
+      grid.querySelectorAll("[data-halfwidth-of]").forEach(function (span) {
+        span.textContent = t.halfwidth[Number(span.getAttribute("data-halfwidth-of"))];
+      });
     }
   }
 
