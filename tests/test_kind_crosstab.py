@@ -243,3 +243,39 @@ def test_a_fake_aggregate_gives_consistent_public_tables(project, owner, dataset
     planned = services.release_plan_parse(project=project, data=gaussian(dataset, [CROSSTAB]))
     (record,) = kind.records(plan=planned, stat=planned.statistics[0])
     assert record.to_dict() == plan.records()[0].to_dict()
+
+
+def test_the_reviewer_reads_the_tables_on_the_page_and_in_the_api(
+    client, project, owner, reviewer, dataset
+):
+    submitted(project=project, owner=owner, dataset=dataset, statistics=[CROSSTAB],
+              mechanism="gaussian", delta="1e-6", epsilon="1")  # fmt: skip
+    request = BudgetRequest.objects.get()
+    assert client.login(username=reviewer.username, password=PASSWORD)
+    page = client.get(reverse("review:request_detail", args=[request.pk]))
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert 'data-param="marginals"' in html and "region × age: 24 cells" in html
+    assert 'data-param="strategy"' in html and 'data-param="table-noise"' in html
+    api = APIClient()
+    api.force_authenticate(reviewer)
+    body = api.get(f"/api/v1/budget-requests/{request.pk}/").json()
+    (stat,) = body["review"]["statistics"]
+    assert stat["kind"] == "crosstab" and stat["cells"] == 35
+
+
+def test_the_live_preview_accounts_and_charts_a_crosstab(client, project, owner, dataset):
+    assert client.login(username=owner.username, password=PASSWORD)
+    preview = services.release_preview(
+        project=project, data=gaussian(dataset, [CROSSTAB]), chart=True
+    )
+    assert preview["fits"] and preview["spend"] is not None
+    assert preview["tradeoff"] is not None
+    response = client.post(
+        reverse("releases:preview", args=[project.slug]),
+        gaussian(dataset, [CROSSTAB]),
+        content_type="application/json",
+    )
+    assert response.status_code == 200
+    (stat,) = response.json()["preview"]["statistics"]
+    assert stat["halfwidth_text"] and len(stat["marginals"]) == 4
