@@ -65,6 +65,7 @@ def test_the_api_creates_a_crosstab_and_reads_it_back(project, owner, dataset):
     assert stored["label"] == "Cross-tabulation of region x age"
     row = Statistic.objects.get(release_id=response.json()["id"])
     assert row.crosstab["marginals"] == [[1], [0, 1]]
+    assert row.crosstab["total"] is True
 
 
 def test_a_laplace_release_refuses_a_crosstab(project, owner, dataset):
@@ -165,7 +166,7 @@ def test_the_draft_round_trips_through_the_builder_input(project, owner, dataset
     assert again["columns"] == ["region", "age"] and again["way"] == 2 and again["total"]
     spec = services.release_spec_build(release=release)["statistics"][0]
     assert [c["name"] for c in spec["columns"]] == ["region", "age"]
-    assert spec["marginals"] == [[0], [1], [0, 1]] and spec["total"] is True
+    assert spec["marginals"] == [[], [0], [1], [0, 1]] and spec["total"] is True
     assert Fraction(spec["epsilon"]) == 1
 
 
@@ -279,3 +280,19 @@ def test_the_live_preview_accounts_and_charts_a_crosstab(client, project, owner,
     assert response.status_code == 200
     (stat,) = response.json()["preview"]["statistics"]
     assert stat["halfwidth_text"] and len(stat["marginals"]) == 4
+
+
+def test_a_total_alone_is_a_crosstab_too(project, owner, dataset):
+    only = {"kind": "crosstab", "columns": ["region"], "total": True}
+    release = services.release_save_draft(
+        project=project, actor=owner, data=gaussian(dataset, [only])
+    )
+    entry = services.release_spec_build(release=release)["statistics"][0]
+    assert entry["marginals"] == [[]] and entry["total"] is True
+    assert entry_workload(entry).maximal == ((),)
+    out = dp.noisy_entry(
+        entry=entry, aggregate=[np.int64(400)], mechanism="gaussian", confidence="0.95",
+        contribution_bound=1, cells=[Axis.from_domain(entry["columns"][0])],
+        rng=SeededTestRandom(1),
+    )  # fmt: skip
+    assert out["cells"] == ["All rows"] and len(out["values"]) == 1

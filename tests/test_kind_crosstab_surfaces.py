@@ -29,7 +29,7 @@ def crosstab_entry(position: int) -> tuple[dict, dict]:
     spec = {
         "position": position, "kind": "crosstab", "label": "Sex by age band",
         "columns": [sex, band], "category": None, "epsilon": "0.5", "delta": "0.000001",
-        "marginals": [[0], [1], [0, 1]], "total": True,
+        "marginals": [[], [0], [1], [0, 1]], "total": True,
     }  # fmt: skip
     entry = dp.noisy_entry(
         entry=spec, aggregate=[TRUTH], mechanism="gaussian", confidence="0.95",

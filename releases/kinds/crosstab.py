@@ -29,7 +29,7 @@ from django.utils.translation import gettext
 
 from dpportal.errors import ValidationFailed
 from dpportal.privacy.marginal_release import release_marginals
-from dpportal.privacy.marginal_workload import Marginal, Workload
+from dpportal.privacy.marginal_workload import Marginal, Workload, canonical
 from dpportal.privacy.marginals import (
     MarginalPlan,
     epsilon_for_halfwidth,
@@ -188,7 +188,8 @@ class CrosstabKind(StatisticKind):
 
     def spec_fields(self, stat: Any, *, contribution_bound: int) -> dict[str, Any]:
         """The columns' frozen domains (in the owner's order), the published marginals
-        (canonical, the total excluded) and whether the total is published."""
+        (the workload's, canonical: the total [] first when published) and whether the
+        total is published."""
         from datasets.models import Column
         from releases.kinds.domains import column_domain
 
@@ -200,10 +201,12 @@ class CrosstabKind(StatisticKind):
             c.name: c
             for c in Column.objects.filter(dataset_id=stat.release.dataset_id, name__in=names)
         }
+        total = bool(stored.get("total"))
+        listed = [tuple(int(i) for i in m) for m in stored.get("marginals") or []]
         return {
             "columns": [column_domain(found[n]) for n in names],
-            "marginals": [[int(i) for i in m] for m in stored.get("marginals") or [] if m],
-            "total": bool(stored.get("total")),
+            "marginals": [list(m) for m in canonical(listed + ([()] if total else []))],
+            "total": total,
         }
 
     # --- drawing noise: the only method that receives a true aggregate ----------------

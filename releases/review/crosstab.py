@@ -115,7 +115,12 @@ def statistic_review(*, plan: ReleasePlan, stat: StatisticPlan) -> StatisticRevi
         clip_text=gettext("Not applicable: counts need no clipping."),
         cells=cells,
         out_of_range_text=out_of_range_text(stat),
-        missing_text=missing_text(stat),
+        missing_text=missing_text(stat)
+        + " "
+        + gettext(
+            "A row dropped for any of the columns is left out of every table, so that the "
+            "tables agree."
+        ),
         mechanism="gaussian",
         mechanism_text=gettext(
             "Gaussian mechanism: ResidualPlanner's residual measurements with discrete "
