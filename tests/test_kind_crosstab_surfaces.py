@@ -3,6 +3,7 @@ data.json and data.csv) with its tables' cells."""
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 
 import numpy as np
@@ -12,6 +13,7 @@ from django.urls import reverse
 from dpportal.privacy.rng import SeededTestRandom
 from releases import dp, lifecycle
 from releases.compute.readers import Axis
+from releases.kinds.crosstab import stored_plan
 from releases.models import Release, ReleaseResult, Statistic
 from tests.factories import PASSWORD
 from tests.public_builders import _domain, build_release
@@ -95,3 +97,36 @@ def test_the_public_page_draws_each_table(client, release):
     start = stat["tables"][3]["start"]
     assert f'data-value-of="{start}"' in html and f'data-value-of="{start + 5}"' in html
     assert "ResidualPlanner" in html
+
+
+def test_each_table_is_unbiased_with_its_stated_variance():
+    """Released minus true over many draws: mean 0 and variance the table's stated
+    per-cell variance (loose bounds: a false failure needs a > 6 sigma deviation)."""
+    _, spec = crosstab_entry(0)
+    runs = 300
+    draws = [
+        dp.noisy_entry(
+            entry=spec,
+            aggregate=[TRUTH],
+            mechanism="gaussian",
+            confidence="0.95",
+            contribution_bound=1,
+            cells=[Axis.from_domain(d) for d in spec["columns"]],
+            rng=SeededTestRandom(100 + r),
+        )  # fmt: skip
+        for r in range(runs)
+    ]
+    plan = stored_plan(draws[0])
+    truth = {(): TRUTH.sum(keepdims=False), (0,): TRUTH.sum(axis=1), (1,): TRUTH.sum(axis=0)}
+    truth[(0, 1)] = TRUTH
+    for table in draws[0]["tables"]:
+        m, size = tuple(table["marginal"]), math.prod(table["shape"])
+        start = table["start"]
+        released = np.array([d["values"][start : start + size] for d in draws])
+        errors = released - np.asarray(truth[m], dtype=float).reshape(-1)
+        variance = float(plan.cell_variance(m))
+        # a table's cells are correlated (they share residuals): bound with the draws alone,
+        # each draw's average error having a variance of at most the cells' own
+        assert abs(errors.mean()) <= 6 * math.sqrt(variance / runs), m
+        # the sample variance of `runs` normal draws has a relative sd of sqrt(2 / runs)
+        assert abs(errors.var() / variance - 1) <= 6 * math.sqrt(2 / runs), m
