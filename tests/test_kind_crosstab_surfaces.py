@@ -97,6 +97,9 @@ def test_the_public_page_draws_each_table(client, release):
     start = stat["tables"][3]["start"]
     assert f'data-value-of="{start}"' in html and f'data-value-of="{start + 5}"' in html
     assert "ResidualPlanner" in html
+    # a heatmap above the two-way table only (the page's script draws it)
+    assert f'id="chart-{position}-3"' in html and f'id="chart-{position}-1"' not in html
+    assert "Heatmap of sex × band" in html
 
 
 def test_each_table_is_unbiased_with_its_stated_variance():

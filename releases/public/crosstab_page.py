@@ -4,7 +4,9 @@ The public data holds a cross-tabulation's cells flattened in table order with
 "tables" saying where each table starts (releases.kinds.crosstab.public_tables);
 here each table becomes blocks the template draws: the total as one line, a
 one-column table as a list, a two-column table as a grid (rows by columns), a
-three-column table as one grid per category of its first column. Every cell keeps
+three-column table as one grid per category of its first column; a two-column
+table small enough for a readable heatmap gets one above it (as a histogram's, the
+same limits), drawn by the page's script. Every cell keeps
 its index, so the page's script refills it for another option. A statistic cut
 into pages shows its flat list instead (every cell is in data.csv and data.json).
 """
@@ -18,6 +20,7 @@ from typing import Any
 from django.utils.translation import gettext
 
 from dpportal.statistic_names import ALL_ROWS
+from releases.kinds.counting import HEATMAP_MAX_CELLS, HEATMAP_MAX_LABELS
 
 
 def tables(stat: dict[str, Any], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -27,7 +30,10 @@ def tables(stat: dict[str, Any], rows: list[dict[str, Any]]) -> list[dict[str, A
         return []
     if sum(math.prod(t["shape"]) for t in listed) != len(rows):
         return []
-    return [_table(t, rows[t["start"] : t["start"] + math.prod(t["shape"])]) for t in listed]
+    return [
+        {**_table(t, rows[t["start"] : t["start"] + math.prod(t["shape"])]), "index": k}
+        for k, t in enumerate(listed)
+    ]
 
 
 def _table(table: dict[str, Any], cells: list[dict[str, Any]]) -> dict[str, Any]:
@@ -37,6 +43,9 @@ def _table(table: dict[str, Any], cells: list[dict[str, Any]]) -> dict[str, Any]
         "title": " × ".join(columns) if columns else gettext(ALL_ROWS),
         "start": table["start"],
         "halfwidth": cells[0]["halfwidth"] if cells else "",
+        "heatmap": len(columns) == 2
+        and math.prod(shape) <= HEATMAP_MAX_CELLS
+        and max(shape) <= HEATMAP_MAX_LABELS,
     }
     if not columns:
         out["blocks"] = [{"title": "", "corner": "", "col_labels": [],

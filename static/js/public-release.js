@@ -248,6 +248,11 @@
       // axis numbers in the reader's separators: decimal mark, then thousands separator
       separators: PHRASES.separators || ".,",
     };
+    if (stat.layout === "crosstabs") {
+      drawTables(stat, st, layout);
+      node.setAttribute("data-drawn", "1");
+      return;
+    }
     if (window.DPStatsCharts && window.DPStatsCharts.handles(stat)) {
       window.DPStatsCharts.draw(node, stat, st); // grouped statistics, quantile plots
       node.setAttribute("data-drawn", "1");
@@ -276,6 +281,58 @@
     }
     window.Plotly.react(node, [trace], layout, { displaylogo: false, responsive: true });
     node.setAttribute("data-drawn", "1");
+  }
+
+  // One table of a cross-tabulation as a statistic of its own: every per-cell list of
+  // `stat` (values, texts, intervals) cut to the table's cells, its two columns as axes.
+  function tableStat(stat, table) {
+    var n = stat.values.length;
+    var size = table.shape[0] * table.shape[1];
+    function cut(value) {
+      if (Array.isArray(value)) {
+        return value.length === n ? value.slice(table.start, table.start + size) : value;
+      }
+      if (value && typeof value === "object") {
+        var out = {};
+        Object.keys(value).forEach(function (key) {
+          out[key] = cut(value[key]);
+        });
+        return out;
+      }
+      return value;
+    }
+    return Object.assign({}, stat, {
+      layout: "heatmap",
+      values: cut(stat.values),
+      text: cut(stat.text),
+      intervals: cut(stat.intervals),
+      uninformative_cells: cut(stat.uninformative_cells),
+      shape: table.shape,
+      row_labels: table.labels[0],
+      col_labels: table.labels[1],
+      row_title: table.columns[0],
+      col_title: table.columns[1],
+    });
+  }
+
+  // A cross-tabulation: a heatmap above each two-column table the page marked for one.
+  function drawTables(stat, st, base) {
+    (stat.tables || []).forEach(function (table, k) {
+      var node = document.getElementById("chart-" + stat.position + "-" + k);
+      if (!node || table.columns.length !== 2) {
+        return;
+      }
+      var sub = tableStat(stat, table);
+      var layout = Object.assign({}, base, { height: chartHeight(sub) });
+      layout.xaxis = categoryAxis(escAll(sub.col_labels), sub.col_title);
+      layout.yaxis = categoryAxis(escAll(sub.row_labels), sub.row_title);
+      layout.yaxis.autorange = "reversed"; // first row on top, as in the table
+      window.Plotly.react(node, [heatmapTrace(sub, st)], layout, {
+        displaylogo: false,
+        responsive: true,
+      });
+      node.setAttribute("data-drawn", "1");
+    });
   }
 
   function updateTable(stat, st) {
