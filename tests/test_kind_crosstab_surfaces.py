@@ -3,6 +3,7 @@ data.json and data.csv) with its tables' cells."""
 
 from __future__ import annotations
 
+import json
 import math
 from decimal import Decimal
 
@@ -133,3 +134,17 @@ def test_each_table_is_unbiased_with_its_stated_variance():
         assert abs(errors.mean()) <= 6 * math.sqrt(variance / runs), m
         # the sample variance of `runs` normal draws has a relative sd of sqrt(2 / runs)
         assert abs(errors.var() / variance - 1) <= 6 * math.sqrt(2 / runs), m
+
+
+def test_data_json_places_each_cell_in_its_table(client, release):
+    response = client.get(release_url(release, "public:release-json"))
+    body = b"".join(response.streaming_content) if response.streaming else response.content
+    data = json.loads(body)
+    (stat,) = [s for s in data["statistics"] if s["kind"] == "crosstab"]
+    assert [t["name"] for t in stat["tables"]] == ["All rows", "sex", "band", "sex × band"]
+    cells = stat["cells"]
+    assert (cells[0]["table"], cells[0]["coordinates"]) == ("All rows", {})
+    last = cells[-1]
+    assert last["table"] == "sex × band" and last["cell"] == "sex: Other / band: Other"
+    assert last["coordinates"] == {"sex": "Other", "band": "Other"}
+    assert all(c["halfwidth"] > 0 for c in cells)

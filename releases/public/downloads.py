@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import math
 import re
 from collections.abc import Iterable, Iterator
@@ -33,6 +34,16 @@ def _basis(basis: Any) -> dict[str, Any] | None:
     return {"n": basis[1], "source": basis[0]}
 
 
+def _table_places(stat: dict[str, Any]) -> list[tuple[str, dict[str, str]]]:
+    """A cross-tabulation's cells in order: each one's table name and its category in each
+    of the table's columns (none for another kind)."""
+    out = []
+    for table in stat.get("tables") or []:
+        for combination in itertools.product(*table["labels"]):
+            out.append((table["name"], dict(zip(table["columns"], combination, strict=True))))
+    return out if len(out) == len(stat.get("cells") or []) else []
+
+
 def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str, Any]:
     """The JSON download: the release's public record with intervals at `confidence`."""
     statistics = []
@@ -43,9 +54,12 @@ def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str,
         hidden = stat.get("uninformative_cells") or [False] * len(stat["cells"])
         labels = stat.get("cell_labels") or []
         marks = stat.get("cell_buckets") or []
+        places = _table_places(stat)
         if stat["kind"] != "argmax":
             for i, cell in enumerate(stat["cells"]):
                 row: dict[str, Any] = {"cell": cell, "value": stat["values"][i]}
+                if places:  # a cross-tabulation's cell: its table and its category per column
+                    row["table"], row["coordinates"] = places[i]
                 # the owner's label beside the code: {"en", "zh-hans"}, or None
                 row["cell_label"] = labels[i] if i < len(labels) else None
                 # dpportal's own cell ("other", "missing"; null for a declared one)
@@ -96,6 +110,7 @@ def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str,
                 "cells": cells,
                 "argmax": stat["argmax"],
                 "argmax_label": stat.get("argmax_label"),
+                **({"tables": stat["tables"]} if stat.get("tables") else {}),
                 **(
                     {"about_basis": _basis(stat.get("about_basis"))}
                     if stat["kind"] == "quantiles"
