@@ -58,7 +58,7 @@ def test_the_api_creates_a_crosstab_and_reads_it_back(project, owner, dataset):
     assert stored["kind"] == "crosstab"
     assert stored["crosstab"] == {
         "columns": ["region", "age"],
-        "way": "",
+        "way": None,
         "marginals": [["age"], ["region", "age"]],
         "total": True,
     }

@@ -29,6 +29,18 @@ CONFIDENCE_PARAMETER = OpenApiParameter(
 )
 
 
+class CrosstabOutputSerializer(serializers.Serializer):
+    columns = serializers.ListField(child=serializers.CharField())
+    way = serializers.IntegerField(
+        allow_null=True, help_text="Every table of up to this many columns; null: `marginals`."
+    )
+    marginals = serializers.ListField(
+        child=serializers.ListField(child=serializers.CharField()),
+        help_text="The tables listed, each a list of column names (empty with `way`).",
+    )
+    total = serializers.BooleanField(help_text="The total count is published too.")
+
+
 class StatisticOutputSerializer(serializers.Serializer):
     position = serializers.IntegerField()
     kind = serializers.ChoiceField(choices=Statistic.Kind.choices)
@@ -51,14 +63,16 @@ class StatisticOutputSerializer(serializers.Serializer):
     quantiles = serializers.ListField(child=serializers.CharField())
     step = AmountField(allow_null=True)
     crosstab = serializers.SerializerMethodField(
-        help_text="Cross-tabulation only (else null): its `columns`, `way` (every table of up "
-        "to that many columns; empty when the tables are listed), the listed `marginals` (each "
-        "a list of column names) and `total`, as the input takes them."
+        help_text="Cross-tabulation only (else null): its columns and the tables it publishes, "
+        "as the input takes them."
     )
 
-    @extend_schema_field(OpenApiTypes.OBJECT)
+    @extend_schema_field(CrosstabOutputSerializer(allow_null=True))
     def get_crosstab(self, obj: Statistic) -> dict | None:
-        return crosstab_input(obj.crosstab) if obj.crosstab else None
+        if not obj.crosstab:
+            return None
+        given = crosstab_input(obj.crosstab)
+        return {**given, "way": given["way"] or None}
 
 
 class ReleaseEventOutputSerializer(serializers.Serializer):

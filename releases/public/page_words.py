@@ -110,7 +110,7 @@ def percentile_text(percent: float | None) -> str:
 def value_title(kind: str, columns: list[str]) -> str:
     """The value axis of a statistic's chart."""
     name = columns[0] if columns else ""
-    if kind in ("count", "histogram"):
+    if kind in ("count", "histogram", "crosstab"):
         return pgettext("axis", "count")
     if kind == "quantiles":
         return name
