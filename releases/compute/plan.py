@@ -18,8 +18,12 @@ the same plan with `SPARK`). Per row, in SQL:
   a spread's centred units w = 2 u - (lo_u + hi_u).
 
 One GROUP BY GROUPING SETS pass gives every statistic's per-cell counts and
-exact integer sums (BIGINT summed into HUGEINT / DECIMAL(38, 0)); `shape` turns
-the rows into the numpy readers' aggregates (the readers stay the test oracle).
+exact integer sums (BIGINT summed into HUGEINT / DECIMAL(38, 0)); a
+cross-tabulation contributes one grouping set per maximal marginal of its
+workload, each counting only the rows every one of its columns gives a cell
+(its lower tables are exact sums of these, made downstream), so one scan serves
+all its tables. `shape` turns the rows into the numpy readers' aggregates
+(the readers stay the test oracle).
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ import pyarrow as pa
 
 from dpportal.privacy.sensitivity import check_granularity, grid_bounds
 from releases import kinds
-from releases.compute.readers import Axis
+from releases.compute.readers import Axis, maximal_marginals
 from releases.compute.readers_stats import Partial
 
 PLAN_KINDS = tuple(name for name, kind in kinds.REGISTRY.items() if kind.aggregate != "ranks")
@@ -97,12 +101,21 @@ SPARK = Dialect(
 
 @dataclass
 class Part:
-    """One statistic's place in the plan: its grouping set and its aggregate columns."""
+    """One statistic's place in the plan: its grouping set and its aggregate columns.
+
+    A cross-tabulation's part has `tables`: one sub-part (axes, grouping set, the
+    shared count column) per maximal marginal, shaped into its list of arrays.
+    """
 
     spec: dict[str, Any]
     axes: list[Axis]
     grouping: tuple[str, ...]
     columns: list[str] = field(default_factory=list)
+    tables: list[Part] | None = None
+
+    @property
+    def groupings(self) -> list[tuple[str, ...]]:
+        return [t.grouping for t in self.tables] if self.tables is not None else [self.grouping]
 
 
 @dataclass
@@ -118,8 +131,9 @@ class Plan:
     def groupings(self) -> list[tuple[str, ...]]:
         seen: list[tuple[str, ...]] = []
         for part in self.parts:
-            if part.grouping not in seen:
-                seen.append(part.grouping)
+            for grouping in part.groupings:
+                if grouping not in seen:
+                    seen.append(grouping)
         return seen
 
     @property
@@ -174,7 +188,12 @@ class Plan:
             )
             if grouped in by_set and all(int(record[c]) >= 0 for c in grouped):
                 by_set[grouped].append(record)
-        return [_shape_part(part, by_set[frozenset(part.grouping)]) for part in self.parts]
+        return [
+            _shape_part(part, by_set[frozenset(part.grouping)])
+            if part.tables is None
+            else [_shape_table(t, by_set[frozenset(t.grouping)]) for t in part.tables]
+            for part in self.parts
+        ]
 
 
 def _cell_index(part: Part, record: dict[str, Any]) -> int:
@@ -182,6 +201,16 @@ def _cell_index(part: Part, record: dict[str, Any]) -> int:
     for axis, column in zip(part.axes, part.grouping, strict=True):
         index = index * axis.size + int(record[column])
     return index
+
+
+def _shape_table(table: Part, records: list[dict[str, Any]]) -> np.ndarray:
+    """One marginal table of a cross-tabulation: its cell counts, shaped (C order)."""
+    shape = tuple(a.size for a in table.axes)
+    counts = np.zeros(shape, dtype=np.int64)
+    (column,) = table.columns
+    for record in records:
+        counts[tuple(int(record[c]) for c in table.grouping)] = int(record[column] or 0)
+    return counts
 
 
 def _shape_part(part: Part, records: list[dict[str, Any]]) -> Any:
@@ -269,7 +298,7 @@ def plan_or_none(spec: dict[str, Any], schema: pa.Schema, dialect: Dialect = DUC
     """The plan of a frozen spec, or None when some statistic or column is not on it."""
     d = dialect
     stats = spec["statistics"]
-    if any(s["kind"] not in PLAN_KINDS for s in stats) or ROW in schema.names:
+    if not all(_on_plan(s["kind"]) for s in stats) or ROW in schema.names:
         return None
     values: dict[str, str] = {}  # "v<k>": the k-th stored column read as declared
     selects: dict[str, str] = {}
@@ -314,6 +343,13 @@ def plan_or_none(spec: dict[str, Any], schema: pa.Schema, dialect: Dialect = DUC
 
     for i, s in enumerate(stats):
         kind = s["kind"]
+        if kinds.get(kind).aggregate == "marginals":
+            marginals = _marginals_part(i, s, cell)
+            if marginals is None:
+                return None
+            parts.append(marginals[0])
+            aggregates[f"s{i}_n"] = marginals[1]
+            continue
         domains = s.get("groups", []) if kinds.get(kind).grouped else []
         if kind in ("histogram", "argmax") or (kind == "count" and s["columns"]):
             domains = s["columns"]
@@ -352,3 +388,30 @@ def plan_or_none(spec: dict[str, Any], schema: pa.Schema, dialect: Dialect = DUC
         parts=parts,
         aggregates=aggregates,
     )
+
+
+def _on_plan(kind: str) -> bool:
+    """Whether statistics of `kind` are on the plan (asked of the registry as it is now)."""
+    return kind in kinds.REGISTRY and kinds.get(kind).aggregate != "ranks"
+
+
+def _marginals_part(i: int, s: dict[str, Any], cell) -> tuple[Part, str] | None:
+    """A cross-tabulation's part (a grouping set per maximal marginal) and its one count:
+    of the rows every column gives a cell (readers.marginal_counts), in every table."""
+    found = [cell(dom) for dom in s["columns"]]
+    if any(f is None for f in found):
+        return None
+    axes = [f[0] for f in found]
+    tables = [
+        Part(
+            spec=s,
+            axes=[axes[k] for k in marginal],
+            grouping=tuple(found[k][1] for k in marginal),
+            columns=[f"s{i}_n"],
+        )
+        for marginal in maximal_marginals(s, axes)
+    ]
+    # only a dropped missing value has code -1 (Axis.codes)
+    kept = [f"{name} >= 0" for axis, name in found if not axis.missing_cell]
+    count = f"count(CASE WHEN {' AND '.join(kept)} THEN 1 END)" if kept else "count(*)"
+    return Part(spec=s, axes=axes, grouping=(), columns=[f"s{i}_n"], tables=tables), count
