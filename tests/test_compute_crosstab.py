@@ -213,14 +213,17 @@ def test_one_grouping_set_per_maximal_table_in_one_query(media):
     plan = duckdb_engine.duckdb_plan(spec)
     assert plan is not None
     sql = plan.aggregate_sql("t")
-    assert sql.count("GROUPING SETS") == 1 and sql.count("SELECT") == 3  # cells, values, sets
+    assert (
+        sql.count("GROUPING SETS") == 1 and sql.count("SELECT") == 4
+    )  # sets, flags, cells, values
     assert len(plan.groupings) == 3  # (0, 1), (0, 2), (1, 2); [0] and [] are sums of them
     # a column outside every table still decides which rows are in the cross-tabulation
     spec = release_spec(write(media, ROWS), [crosstab([COLOUR, SIZE, SHAPE], [[0, 1]])])
     plan = duckdb_engine.duckdb_plan(spec)
     assert plan.source_columns == ["colour", "size", "shape"] and plan.groupings == [("c0", "c1")]
     # a column with a "Missing" cell drops no row: only the others are tested
-    assert plan.aggregates == {"s0_n": "count(CASE WHEN c0 >= 0 AND c2 >= 0 THEN 1 END)"}
+    assert plan.flags == {"k0": "CASE WHEN c0 >= 0 AND c2 >= 0 THEN 1 END"}
+    assert plan.aggregates == {"s0_n": "count(k0)"}
     spec = release_spec(write(media, ROWS), [crosstab([SIZE, X_BINS], [[0, 1]])])
     assert duckdb_engine.duckdb_plan(spec).aggregates == {"s0_n": "count(*)"}
 
