@@ -175,3 +175,10 @@ def test_display_rejects_missing_or_misshapen_tables():
         display_tables(workload, {(0,): np.zeros(4), (): np.zeros(())})
     with pytest.raises(ValueError, match="non-finite"):
         display_tables(workload, {(0,): np.full(5, np.nan), (): np.zeros(())})
+
+
+def test_display_is_the_same_when_computed_twice():
+    workload = WORKLOADS["three-way with margins"]
+    tables = _inputs(workload, 5, *REGIMES["dense"])
+    first, second = display_tables(workload, tables), display_tables(workload, tables)
+    assert all(np.array_equal(first[m], second[m]) for m in workload.marginals)
