@@ -14,7 +14,9 @@ histogram, a 50 x 16 2-D histogram, a clipped sum and a mean; ours then draws
 the noise (releases.dp.noisy_entry). Beside that table, the deciles of one column:
 the task's quantiles path against DuckDB's quantile_cont and Polars
 (bench/compute_deciles.py; alone with --suite deciles, left out with --no-deciles).
-No database is touched.
+With --suite crosstab: a cross-tabulation of 8 categorical columns (all 1-way and
+2-way marginals), the task's plan path against DuckDB's own GROUPING SETS on the
+same file (bench/compute_crosstab.py). No database is touched.
 """
 
 from __future__ import annotations
@@ -34,6 +36,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 sys.path.insert(0, str(ROOT))
 
+from bench.compute_crosstab import (  # noqa: E402
+    CROSSTAB,
+    crosstab_path,
+    crosstab_table,
+    run_crosstab_part,
+)
 from bench.compute_deciles import DECILES, deciles_table, run_deciles_part  # noqa: E402
 from bench.compute_parts import CATS50, LOWER, PARTS, UPPER, generate, run_part  # noqa: E402
 
@@ -133,10 +141,11 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--dir", default="/tmp/dpportal-bench")
     parser.add_argument(
-        "--suite", choices=["base", "stats", "deciles"], default="base",
+        "--suite", choices=["base", "stats", "deciles", "crosstab"], default="base",
         help="base: histograms, sum, mean (then the deciles); stats: grouped mean over 50 "
         "groups and three quantiles, ours and the floor interleaved --repeat times; "
-        "deciles: nine quantiles, ours against DuckDB and Polars",
+        "deciles: nine quantiles, ours against DuckDB and Polars; crosstab: 36 marginals "
+        "of 8 categorical columns, ours against DuckDB's GROUPING SETS",
     )  # fmt: skip
     parser.add_argument("--no-deciles", action="store_true", help="base suite: no deciles")
     parser.add_argument("--repeat", type=int, default=3)
@@ -148,6 +157,8 @@ def main() -> None:
     if args.part:
         if args.part in STATS_PARTS:
             result = STATS_PARTS[args.part](Path(args.file))
+        elif args.part in CROSSTAB:
+            result = run_crosstab_part(args.part, Path(args.file))
         elif args.part in DECILES:
             result = run_deciles_part(args.part, Path(args.file))
         else:
@@ -156,6 +167,9 @@ def main() -> None:
         return
     folder = Path(args.dir)
     folder.mkdir(parents=True, exist_ok=True)
+    if args.suite == "crosstab":
+        _main_crosstab(crosstab_path(folder, args.rows), args)
+        return
     path = folder / f"rows16-{args.rows}.parquet"
     if not path.exists():
         generate(path, args.rows)
@@ -205,6 +219,15 @@ def _main_deciles(path: Path, args) -> None:
         for part in runs:  # interleaved: ours, duckdb, polars, ours, ...
             runs[part].append(_child(part, path, 1))
     sys.stdout.write("\n".join(deciles_table(runs, args.rows)) + "\n")
+
+
+def _main_crosstab(path: Path, args) -> None:
+    runs: dict[str, list[dict]] = {p: [] for p in CROSSTAB}
+    for _ in range(args.repeat):
+        for part in runs:  # interleaved: ours, duckdb, duckdb-max, ours, ...
+            runs[part].append(_child(part, path, 1))
+    lines = crosstab_table(runs, args.rows, path.stat().st_size / 1e6)
+    sys.stdout.write("\n".join(lines) + "\n")
 
 
 def _main_stats(path: Path, args) -> None:

@@ -5,7 +5,15 @@ matched against the declared categories; cells are the categories, then
 "Other" (values outside the list), then "Missing" (only when the column's
 missing policy is "category"; otherwise missing rows are dropped). A numeric
 histogram clamps values into [first edge, last edge] and bins them by the
-declared edges (bins are [e_i, e_i+1), the last one closed). Sums and means
+declared edges (bins are [e_i, e_i+1), the last one closed). A cross-tabulation
+(a kind whose aggregate is "marginals") is a histogram of all its columns read
+through its marginals: its rows are those every column gives a cell (a row one
+column drops -- missing, policy "drop" -- is in none of its tables, the total
+included), so each table is an exact sum of any table containing it; the
+aggregate holds, per maximal marginal of the workload
+(dpportal.privacy.marginal_workload, canonical order), the rows in each cell of
+that table (an int64 array shaped by its columns' cells; the total's shape is
+()). Sums and means
 clip to [lo, hi] and round to the public grid (dpportal.privacy.sensitivity);
 missing values are dropped from sums and means. True aggregates live only in
 the calling process's memory.
@@ -13,6 +21,7 @@ the calling process's memory.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +31,7 @@ import pyarrow.compute as pc
 
 from datasets.domains import as_float64
 from dpportal.privacy import sensitivity
+from dpportal.privacy.marginal_workload import Marginal, Workload
 from releases import kinds
 from releases.compute.readers_stats import Partial, StatsReader
 
@@ -94,16 +104,52 @@ class Axis:
         return codes
 
 
+def maximal_marginals(spec: dict[str, Any], axes: list[Axis]) -> tuple[Marginal, ...]:
+    """The tables a cross-tabulation's aggregate holds, in canonical order: the maximal
+    marginals of its workload (every published table is an exact sum of one of them)."""
+    return Workload.of([axis.size for axis in axes], spec["marginals"]).maximal
+
+
+def marginal_counts(
+    codes: list[np.ndarray], axes: list[Axis], marginals: tuple[Marginal, ...], n_rows: int
+) -> list[np.ndarray]:
+    """Each table's cell counts from the rows' cell codes per column (-1: dropped), over
+    the rows no column drops."""
+    keep = None
+    for axis, column in zip(axes, codes, strict=True):
+        if not axis.missing_cell:  # only a dropped missing value has code -1
+            keep = column >= 0 if keep is None else keep & (column >= 0)
+    if keep is not None and keep.all():
+        keep = None
+    out = []
+    for marginal in marginals:
+        shape = tuple(axes[i].size for i in marginal)
+        if not marginal:
+            out.append(np.array(n_rows if keep is None else np.count_nonzero(keep), np.int64))
+            continue
+        flat = codes[marginal[0]]
+        for i in marginal[1:]:
+            flat = flat * axes[i].size + codes[i]
+        counts = np.bincount(flat if keep is None else flat[keep], minlength=math.prod(shape))
+        out.append(counts.astype(np.int64, copy=False).reshape(shape))
+    return out
+
+
 @dataclass
 class StatisticReader:
     """Turns row groups into the true aggregate of one statistic (memory only)."""
 
     spec: dict[str, Any]
     axes: list[Axis]
+    marginals: tuple[Marginal, ...] | None = None  # a cross-tabulation's maximal tables
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any]) -> StatisticReader | StatsReader:
-        if kinds.get(spec["kind"]).fields == "grouped":
+        kind = kinds.get(spec["kind"])
+        if kind.aggregate == "marginals":
+            axes = [Axis.from_domain(d) for d in spec["columns"]]
+            return cls(spec=spec, axes=axes, marginals=maximal_marginals(spec, axes))
+        if kind.fields == "grouped":
             return StatsReader.from_spec(spec, Axis.from_domain)
         axes = []
         if spec["kind"] in ("histogram", "argmax") or (spec["kind"] == "count" and spec["columns"]):
@@ -119,6 +165,11 @@ class StatisticReader:
         return [d["name"] for d in self.spec["columns"]]
 
     def empty(self) -> Any:
+        if self.marginals is not None:
+            return [
+                np.zeros(tuple(self.axes[i].size for i in m), dtype=np.int64)
+                for m in self.marginals
+            ]
         if self.kind == "histogram":
             return np.zeros(int(np.prod([a.size for a in self.axes])), dtype=np.int64)
         if self.kind == "argmax":
@@ -129,6 +180,9 @@ class StatisticReader:
 
     def aggregate(self, table: pa.Table | None, n_rows: int) -> Any:
         kind = self.kind
+        if self.marginals is not None:
+            codes = [axis.codes(table.column(axis.name)) for axis in self.axes]
+            return marginal_counts(codes, self.axes, self.marginals, n_rows)
         if kind == "count" and not self.axes:
             return int(n_rows)
         if kind == "count":
@@ -174,6 +228,8 @@ def merge(a: Any, b: Any) -> Any:
         return a.merge(b)
     if isinstance(a, np.ndarray):
         return a + np.asarray(b, dtype=np.int64)
+    if isinstance(a, list) and a and isinstance(a[0], np.ndarray):  # a cross-tabulation's tables
+        return [np.asarray(x + np.asarray(y, dtype=np.int64)) for x, y in zip(a, b, strict=True)]
     if isinstance(a, list):
         return [a[0] + int(b[0]), a[1] + int(b[1])]
     return int(a) + int(b)
