@@ -155,7 +155,7 @@ def test_the_review_document_lists_the_tables_and_the_strategy(project, owner, d
     assert "ResidualPlanner" in details["strategy"] and "rho = " in details["strategy"]
     assert details["table-noise"].count("standard deviation") == 4
     assert stat.cells == 35 and stat.halfwidth > 0
-    assert stat.noise == ()
+    assert [n.part for n in stat.noise] == ["All rows", "region", "age", "region × age"]
 
 
 def test_the_draft_round_trips_through_the_builder_input(project, owner, dataset):

@@ -14,15 +14,16 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
-from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext, ngettext, pgettext
 
 from datasets.models import Column
 from dpportal import formatting
 from dpportal.privacy.marginal_workload import canonical
+from dpportal.statistic_names import ALL_ROWS
 from releases import dp, kinds
 from releases.kinds.crosstab import table_name
-from releases.review.text import missing_text, out_of_range_text
-from releases.review.types import ColumnReview, StatisticReview
+from releases.review.text import missing_text, out_of_range_text, sensitivity_text
+from releases.review.types import ColumnReview, NoiseReview, StatisticReview
 from releases.services.plan import ReleasePlan, StatisticPlan
 
 __all__ = ["add_plan_fields", "statistic_review"]
@@ -70,6 +71,34 @@ def _noise_text(stat: StatisticPlan, tables: list[dict[str, Any]], confidence: s
         }
         for t in tables
     )
+
+
+def _noise(stat: StatisticPlan, plan: ReleasePlan) -> tuple[NoiseReview, ...]:
+    """Each table's cell noise as the results state it (the kind's planned parts): a sum
+    of the residuals' independent discrete Gaussians, its standard deviation in rows;
+    one person moves a table's cells by at most L in all (l1 and l2)."""
+    bound = plan.dataset.contribution_bound
+    rows = gettext("rows")
+    out = []
+    for part in kinds.get(stat.kind).planned_parts(plan=plan, stat=stat):
+        name = part.part if part.part != ALL_ROWS else gettext("All rows")
+        out.append(
+            NoiseReview(
+                part=name, distribution=gettext("discrete Gaussian"),
+                parameter=pgettext("noise", "sigma"), scale=part.value, unit=rows,
+                l1_sensitivity=Fraction(bound), l2_sensitivity=Fraction(bound),
+                granularity=part.factor, epsilon=Fraction(stat.epsilon),
+                delta=Fraction(stat.delta),
+                scale_text=gettext(
+                    "a sum of the residuals' discrete Gaussian noises, standard deviation "
+                    "%(sd)s rows per cell"
+                ) % {"sd": formatting.scale(part.value)},
+                sensitivity_text=sensitivity_text(
+                    l1=Fraction(bound), l2=Fraction(bound), unit=rows, gaussian=True, bound=bound
+                ),
+            )
+        )  # fmt: skip
+    return tuple(out)
 
 
 def _details(
@@ -128,7 +157,7 @@ def statistic_review(*, plan: ReleasePlan, stat: StatisticPlan) -> StatisticRevi
         ),
         epsilon=stat.epsilon,
         delta=stat.delta,
-        noise=(),
+        noise=_noise(stat, plan),
         unit=unit,
         n_guess=None,
         halfwidth=one,
