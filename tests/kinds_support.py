@@ -28,7 +28,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from datasets.models import Column, Dataset
-from dpportal.privacy import accuracy, calibration, noise
+from dpportal.privacy import accuracy, calibration, marginals, noise
 from dpportal.privacy.rng import RandomSource
 from releases import compute, dp, kinds, lifecycle, services
 from releases.compute.readers import StatisticReader
@@ -54,6 +54,7 @@ SURVEY_STATISTICS: dict[str, dict[str, Any]] = {
     },
     "stddev": {"kind": "stddev", "column": "age", "n_guess": 3000},
     "variance": {"kind": "variance", "column": "age", "group_by": "region", "n_guess": 500},
+    "crosstab": {"kind": "crosstab", "columns": ["region", "age"], "way": 2, "total": True},
 }  # fmt: skip
 
 #: one statistic per kind on `write_neighbours`' small file (columns group, value)
@@ -70,10 +71,23 @@ AUDIT_STATISTICS: dict[str, dict[str, Any]] = {
     "quantiles": {"kind": "quantiles", "column": "value", "quantiles": "0.5", "step": "10"},
     "stddev": {"kind": "stddev", "column": "value", "n_guess": 300},
     "variance": {"kind": "variance", "column": "value", "group_by": "group", "n_guess": 100},
+    # the person's cell ("a") of the one-column table comes first
+    "crosstab": {"kind": "crosstab", "columns": ["group"], "way": 1},
 }  # fmt: skip
 
 MECHANISMS = ("laplace", "gaussian")
 DELTA = "1e-7"  # the Gaussian releases' delta
+
+
+def kinds_under(mechanism: str) -> tuple[str, ...]:
+    """The kinds a release of `mechanism` can hold (a cross-tabulation is Gaussian only)."""
+    return tuple(k for k in KINDS if not kinds.get(k).mechanism_problem(mechanism))
+
+
+def skip_if_refused(kind: str, mechanism: str) -> None:
+    """A kind the mechanism cannot draw has no release to test under it."""
+    if kinds.get(kind).mechanism_problem(mechanism):
+        pytest.skip(f"{kind} is not drawn under the {mechanism} mechanism")
 
 
 def statistic_for(table: dict[str, dict[str, Any]], kind: str) -> dict[str, Any]:
@@ -150,7 +164,9 @@ def memoize_public_math(monkeypatch) -> None:
     draw: the Gaussian calibration (calibration.gaussian_sigma, ~20 ms a call, where the
     noise specs call it) and the noise half-widths (accuracy.noise_halfwidth). The very
     same values come back, computed once per set of parameters instead of per draw."""
-    monkeypatch.setattr(noise, "gaussian_sigma", functools.lru_cache(calibration.gaussian_sigma))
+    memoized = functools.lru_cache(calibration.gaussian_sigma)
+    monkeypatch.setattr(noise, "gaussian_sigma", memoized)
+    monkeypatch.setattr(marginals, "gaussian_sigma", memoized)  # a cross-tabulation's
     monkeypatch.setattr(accuracy, "noise_halfwidth", functools.lru_cache(accuracy.noise_halfwidth))
 
 
