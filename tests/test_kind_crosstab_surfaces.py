@@ -16,6 +16,7 @@ from releases import dp, lifecycle
 from releases.compute.readers import Axis
 from releases.kinds.crosstab import stored_plan
 from releases.models import Release, ReleaseResult, Statistic
+from releases.public.data import release_public_data, statistic_texts
 from tests.factories import PASSWORD
 from tests.public_builders import _domain, build_release
 from tests.test_public_pages import embedded_data, release_url
@@ -148,3 +149,23 @@ def test_data_json_places_each_cell_in_its_table(client, release):
     assert last["table"] == "sex × band" and last["cell"] == "sex: Other / band: Other"
     assert last["coordinates"] == {"sex": "Other", "band": "Other"}
     assert all(c["halfwidth"] > 0 for c in cells)
+
+
+def test_the_whole_number_display_keeps_the_tables_agreeing(release):
+    data = release_public_data(release=Release.objects.get(pk=release.pk))
+    (stat,) = [s for s in data["statistics"] if s["kind"] == "crosstab"]
+    shown = stat["display_values"]
+    assert all(isinstance(d, int) and d >= 0 for d in shown)
+    total, by_sex, by_band = shown[0], shown[1:3], shown[3:6]
+    start = stat["tables"][3]["start"]
+    rows, cols = stat["tables"][3]["shape"]
+    cross = np.asarray(shown[start : start + rows * cols]).reshape(rows, cols)
+    assert list(cross.sum(axis=1)) == by_sex and list(cross.sum(axis=0)) == by_band
+    assert cross.sum() == total
+    # each shown number's interval holds the unbiased one's and stays at or above 0
+    per_cell = stat["intervals"]["0.95"]["per_cell"]
+    for i, d in enumerate(shown):
+        assert per_cell["rounded_lower"][i] <= min(d, max(0.0, per_cell["lower"][i])) + 1e-9
+        assert per_cell["rounded_upper"][i] >= max(d, per_cell["upper"][i]) - 1e-9
+        assert per_cell["rounded_lower"][i] >= 0
+    assert statistic_texts(stat)["rounded"] == [f"{d:,}" for d in shown]

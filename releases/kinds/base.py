@@ -168,6 +168,16 @@ def clamped_at_zero(cell: Cell) -> Cell:
     return cell._replace(value=shown, low=min(low, shown), high=max(high, shown))
 
 
+def shown_as(cell: Cell, shown: float) -> Cell:
+    """A cell shown as the whole number `shown` (>= 0) instead of its noisy value, with an
+    interval that agrees: if the true x is within h of the noisy v, it is within
+    h' = h + |shown - v| of `shown`, and never below 0 (as clamped_at_zero argues)."""
+    if cell.halfwidth is None:
+        return clamped_at_zero(cell)
+    h = cell.halfwidth + abs(shown - cell.value)
+    return cell._replace(value=float(shown), low=max(0.0, shown - h), high=shown + h)
+
+
 def exact_fraction(value: Any) -> Fraction:
     # stored as exact strings ("10/3", "0.0009765625"); *_float only as a fallback
     return Fraction(str(value)) if not isinstance(value, float) else Fraction(repr(value))
@@ -367,6 +377,11 @@ class StatisticKind:
     ) -> list[Cell]:
         """Per cell: the value and its interval at `confidence` (post-processing only)."""
         raise NotImplementedError
+
+    def display_values(self, entry: dict[str, Any]) -> list[int] | None:
+        """A clampable kind's whole-number display of its cells, when the cells must agree
+        with each other (None: each cell is shown rounded and clamped at 0 alone)."""
+        return None
 
     def cell_accuracy_text(self, cell: Cell) -> str:
         """A kind whose cells have no value interval (quantiles): each cell's accuracy in

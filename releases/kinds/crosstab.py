@@ -28,6 +28,7 @@ import numpy as np
 from django.utils.translation import gettext
 
 from dpportal.errors import ValidationFailed
+from dpportal.privacy.marginal_display import DisplayUnavailable, display_tables
 from dpportal.privacy.marginal_release import release_marginals
 from dpportal.privacy.marginal_workload import Marginal, Workload, canonical
 from dpportal.privacy.marginals import (
@@ -266,6 +267,26 @@ class CrosstabKind(StatisticKind):
             start = table["start"]
             out.extend(Cell(v, v - h, v + h, h) for v in values[start : start + size])
         return out
+
+    def display_values(self, entry: dict[str, Any]) -> list[int] | None:
+        """The whole-number display of the tables: non-negative integers that still agree
+        exactly (dpportal.privacy.marginal_display, post-processing of the published
+        tables); None when it cannot be computed within its bounds."""
+        if not entry.get("tables"):
+            return None
+        workload = stored_plan(entry).workload
+        values = self.values(entry)
+        tables = {}
+        for table in entry.get("tables") or []:
+            m, shape = tuple(table["marginal"]), tuple(table["shape"])
+            start = table["start"]
+            cells = values[start : start + math.prod(shape)]
+            tables[m] = np.asarray(cells, dtype=np.float64).reshape(shape)
+        try:
+            shown = display_tables(workload, tables)
+        except (DisplayUnavailable, ValueError):
+            return None
+        return [int(v) for m in workload.marginals for v in np.asarray(shown[m]).reshape(-1)]
 
     def noise_parts(self, explanation: dict[str, Any]) -> list[NoisePart]:
         strategy = stored_plan({"explanation": explanation})

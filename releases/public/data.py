@@ -22,7 +22,7 @@ from dpportal import buckets, formatting
 from dpportal.bilingual import Bilingual
 from releases import kinds
 from releases.kinds import quantile_words
-from releases.kinds.base import UNINFORMATIVE, clamped_at_zero
+from releases.kinds.base import UNINFORMATIVE, clamped_at_zero, shown_as
 from releases.kinds.counting import HEATMAP_MAX_CELLS, HEATMAP_MAX_LABELS
 from releases.kinds.crosstab import public_tables as crosstab_tables
 from releases.kinds.domains import cell_labels
@@ -61,12 +61,13 @@ MECHANISM_LABELS = {
 
 
 def _intervals(
-    entry: dict, levels: tuple[str, ...]
+    entry: dict, levels: tuple[str, ...], display: list[int] | None = None
 ) -> tuple[dict[str, dict[str, dict[str, list]]], list[bool]]:
     """For each confidence level of `levels` and each interval kind: per-cell half-widths,
     lower and upper (and a quantile's rank errors), as the statistic's kind states them,
     and for counts the interval of the rounded, clamped display ("rounded_lower",
-    "rounded_upper": kinds.base.clamped_at_zero); and per cell whether the kind flagged
+    "rounded_upper": kinds.base.clamped_at_zero), or of `display`, a kind's whole numbers
+    that agree with each other (kinds.base.shown_as); and per cell whether the kind flagged
     it uninformative (a fact of the noisy values at the release's confidence, the same
     at every level: read from the first level's cells)."""
     kind = kinds.get(entry["kind"])
@@ -89,7 +90,11 @@ def _intervals(
                 out[level][interval_kind]["about_lower"] = [c.about_low for c in cells]
                 out[level][interval_kind]["about_upper"] = [c.about_high for c in cells]
             if kind.clampable:
-                shown = [clamped_at_zero(c) for c in cells]
+                shown = (
+                    [shown_as(c, d) for c, d in zip(cells, display, strict=True)]
+                    if display is not None
+                    else [clamped_at_zero(c) for c in cells]
+                )
                 out[level][interval_kind]["rounded_lower"] = [c.low for c in shown]
                 out[level][interval_kind]["rounded_upper"] = [c.high for c in shown]
             if level == levels[0] and interval_kind == "per_cell":
@@ -168,7 +173,12 @@ def statistic_texts(stat: dict[str, Any]) -> dict[str, Any]:
                 )
         out[level] = texts
     if stat["clampable"]:
-        out["rounded"] = [formatting.integer(max(0, round(v))) for v in values]
+        display = stat.get("display_values")
+        out["rounded"] = (
+            [formatting.integer(d) for d in display]
+            if display
+            else [formatting.integer(max(0, round(v))) for v in values]
+        )
     return out
 
 
@@ -215,7 +225,9 @@ def _statistic_data(
     explanation = entry.get("explanation") or {}
     columns = list(entry.get("columns") or [])
     values = statistic_kind.values(entry)
-    intervals, uninformative = _intervals(entry, levels)
+    # a kind whose cells must agree shows whole numbers that still agree (its display)
+    display = statistic_kind.display_values(entry) if statistic_kind.clampable else None
+    intervals, uninformative = _intervals(entry, levels, display)
     cells = [str(c) for c in entry.get("cells") or []]
     # a statistic the owner named in Chinese only has no plain label
     label = entry.get("label") or ("" if (spec or {}).get("label_zh") else kind)
@@ -265,6 +277,7 @@ def _statistic_data(
     _add_cell_labels(data, spec)
     if entry.get("tables"):  # a cross-tabulation's tables over its flattened cells
         data["tables"] = crosstab_tables(entry)
+        data["display_values"] = display
     if kind == "quantiles":  # what n a quantile's data-unit range is read with (or None)
         basis = quantile_words.value_basis(entry)
         data["about_basis"] = list(basis) if basis else None

@@ -19,7 +19,7 @@ from django.conf import settings
 #: the per-cell lists of releases.public.data's statistic (besides `intervals`)
 PER_CELL = (
     "cells", "values", "exact_values", "clamped", "uninformative_cells", "cell_labels",
-    "cell_buckets",
+    "cell_buckets", "display_values",
 )  # fmt: skip
 
 
