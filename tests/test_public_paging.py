@@ -116,7 +116,7 @@ def test_statistic_page_cuts_every_per_cell_list_alike(settings):
         "exact_values": list(range(7)), "clamped": [False] * 7,
         "uninformative_cells": [i == 5 for i in range(7)], "shape": None,
         "cell_labels": [{"en": c.upper(), "zh-hans": ""} for c in "abcdefg"],
-        "cell_buckets": [""] * 6 + ["other"],
+        "cell_buckets": [""] * 6 + ["other"], "display_values": list(range(7)),
         "intervals": {"0.95": {"per_cell": {"lower": list(range(7)), "upper": list(range(7)),
                                             "halfwidths": [None] * 7}}},
     }  # fmt: skip
