@@ -13,7 +13,9 @@ A result entry holds the release as its explanation (MarginalRelease.to_dict: th
 strategy, the noisy residual measurements and the tables rebuilt from them, no true
 value: anyone can recompute every table exactly from the measurements), and the
 tables' values flattened in table order ("values", "cells") for the surfaces that
-read any kind's cells; "tables" names each table's columns, shape and axis labels.
+read any kind's cells; "tables" names each table's columns, shape and axis labels;
+"display_values" the whole-number display in the same order (None beyond its bounds),
+computed once with the noise so that every surface shows the same numbers.
 """
 
 from __future__ import annotations
@@ -248,6 +250,7 @@ class CrosstabKind(StatisticKind):
             out["cells"].extend(_cell_names(m, names, labels))
             out["values"].extend(float(v) for v in np.asarray(values).reshape(-1))
         out["explanation"] = {**release.to_dict(), "mechanism": "gaussian", "columns": names}
+        out["display_values"] = _whole_numbers(out)
         return out
 
     # --- reading a stored result ---------------------------------------------------------
@@ -269,24 +272,11 @@ class CrosstabKind(StatisticKind):
         return out
 
     def display_values(self, entry: dict[str, Any]) -> list[int] | None:
-        """The whole-number display of the tables: non-negative integers that still agree
-        exactly (dpportal.privacy.marginal_display, post-processing of the published
-        tables); None when it cannot be computed within its bounds."""
-        if not entry.get("tables"):
-            return None
-        workload = stored_plan(entry).workload
-        values = self.values(entry)
-        tables = {}
-        for table in entry.get("tables") or []:
-            m, shape = tuple(table["marginal"]), tuple(table["shape"])
-            start = table["start"]
-            cells = values[start : start + math.prod(shape)]
-            tables[m] = np.asarray(cells, dtype=np.float64).reshape(shape)
-        try:
-            shown = display_tables(workload, tables)
-        except (DisplayUnavailable, ValueError):
-            return None
-        return [int(v) for m in workload.marginals for v in np.asarray(shown[m]).reshape(-1)]
+        """The whole-number display stored with the result (None: not computed within its
+        bounds). Computed once when the noise is drawn, since a solve stopped by its time
+        limit depends on the machine: every surface then shows the same numbers."""
+        shown = entry.get("display_values")
+        return [int(v) for v in shown] if shown is not None else None
 
     def noise_parts(self, explanation: dict[str, Any]) -> list[NoisePart]:
         strategy = stored_plan({"explanation": explanation})
@@ -316,6 +306,25 @@ def public_tables(entry: dict[str, Any]) -> list[dict[str, Any]]:
         }
         for t in entry.get("tables") or []
     ]
+
+
+def _whole_numbers(entry: dict[str, Any]) -> list[int] | None:
+    """The tables' whole-number display: non-negative integers that still agree exactly
+    (dpportal.privacy.marginal_display, post-processing of the published tables), in
+    the entry's cell order; None beyond the display's cell or time limit."""
+    workload = stored_plan(entry).workload
+    values = entry["values"]
+    tables = {}
+    for table in entry["tables"]:
+        m, shape = tuple(table["marginal"]), tuple(table["shape"])
+        start = table["start"]
+        tables[m] = np.asarray(values[start : start + math.prod(shape)], dtype=np.float64)
+        tables[m] = tables[m].reshape(shape)
+    try:
+        shown = display_tables(workload, tables)
+    except DisplayUnavailable:
+        return None
+    return [int(v) for m in workload.marginals for v in np.asarray(shown[m]).reshape(-1)]
 
 
 def _parts(strategy: MarginalPlan, names: list[str]) -> list[NoisePart]:
