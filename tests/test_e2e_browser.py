@@ -221,6 +221,27 @@ def login(pages: Pages, user) -> None:
     assert "/accounts/login/" not in pages.page.url, "login failed"
 
 
+def submit_for_review(pages: Pages, release) -> None:
+    """The owner submits a draft from its page; it is then waiting for a reviewer."""
+    pages.goto(f"/releases/{release.pk}/")
+    pages.page.get_by_role("button", name="Submit for review").click()
+    pages.page.wait_for_load_state()
+    release.refresh_from_db()
+    assert release.status == "submitted"
+
+
+def publish(pages: Pages, release) -> None:
+    """The owner publishes a computed release from the preview of its public page."""
+    page = pages.page
+    pages.goto(f"/releases/{release.pk}/")
+    page.get_by_role("link", name="Preview the public page and publish").click()
+    page.wait_for_selector("body[data-charts-ready='1']")
+    page.get_by_role("button", name="Publish: make these results public").first.click()
+    page.wait_for_load_state()
+    release.refresh_from_db()
+    assert release.status == "published"
+
+
 def column_fieldset(page, name: str):
     return page.locator("fieldset", has=page.locator("legend code", has_text=name))
 

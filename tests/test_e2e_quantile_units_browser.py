@@ -27,6 +27,8 @@ from tests.test_e2e_browser import (  # noqa: F401 (the chromium fixture)
     Pages,
     browser,
     draw_every_chart,
+    publish,
+    submit_for_review,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker]
@@ -235,11 +237,7 @@ def test_quantile_accuracy_in_data_units_on_every_surface_in_both_languages(
         owner_zh = open_pages("q-owner-zh", owner, True)
         for pages, chinese in ((owner_en, False), (owner_zh, True)):
             _check_draft(pages, release, chinese)
-        owner_en.goto(f"/releases/{release.pk}/")
-        owner_en.page.get_by_role("button", name="Submit for review").click()
-        owner_en.page.wait_for_load_state()
-        release.refresh_from_db()
-        assert release.status == "submitted"
+        submit_for_review(owner_en, release)
 
         reviewer_en = open_pages("q-reviewer-en", reviewer, False)
         reviewer_zh = open_pages("q-reviewer-zh", reviewer, True)
@@ -256,14 +254,7 @@ def test_quantile_accuracy_in_data_units_on_every_surface_in_both_languages(
         release.refresh_from_db()
         for pages, chinese in ((owner_en, False), (owner_zh, True)):
             _check_results(pages, release, chinese, public=False)
-        page = owner_en.page
-        owner_en.goto(f"/releases/{release.pk}/")
-        page.get_by_role("link", name="Preview the public page and publish").click()
-        page.wait_for_selector("body[data-charts-ready='1']")
-        page.get_by_role("button", name="Publish: make these results public").first.click()
-        page.wait_for_load_state()
-        release.refresh_from_db()
-        assert release.status == "published"
+        publish(owner_en, release)
 
         public_en = open_pages("q-public-en", None, False)
         public_zh = open_pages("q-public-zh", None, True)
