@@ -93,6 +93,23 @@ def _check_public(pages: Pages, release: Release, *, chinese: bool) -> None:
     values = [int(re.sub(r"[^\d]", "", shown[str(i)])) for i in range(len(entry["values"]))]
     assert min(values) >= 0
     assert _assert_consistent(_tables(entry, values), atol=0) >= 12
+    # the charts: bars above each one-column table, a heatmap above each two-column one and
+    # above each grid of the three-column one, drawn with the whole numbers shown
+    charts = page.evaluate(
+        """(p) => [...document.querySelectorAll('#crosstab-' + p + ' .plot')].map(
+            (n) => ({id: n.id, type: n.data[0].type, y: n.data[0].y, z: n.data[0].z}))""",
+        position,
+    )
+    kinds_drawn = [c["type"] for c in charts]
+    (cube,) = [t for t in entry["tables"] if len(t["marginal"]) == 3]
+    grids = cube["shape"][0]
+    assert kinds_drawn.count("bar") == 3 and kinds_drawn.count("heatmap") == 3 + grids
+    size = cube["shape"][1] * cube["shape"][2]
+    for b in range(grids):
+        (grid,) = [c for c in charts if c["id"] == f"chart-{position}-7-{b}"]
+        start = cube["start"] + b * size
+        flat = [v for row in grid["z"] for v in row]
+        assert flat == values[start : start + size]
     text = box.inner_text()
     notice = page.locator(f"#stat-{position} .notice[data-show-when-rounded]").inner_text()
     if chinese:

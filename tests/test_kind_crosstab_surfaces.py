@@ -99,9 +99,11 @@ def test_the_public_page_draws_each_table(client, release):
     start = stat["tables"][3]["start"]
     assert f'data-value-of="{start}"' in html and f'data-value-of="{start + 5}"' in html
     assert "ResidualPlanner" in html
-    # a heatmap above the two-way table only (the page's script draws it)
-    assert f'id="chart-{position}-3"' in html and f'id="chart-{position}-1"' not in html
-    assert "Heatmap of sex × band" in html
+    # a heatmap above the two-way table, bars above each one-way table, no chart for the
+    # total (the page's script draws them)
+    assert f'id="chart-{position}-3"' in html and "Heatmap of sex × band" in html
+    assert f'id="chart-{position}-1" role="img" aria-label="Bar chart of sex"' in html
+    assert f'id="chart-{position}-2"' in html and f'id="chart-{position}-0"' not in html
 
 
 def test_each_table_is_unbiased_with_its_stated_variance():

@@ -5,8 +5,9 @@ The public data holds a cross-tabulation's cells flattened in table order with
 here each table becomes blocks the template draws: the total as one line, a
 one-column table as a list, a two-column table as a grid (rows by columns), a
 three-column table as one grid per category of its first column; a two-column
-table small enough for a readable heatmap gets one above it (as a histogram's, the
-same limits), drawn by the page's script. Every cell keeps
+table small enough for a readable heatmap gets one above it, and so does each grid of
+a three-column table (small multiples); a one-column table gets a bar chart with its
+intervals (a histogram's limits), all drawn by the page's script. Every cell keeps
 its index, so the page's script refills it for another option. A statistic cut
 into pages shows its flat list instead (every cell is in data.csv and data.json).
 """
@@ -43,9 +44,10 @@ def _table(table: dict[str, Any], cells: list[dict[str, Any]]) -> dict[str, Any]
         "title": " × ".join(columns) if columns else gettext(ALL_ROWS),
         "start": table["start"],
         "halfwidth": cells[0]["halfwidth"] if cells else "",
-        "heatmap": len(columns) == 2
-        and math.prod(shape) <= HEATMAP_MAX_CELLS
-        and max(shape) <= HEATMAP_MAX_LABELS,
+        # a bar chart above a one-column table, a heatmap above a two-column one and
+        # above each slice of a three-column one, within a histogram's limits
+        "bars": len(columns) == 1 and shape[0] <= HEATMAP_MAX_LABELS,
+        "heatmap": len(columns) == 2 and _readable(shape),
     }
     if not columns:
         out["blocks"] = [{"title": "", "corner": "", "col_labels": [],
@@ -67,6 +69,8 @@ def _table(table: dict[str, Any], cells: list[dict[str, Any]]) -> dict[str, Any]
         size = rows_n * cols_n
         out["blocks"] = [
             {
+                "index": k,
+                "heatmap": len(columns) == 3 and _readable(shape[-2:]),
                 "title": ", ".join(
                     f"{name} = {value}" for name, value in zip(columns[:-2], prefix, strict=True)
                 ),
@@ -81,3 +85,8 @@ def _table(table: dict[str, Any], cells: list[dict[str, Any]]) -> dict[str, Any]
             for block in [cells[k * size : (k + 1) * size]]
         ]
     return out
+
+
+def _readable(shape: list[int]) -> bool:
+    """Whether a two-column grid is small enough for a readable heatmap."""
+    return math.prod(shape) <= HEATMAP_MAX_CELLS and max(shape) <= HEATMAP_MAX_LABELS

@@ -81,8 +81,13 @@
   }
 
   // The value shown: the noisy value, or (counts only) rounded and clamped at zero.
-  function shown(stat, value, st) {
+  // The value drawn for cell i: in the rounded display a cross-tabulation's whole
+  // number that keeps its tables adding up (when it has one), else the clamped count.
+  function shown(stat, value, st, i) {
     if (st.display === "rounded" && stat.clampable) {
+      if (stat.display_values && i !== undefined) {
+        return stat.display_values[i];
+      }
       return Math.max(0, Math.round(value));
     }
     return value;
@@ -133,7 +138,7 @@
   function barTrace(stat, st) {
     var iv = interval(stat, st);
     var t = texts(stat, st);
-    var ys = stat.values.map(function (v) { return shown(stat, v, st); });
+    var ys = stat.values.map(function (v, i) { return shown(stat, v, st, i); });
     var errorY;
     if (st.display === "raw" || !stat.clampable) {
       // symmetric bars of exactly the half-width around the noisy value
@@ -173,7 +178,7 @@
       var tr = [];
       for (var c = 0; c < cols; c++) {
         var i = r * cols + c;
-        zr.push(shown(stat, stat.values[i], st));
+        zr.push(shown(stat, stat.values[i], st, i));
         tr.push(hoverLine(stat.row_labels[r] + " / " + stat.col_labels[c], t, i));
       }
       z.push(zr);
@@ -283,14 +288,19 @@
     node.setAttribute("data-drawn", "1");
   }
 
-  // One table of a cross-tabulation as a statistic of its own: every per-cell list of
-  // `stat` (values, texts, intervals) cut to the table's cells, its two columns as axes.
-  function tableStat(stat, table) {
+  // One table of a cross-tabulation (or one grid of a three-column table: `part`) as a
+  // statistic of its own: every per-cell list of `stat` (values, texts, intervals) cut
+  // to its cells; a one-column table as bars, a grid as a heatmap with its two columns
+  // as axes.
+  function tableStat(stat, table, part) {
     var n = stat.values.length;
-    var size = table.shape[0] * table.shape[1];
+    var last = table.shape.length;
+    var one = last === 1;
+    var size = one ? table.shape[0] : table.shape[last - 2] * table.shape[last - 1];
+    var start = table.start + (part || 0) * size;
     function cut(value) {
       if (Array.isArray(value)) {
-        return value.length === n ? value.slice(table.start, table.start + size) : value;
+        return value.length === n ? value.slice(start, start + size) : value;
       }
       if (value && typeof value === "object") {
         var out = {};
@@ -301,37 +311,67 @@
       }
       return value;
     }
-    return Object.assign({}, stat, {
-      layout: "heatmap",
+    var cells = {
       values: cut(stat.values),
       text: cut(stat.text),
       intervals: cut(stat.intervals),
       uninformative_cells: cut(stat.uninformative_cells),
-      shape: table.shape,
-      row_labels: table.labels[0],
-      col_labels: table.labels[1],
-      row_title: table.columns[0],
-      col_title: table.columns[1],
+      display_values: cut(stat.display_values),
+    };
+    if (one) {
+      return Object.assign({}, stat, cells, {
+        layout: "bars",
+        cells: table.labels[0],
+        shape: null,
+        cell_buckets: [],
+        row_title: table.columns[0],
+      });
+    }
+    return Object.assign({}, stat, cells, {
+      layout: "heatmap",
+      shape: table.shape.slice(last - 2),
+      row_labels: table.labels[last - 2],
+      col_labels: table.labels[last - 1],
+      row_title: table.columns[last - 2],
+      col_title: table.columns[last - 1],
     });
   }
 
-  // A cross-tabulation: a heatmap above each two-column table the page marked for one.
-  function drawTables(stat, st, base) {
-    (stat.tables || []).forEach(function (table, k) {
-      var node = document.getElementById("chart-" + stat.position + "-" + k);
-      if (!node || table.columns.length !== 2) {
-        return;
-      }
-      var sub = tableStat(stat, table);
-      var layout = Object.assign({}, base, { height: chartHeight(sub) });
+  function drawTable(node, sub, st, base) {
+    var layout = Object.assign({}, base, { height: chartHeight(sub) });
+    var trace;
+    if (sub.layout === "bars") {
+      trace = barTrace(sub, st);
+      layout.xaxis = categoryAxis(escAll(sub.cells), sub.row_title);
+      layout.yaxis = { title: { text: esc(sub.value_title) }, zeroline: true };
+    } else {
+      trace = heatmapTrace(sub, st);
       layout.xaxis = categoryAxis(escAll(sub.col_labels), sub.col_title);
       layout.yaxis = categoryAxis(escAll(sub.row_labels), sub.row_title);
       layout.yaxis.autorange = "reversed"; // first row on top, as in the table
-      window.Plotly.react(node, [heatmapTrace(sub, st)], layout, {
-        displaylogo: false,
-        responsive: true,
-      });
-      node.setAttribute("data-drawn", "1");
+    }
+    window.Plotly.react(node, [trace], layout, { displaylogo: false, responsive: true });
+    node.setAttribute("data-drawn", "1");
+  }
+
+  // A cross-tabulation: the charts the page marked: bars above a one-column table, a
+  // heatmap above a two-column one and above each grid of a three-column one.
+  function drawTables(stat, st, base) {
+    var id = "chart-" + stat.position + "-";
+    (stat.tables || []).forEach(function (table, k) {
+      var node = document.getElementById(id + k);
+      if (node && table.columns.length <= 2) {
+        drawTable(node, tableStat(stat, table), st, base);
+      }
+      if (table.columns.length === 3) {
+        var grids = table.shape[0];
+        for (var b = 0; b < grids; b++) {
+          var part = document.getElementById(id + k + "-" + b);
+          if (part) {
+            drawTable(part, tableStat(stat, table, b), st, base);
+          }
+        }
+      }
     });
   }
 
