@@ -40,6 +40,7 @@ KIND_TEXT = {
     "quantiles": _("Median and quantiles"),
     "stddev": _("Standard deviation"),
     "variance": _("Variance"),
+    "crosstab": _("Cross-tabulation"),
 }
 
 #: a quantile preview's numbers the inbox words (dpportal.words.quantile_planning_text)
