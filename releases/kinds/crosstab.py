@@ -250,7 +250,7 @@ class CrosstabKind(StatisticKind):
             out["cells"].extend(_cell_names(m, names, labels))
             out["values"].extend(float(v) for v in np.asarray(values).reshape(-1))
         out["explanation"] = {**release.to_dict(), "mechanism": "gaussian", "columns": names}
-        out["display_values"] = _whole_numbers(out)
+        out["display_values"] = _whole_numbers(out, workload)
         return out
 
     # --- reading a stored result ---------------------------------------------------------
@@ -308,11 +308,10 @@ def public_tables(entry: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def _whole_numbers(entry: dict[str, Any]) -> list[int] | None:
+def _whole_numbers(entry: dict[str, Any], workload: Workload) -> list[int] | None:
     """The tables' whole-number display: non-negative integers that still agree exactly
     (dpportal.privacy.marginal_display, post-processing of the published tables), in
     the entry's cell order; None beyond the display's cell or time limit."""
-    workload = stored_plan(entry).workload
     values = entry["values"]
     tables = {}
     for table in entry["tables"]:
