@@ -196,3 +196,17 @@ def wait_for(predicate, *, timeout: float = 60.0, interval: float = 0.2, message
             return value
         time.sleep(interval)
     pytest.fail(message or "condition not met in time")
+
+
+@pytest.fixture(scope="session")
+def spark(django_db_blocker):
+    """One local[2] Spark session for the whole run: the JVM starts once, and every module
+    sees the same master (a session stopped and made again in one process may come back
+    under the settings' default master instead)."""
+    pytest.importorskip("pyspark")
+    from releases.compute import spark_engine  # noqa: PLC0415 - pyspark only where Spark runs
+
+    with django_db_blocker.unblock():
+        session = spark_engine.spark_session("local[2]")
+    yield session
+    session.stop()  # before the interpreter exits (py4j otherwise logs to a closed stream)

@@ -308,16 +308,6 @@ def test_random_workloads_agree_on_duckdb_and_the_readers(media, rows, marginals
     assert same(got, expected), (rows, marginals, got, expected)
 
 
-@pytest.fixture(scope="module")
-def spark(django_db_blocker):
-    pytest.importorskip("pyspark")
-    from releases.compute import spark_engine
-
-    with django_db_blocker.unblock():
-        session = spark_engine.spark_session("local[2]")
-    yield session
-    session.stop()
-
 
 @pytest.mark.spark
 @pytest.mark.parametrize("with_id", [False, True])

@@ -37,14 +37,6 @@ from tests.test_releases_plan import datasets, normal, oracle, statistics, write
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture(scope="session")
-def spark(django_db_blocker):
-    with django_db_blocker.unblock():
-        session = spark_engine.spark_session("local[2]")
-    yield session
-    session.stop()  # before the interpreter exits (py4j otherwise logs to a closed stream)
-
-
 @pytest.fixture
 def media(settings, tmp_path, spark):
     settings.MEDIA_ROOT = str(tmp_path)
