@@ -308,7 +308,6 @@ def test_random_workloads_agree_on_duckdb_and_the_readers(media, rows, marginals
     assert same(got, expected), (rows, marginals, got, expected)
 
 
-
 @pytest.mark.spark
 @pytest.mark.parametrize("with_id", [False, True])
 def test_spark_equals_duckdb_and_the_readers(media, spark, with_id):
