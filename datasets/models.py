@@ -163,6 +163,9 @@ class Column(models.Model):
     # Which parts of the declared domain were filled in from the private profile
     # ("categories", "bounds"), each confirmed by the owner at declaration.
     derived_from_data = models.JSONField(default=list, blank=True)
+    # the private estimate the declared bounds came from (releases.services.bounds_declare):
+    # {"release", "title", "epsilon", "lower", "upper"}; empty when the owner typed them
+    bounds_estimate = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["dataset", "position"]

@@ -36,6 +36,7 @@ _PLAIN = {
     "stddev": gettext_noop("Standard deviation of %(column)s"),
     "variance": gettext_noop("Variance of %(column)s"),
     "crosstab": gettext_noop("Cross-tabulation of %(column)s"),
+    "bounds": gettext_noop("Bounds of %(column)s"),
 }
 _BY = {
     "grouped_sum": gettext_noop("Sum of %(column)s by %(groups)s"),

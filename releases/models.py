@@ -98,6 +98,7 @@ class Statistic(models.Model):
         STDDEV = "stddev", _("Standard deviation")
         VARIANCE = "variance", _("Variance")
         CROSSTAB = "crosstab", _("Cross-tabulation")
+        BOUNDS = "bounds", _("Private bounds")
 
     release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="statistics")
     position = models.PositiveIntegerField(default=0)
@@ -126,6 +127,9 @@ class Statistic(models.Model):
     # cross-tabulation only: {"columns": [names], "way": K or null, "marginals": [[column
     # indices], ...] (canonical, the total excluded), "total": bool}
     crosstab = models.JSONField(default=dict, blank=True)
+    # private bounds only: {"ends": both|upper|lower, "outside": int, "centre", "unit",
+    # "limit": exact decimal strings} (releases.services.plan_bounds)
+    search = models.JSONField(default=dict, blank=True)
     # count of rows in one declared category (count only)
     category = models.CharField(max_length=200, blank=True)
     # clipping range of a sum or mean, narrower than the column's declared bounds

@@ -45,6 +45,8 @@ class StatisticPlan:
     axes: list[Column] = field(default_factory=list)
     marginals: tuple[tuple[int, ...], ...] = ()
     way: int | None = None
+    # private bounds (releases.services.plan_bounds): ends, outside, centre, unit, limit
+    search: dict = field(default_factory=dict)
 
     @property
     def columns(self) -> list[Column]:

@@ -41,6 +41,7 @@ KIND_TEXT = {
     "stddev": _("Standard deviation"),
     "variance": _("Variance"),
     "crosstab": _("Cross-tabulation"),
+    "bounds": _("Private bounds"),
 }
 
 #: a quantile preview's numbers the inbox words (dpportal.words.quantile_planning_text)

@@ -62,6 +62,9 @@ class StatisticOutputSerializer(serializers.Serializer):
     group_by2 = serializers.CharField(source="group_column2.name", allow_null=True, default=None)
     quantiles = serializers.ListField(child=serializers.CharField())
     step = AmountField(allow_null=True)
+    search = serializers.JSONField(
+        help_text="Private bounds only (else {}): ends, outside, centre, unit, limit."
+    )
     crosstab = serializers.SerializerMethodField(
         help_text="Cross-tabulation only (else null): its columns and the tables it publishes, "
         "as the input takes them."

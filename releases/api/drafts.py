@@ -111,6 +111,27 @@ class StatisticInputSerializer(serializers.Serializer):
         required=False, default=False,
         help_text="Cross-tabulation: publish the total count too.",
     )  # fmt: skip
+    ends = serializers.ChoiceField(
+        choices=["both", "upper", "lower"], required=False, default="both",
+        help_text="Private bounds only: which bounds to search.",
+    )  # fmt: skip
+    outside = serializers.IntegerField(
+        required=False, allow_null=True, default=None, min_value=0, max_value=10**9,
+        help_text="Private bounds only: values allowed beyond each bound (default 5).",
+    )  # fmt: skip
+    centre = serializers.CharField(
+        max_length=64, required=False, allow_null=True, allow_blank=True, default=None,
+        help_text="Private bounds only: the search's public start point, a value known to lie "
+        "inside the data's range without looking at the data (default 0).",
+    )  # fmt: skip
+    unit = serializers.CharField(
+        max_length=64, required=False, allow_null=True, allow_blank=True, default=None,
+        help_text="Private bounds only: the search's smallest step (default 1).",
+    )  # fmt: skip
+    limit = serializers.CharField(
+        max_length=64, required=False, allow_null=True, allow_blank=True, default=None,
+        help_text="Private bounds only: the largest distance searched (default 10^12).",
+    )  # fmt: skip
 
 
 class ReleaseInputSerializer(serializers.Serializer):

@@ -38,6 +38,7 @@ import pyarrow as pa
 from dpportal.privacy.sensitivity import check_granularity, grid_bounds
 from releases import kinds
 from releases.compute.readers import Axis, maximal_marginals
+from releases.compute.readers_bounds import grid_edges
 from releases.compute.readers_stats import Partial
 
 PLAN_KINDS = tuple(name for name, kind in kinds.REGISTRY.items() if kind.aggregate != "ranks")
@@ -97,6 +98,30 @@ SPARK = Dialect(
     anti_join="LEFT ANTI JOIN",
     quote="`",
 )
+
+
+@dataclass(frozen=True)
+class GridAxis:
+    """The cells of a public search grid's edges as one grouping axis (private bounds)."""
+
+    size: int
+
+
+def _grid_cell_sql(value: str, edges: list[float], d: Dialect) -> str:
+    """The number of `edges` strictly below `value` (its cell, as GridCountsReader counts
+    it), by a binary search written as nested CASEs (depth log2 of the edges, so each row
+    costs about 11 comparisons for a thousand edges); -1 for a missing value."""
+
+    def below(lo: int, hi: int) -> str:
+        if lo == hi:
+            return str(lo)
+        mid = (lo + hi) // 2
+        return (
+            f"CASE WHEN {value} > {d.double(edges[mid])} THEN {below(mid + 1, hi)} "
+            f"ELSE {below(lo, mid)} END"
+        )
+
+    return f"CASE WHEN {value} IS NULL THEN -1 ELSE {below(0, len(edges))} END"
 
 
 @dataclass
@@ -224,6 +249,11 @@ def _shape_table(table: Part, records: list[dict[str, Any]]) -> np.ndarray:
 def _shape_part(part: Part, records: list[dict[str, Any]]) -> Any:
     kind = part.spec["kind"]
     size = int(np.prod([a.size for a in part.axes])) if part.axes else 1
+    if kinds.get(kind).aggregate == "grid_counts":
+        counts = np.zeros(size, dtype=np.int64)
+        for record in records:
+            counts[int(record[part.grouping[0]])] = int(record[part.columns[0]] or 0)
+        return counts
     vectors = [[0] * size for _ in part.columns]
     for record in records:
         cell = _cell_index(part, record) if part.axes else 0
@@ -362,6 +392,16 @@ def plan_or_none(spec: dict[str, Any], schema: pa.Schema, dialect: Dialect = DUC
             else:
                 flags[f"k{i}"] = marginals[1]
                 aggregates[f"s{i}_n"] = f"count(k{i})"
+            continue
+        if kinds.get(kind).aggregate == "grid_counts":
+            v = value(s["columns"][0], numeric=True)
+            if v is None:
+                return None
+            edges = [float(e) for e in grid_edges(s)]
+            selects[f"b{i}"] = _grid_cell_sql(v, edges, d)
+            aggregates[f"s{i}_n"] = "count(*)"
+            axis = GridAxis(size=len(edges) + 1)
+            parts.append(Part(spec=s, axes=[axis], grouping=(f"b{i}",), columns=[f"s{i}_n"]))
             continue
         domains = s.get("groups", []) if kinds.get(kind).grouped else []
         if kind in ("histogram", "argmax") or (kind == "count" and s["columns"]):

@@ -33,6 +33,7 @@ from datasets.domains import as_float64
 from dpportal.privacy import sensitivity
 from dpportal.privacy.marginal_workload import Marginal, Workload
 from releases import kinds
+from releases.compute.readers_bounds import GridCountsReader
 from releases.compute.readers_stats import Partial, StatsReader
 
 OTHER = "Other"
@@ -144,13 +145,15 @@ class StatisticReader:
     marginals: tuple[Marginal, ...] | None = None  # a cross-tabulation's maximal tables
 
     @classmethod
-    def from_spec(cls, spec: dict[str, Any]) -> StatisticReader | StatsReader:
+    def from_spec(cls, spec: dict[str, Any]) -> StatisticReader | StatsReader | GridCountsReader:
         kind = kinds.get(spec["kind"])
         if kind.aggregate == "marginals":
             axes = [Axis.from_domain(d) for d in spec["columns"]]
             return cls(spec=spec, axes=axes, marginals=maximal_marginals(spec, axes))
         if kind.fields == "grouped":
             return StatsReader.from_spec(spec, Axis.from_domain)
+        if kind.aggregate == "grid_counts":
+            return GridCountsReader.from_spec(spec)
         axes = []
         if spec["kind"] in ("histogram", "argmax") or (spec["kind"] == "count" and spec["columns"]):
             axes = [Axis.from_domain(d) for d in spec["columns"]]

@@ -226,12 +226,14 @@ class StatisticKind:
     - bounded: the owner gives lower/upper (clipping bounds or a quantile grid).
     - fields: which builder fields it reads: "basic" (releases.services.plan),
       "grouped" (grouping columns, quantiles, grid: releases.services.plan_stats) or
-      "crosstab" (columns and marginal tables: releases.services.plan_crosstab).
+      "crosstab" (columns and marginal tables: releases.services.plan_crosstab) or
+      "bounds" (a column and its search grid: releases.services.plan_bounds).
     - clampable: its values are counts, shown rounded and clamped at 0 beside the noisy ones.
     - aggregate: what the compute readers produce for it: "count" (cell counts),
       "sum" (grid-unit sums), "sum_count" (sums and counts), "spread" (counts,
       centred sums and squares), "ranks" (counts per candidate cell) or "marginals"
-      (one count array per maximal marginal table of a cross-tabulation).
+      (one count array per maximal marginal table of a cross-tabulation) or
+      "grid_counts" (counts per cell of a public search grid's edges: private bounds).
     """
 
     name: ClassVar[str]
@@ -398,6 +400,11 @@ class StatisticKind:
 
     def value_title(self, columns: list[str]) -> str:
         """What a value of this kind measures, in English ("sum of income")."""
+        return ""
+
+    def statement(self, entry: dict[str, Any]) -> str:
+        """A result that is a sentence rather than values (private bounds), in the
+        reader's language; '' for the kinds whose values and intervals say it."""
         return ""
 
     def layout(self, entry: dict[str, Any]) -> str:

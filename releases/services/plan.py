@@ -18,6 +18,7 @@ from releases import kinds
 from releases.models import Release, Statistic
 from releases.plans import ReleasePlan, StatisticPlan
 from releases.services.allocation import allocate
+from releases.services.plan_bounds import parse_bounds
 from releases.services.plan_crosstab import parse_crosstab
 from releases.services.plan_fields import (
     _bool,
@@ -107,6 +108,8 @@ def _parse_statistic(
             parse_statistic_stats(plan, raw, dataset=dataset, columns=columns)
         elif kinds.get(kind).fields == "crosstab":
             parse_crosstab(plan, raw, dataset=dataset, columns=columns)
+        elif kinds.get(kind).fields == "bounds":
+            parse_bounds(plan, raw, dataset=dataset, columns=columns)
         elif kind == "argmax":
             plan.column = _column(dataset, columns, raw.get("column"), what="argmax")
             if plan.column.kind != Column.Kind.CATEGORICAL or len(plan.column.categories) < 2:

@@ -28,6 +28,7 @@ COLUMN_USES = {
     "stddev": pgettext_lazy("statistic", "standard deviation"),
     "variance": pgettext_lazy("statistic", "variance"),
     "crosstab": pgettext_lazy("statistic", "cross-tabulation"),
+    "bounds": pgettext_lazy("statistic", "private bounds"),
     "grouping": pgettext_lazy("statistic", "grouping"),
 }
 
