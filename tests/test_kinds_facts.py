@@ -45,6 +45,7 @@ STATISTICS = {
     "stddev": {"kind": "stddev", "column": "age", "n_guess": 3000},
     "variance": {"kind": "variance", "column": "age", "group_by": "region", "n_guess": 500},
     "crosstab": {"kind": "crosstab", "columns": ["region", "age"], "way": 2, "total": True},
+    "bounds": {"kind": "bounds", "column": "income", "epsilon": "0.5"},
 }  # fmt: skip
 
 

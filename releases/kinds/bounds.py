@@ -42,7 +42,7 @@ def grid_of(entry: dict[str, Any]) -> unbounded_bounds.SearchGrid:
 def search_grid_of(search: dict[str, Any]) -> unbounded_bounds.SearchGrid:
     """The search grid of a statistic's stored search parameters."""
     return unbounded_bounds.SearchGrid.of(
-        centre=frac(search["centre"]), unit=frac(search["unit"]), limit=frac(search["limit"])
+        **{k: Fraction(str(search[k])) for k in ("centre", "unit", "limit")}
     )
 
 
@@ -168,8 +168,9 @@ class BoundsKind(StatisticKind):
             epsilon=Epsilon(entry["epsilon"]), contribution_bound=contribution_bound, rng=rng,
         )  # fmt: skip
         found = {"lower": estimate.lower, "upper": estimate.upper}
+        # a search that reached its limit found no bound: no statement holds for it
         bounds = {
-            end: None if found[end] is None else exact_str(found[end])
+            end: None if found[end].reached_limit else repr(found[end].value)
             for end in ends_of(entry["ends"])
         }
         explanation = dict(estimate.explanation())
@@ -183,7 +184,7 @@ class BoundsKind(StatisticKind):
             "columns": [c["name"] for c in entry["columns"]],
             "category": None, "shape": None,
             "epsilon": entry["epsilon"], "delta": entry["delta"],
-            "cells": list(bounds), "values": [],
+            "cells": [], "values": [],
             "bounds": bounds, "ends": entry["ends"], "outside": int(entry["outside"]),
             "explanation": explanation,
         }  # fmt: skip
@@ -217,7 +218,7 @@ def bound_text(value: object) -> str:
     """A bound as a person reads it (grouped digits, at most 6 significant)."""
     if value is None:
         return "—"
-    return formatting.significant(frac(value), 6)
+    return formatting.significant(Fraction(str(value)), 6)
 
 
 def bounds_statement(entry: dict[str, Any], *, column: str | None = None) -> str:

@@ -275,6 +275,10 @@ def _statistic_data(
         **_bucket_marks(statistic_kind, spec, data_cells=cells, shape=shape),
     }
     _add_cell_labels(data, spec)
+    statement = statistic_kind.statement(entry)
+    if statement:  # a result that is a sentence (private bounds): its values and the sentence
+        data["bounds"] = dict(entry.get("bounds") or {})
+        data["statement"] = statement
     if entry.get("tables"):  # a cross-tabulation's tables over its flattened cells
         data["tables"] = crosstab_tables(entry)
         data["display_values"] = display
