@@ -51,6 +51,7 @@ EVERY_KIND = [
      "label": "Standard deviation of weekly working hours"},
     {"kind": "variance", "column": "age", "group_by": "sex", "n_guess": 40000,
      "label": "Variance of age by sex"},
+    {"kind": "bounds", "column": "hours", "label": "Private bounds of weekly working hours"},
 ]  # fmt: skip
 
 PENDING_STATISTICS = [

@@ -74,7 +74,7 @@ AUDIT_STATISTICS: dict[str, dict[str, Any]] = {
     "variance": {"kind": "variance", "column": "value", "group_by": "group", "n_guess": 100},
     # the person's cell ("a") of the one-column table comes first
     "crosstab": {"kind": "crosstab", "columns": ["group"], "way": 1},
-    "bounds": {"kind": "bounds", "column": "value"},
+    "bounds": {"kind": "bounds", "column": "value", "ends": "upper"},
 }  # fmt: skip
 
 MECHANISMS = ("laplace", "gaussian")

@@ -81,6 +81,7 @@ HOSTILE: dict[str, list[dict]] = {
     "stddev": [{"kind": "stddev", "column": "{v}", "group_by": "grp", "n_guess": 100}],
     "variance": [{"kind": "variance", "column": "{v}", "n_guess": 100}],
     "crosstab": [{"kind": "crosstab", "columns": ["grp", "{v}", "bin"], "way": 2, "total": True}],
+    "bounds": [{"kind": "bounds", "column": "{v}", "outside": 0}],
 }  # fmt: skip
 
 

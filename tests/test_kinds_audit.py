@@ -3,7 +3,8 @@
 D: 300 people with one row each, 100 in each of three groups, values 5 to 95; D' = D
 plus one person with L = 2 rows in group "a" at the upper bound 100 (both rows in
 one cell, at the largest |value|: the worst case of every kind here, and a near-tie
-of the counts for the argmax). Each is a real dataset with a person ID column and
+of the counts for the argmax; private bounds search the upper end only, at the whole
+epsilon, and the audit looks at the index where the search stopped). Each is a real dataset with a person ID column and
 L = 2, and one release per mechanism holds a statistic of every kind
 (releases.services.KINDS), each held at epsilon 1 (Gaussian: the release's delta
 1e-7 shared between them); the true aggregates of D and D' are computed once by the
@@ -95,7 +96,7 @@ def neighbours(project, owner, reviewer, monkeypatch):
     return get
 
 
-SELECTIONS = ("argmax", "quantiles")
+SELECTIONS = ("argmax", "quantiles", "bounds")
 
 
 def observe(kind: str, entry: dict) -> float:
@@ -104,6 +105,9 @@ def observe(kind: str, entry: dict) -> float:
         return entry["cells"].index(entry["argmax"]["label"])
     if kind == "quantiles":
         return entry["explanation"]["quantiles"][0]["index"]
+    if kind == "bounds":  # the upper search's stop (past its last point: the limit)
+        upper = entry["explanation"]["upper"]
+        return upper["index"] + (1 if upper["reached_limit"] else 0)
     return as_float(entry["values"][0])  # the person's cell ("a", first) or the estimate
 
 

@@ -281,6 +281,8 @@ def selection_checks(kind: str, truth: Truth, runs: list[dict]) -> dict[str, tup
         labels = first["cells"]
         chosen = np.array([labels.index(r["argmax"]["label"]) for r in runs])
         return {"argmax": (chosen, law)}
+    if kind == "bounds":
+        return above_threshold_checks(truth, runs)
     assert kind == "quantiles"
     cumulative = np.cumsum(np.asarray(truth.aggregate, dtype=np.int64))
     ranks, n = cumulative[:-1], int(cumulative[-1])
@@ -295,7 +297,47 @@ def selection_checks(kind: str, truth: Truth, runs: list[dict]) -> dict[str, tup
     return out
 
 
-SELECTION_KINDS = ("argmax", "quantiles")
+def above_threshold_law(beyond: np.ndarray, *, outside: int, scale: float) -> np.ndarray:
+    """Exact law of one AboveThreshold search (dpportal.privacy.unbounded_bounds): with
+    rho, nu_i iid discrete Laplace(scale), it stops at the first i with
+    outside - f_i + nu_i >= rho, so Pr[i = j] = sum_r Pr[rho = r] prod_{i<j}
+    Pr[nu < r - outside + f_i] Pr[nu >= r - outside + f_j]; the last entry is the
+    probability that no point stops it (the limit)."""
+    reach = int(60 * scale) + 60
+    r = np.arange(-reach, reach + 1)
+    pmf = dlap_cdf(scale, r) - dlap_cdf(scale, r - 1)
+    level = r[:, None] - outside + np.asarray(beyond, dtype=np.int64)[None, :]  # [r, i]
+    below = dlap_cdf(scale, level - 1)  # Pr[nu < level]
+    survive = np.cumprod(below, axis=1)
+    before = np.concatenate([np.ones((r.size, 1)), survive[:, :-1]], axis=1)
+    stop = before * (1 - below)
+    law = np.concatenate([(pmf[:, None] * stop).sum(axis=0), [(pmf * survive[:, -1]).sum()]])
+    return law
+
+
+def above_threshold_checks(truth: Truth, runs: list[dict]) -> dict[str, tuple]:
+    """{end: (stop indices, exact law)} of a private-bounds statistic, from its stated
+    scale and outside count and the true counts per grid cell (steps + 1: the limit)."""
+    first = runs[0]["explanation"]
+    scale, outside, steps = float(Fraction(first["scale"])), int(first["outside"]), first["steps"]
+    counts = np.asarray(truth.aggregate, dtype=np.int64)
+    at_most = np.cumsum(counts)[:-1]
+    beyond = int(counts.sum()) - at_most
+    searched = {"lower": at_most[steps::-1], "upper": beyond[steps:]}
+    out = {}
+    for end, f in searched.items():
+        if first.get(end) is None:
+            continue
+        law = above_threshold_law(f, outside=outside, scale=scale)
+        chosen = np.array(
+            [r["explanation"][end]["index"] + (1 if r["explanation"][end]["reached_limit"] else 0)
+             for r in runs]
+        )  # fmt: skip
+        out[end] = (chosen, law)
+    return out
+
+
+SELECTION_KINDS = ("argmax", "quantiles", "bounds")
 
 
 _TRUTHS: dict[str, dict[str, Truth]] = {}

@@ -9,6 +9,7 @@ release keeps the labels it was approved with whatever the owner changes later;
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from budgets.amounts import fmt
@@ -37,7 +38,29 @@ def column_domain(column: Column) -> dict[str, Any]:
     labels = _declared_labels(column)
     if labels:
         domain["category_labels"] = labels
+    estimate = _bounds_estimate(column)
+    if estimate:
+        domain["bounds_estimate"] = estimate
     return domain
+
+
+def _bounds_estimate(column: Column) -> dict[str, Any]:
+    """Where the column's declared bounds came from, when a private estimate gave them:
+    only while the declared bounds are still the ones the estimate gave (bounds the
+    owner typed since are the owner's knowledge, whatever the stored provenance says)."""
+    estimate = column.bounds_estimate or {}
+    if not estimate:
+        return {}
+    declared = {
+        "lower": None if column.lower is None else fmt(column.lower),
+        "upper": None if column.upper is None else fmt(column.upper),
+    }
+    for end in ("lower", "upper"):
+        if estimate.get(end) is not None and fmt(Decimal(str(estimate[end]))) != declared[end]:
+            return {}
+    return {
+        k: estimate[k] for k in ("release", "title", "epsilon", "lower", "upper") if k in estimate
+    }
 
 
 def _declared_labels(column: Column) -> dict[str, dict[str, str]]:

@@ -110,7 +110,18 @@ def estimates_text(stat: StatisticPlan, *, bound: int) -> str:
 
 def domain_text(column: Column) -> str:
     """A column's declared public domain in words, saying what was filled in from the data."""
-    return _domain(column) + _codes(column) + _derived(column)
+    return _domain(column) + _codes(column) + _derived(column) + estimated_text(column)
+
+
+def estimated_text(column: Column) -> str:
+    """Bounds found by a private estimate, said so (they are not the owner's knowledge)."""
+    estimate = column.bounds_estimate or {}
+    if not estimate:
+        return ""
+    return gettext(". Bounds estimated privately at ε = %(epsilon)s (release «%(title)s»)") % {
+        "epsilon": formatting.epsilon(estimate.get("epsilon")),
+        "title": estimate.get("title", ""),
+    }
 
 
 def _codes(column: Column) -> str:

@@ -1,0 +1,83 @@
+"""Private bounds end to end through the services: plan validation, the frozen spec, the
+real compute (DuckDB), the declare action (owner only, refusals leave nothing changed)
+and the provenance every later statistic's frozen spec and review document carry."""
+
+from __future__ import annotations
+
+import pytest
+
+from datasets.models import Column
+from dpportal.errors import ApplicationError, ValidationFailed
+from releases import compute, lifecycle, services
+from releases.review.selectors import review_document_get
+from releases.services.bounds_declare import bounds_declare
+from tests.releases_support import builder_data, make_dataset
+
+BOUNDS = {"kind": "bounds", "column": "income", "epsilon": "1", "hold": True}
+
+
+def computed(project, owner, reviewer, dataset, statistics, epsilon="1"):
+    data = builder_data(dataset, statistics=statistics, epsilon=epsilon)
+    release = services.release_save_draft(project=project, actor=owner, data=data)
+    release = lifecycle.release_submit(release=release, actor=owner)
+    release = lifecycle.release_approve(release=release, reviewer=reviewer)
+    compute.release_compute(release_id=release.pk)
+    release.refresh_from_db()
+    return release
+
+
+@pytest.mark.django_db
+def test_the_plan_needs_no_declared_bounds_and_refuses_bad_search(project, owner):
+    dataset = make_dataset(project=project, owner=owner)
+    Column.objects.filter(dataset=dataset, name="income").update(lower=None, upper=None)
+    data = builder_data(dataset, statistics=[BOUNDS], epsilon="1")
+    release = services.release_save_draft(project=project, actor=owner, data=data)
+    stat = release.statistics.get()
+    assert stat.search == {"ends": "both", "outside": 5, "centre": "0", "unit": "1",
+                           "limit": "1000000000000"}  # fmt: skip
+    for bad, words in [
+        ({"ends": "sideways"}, "Search both bounds"),
+        ({"outside": "-1"}, "whole number from 0"),
+        ({"unit": "0"}, "search grid is not valid"),
+        ({"limit": "1e30"}, "largest distance"),
+        ({"limit": "1e14", "centre": "1e14"}, "search grid is not valid"),
+        ({"column": "region"}, "numeric column"),
+    ]:
+        data = builder_data(dataset, statistics=[{**BOUNDS, **bad}], epsilon="1")
+        with pytest.raises(ValidationFailed, match=words):
+            services.release_save_draft(project=project, actor=owner, data=data)
+
+
+@pytest.mark.django_db
+def test_declare_sets_the_bounds_with_provenance_for_later_releases(
+    project, owner, reviewer, django_user_model
+):
+    project.epsilon_cap = 10
+    project.save(update_fields=["epsilon_cap"])
+    dataset = make_dataset(project=project, owner=owner)
+    Column.objects.filter(dataset=dataset, name="income").update(lower=None, upper=None)
+    release = computed(project, owner, reviewer, dataset, [BOUNDS])
+    assert release.status == "computed"
+    (entry,) = release.result.payload["statistics"]
+    assert set(entry["bounds"]) == {"lower", "upper"} and entry["values"] == []
+    assert entry["explanation"]["mechanism"] == "above_threshold"
+    stranger = django_user_model.objects.create_user("stranger", password="x")
+    before = Column.objects.get(dataset=dataset, name="income")
+    with pytest.raises(ApplicationError):
+        bounds_declare(release=release, position=0, actor=stranger)
+    with pytest.raises(ValidationFailed):
+        bounds_declare(release=release, position=7, actor=owner)
+    after = Column.objects.get(dataset=dataset, name="income")
+    assert (after.lower, after.upper, after.bounds_estimate) == (before.lower, before.upper, {})
+    if None in entry["bounds"].values():
+        pytest.skip("a search reached its limit (the noise decides; rare at epsilon 1)")
+    column = bounds_declare(release=release, position=0, actor=owner)
+    assert column.bounds_estimate["release"] == release.pk
+    assert column.lower <= float(entry["bounds"]["lower"]) <= float(entry["bounds"]["upper"])
+    mean = {"kind": "mean", "column": "income", "n_guess": 3000, "epsilon": "1", "hold": True}
+    later = computed(project, owner, reviewer, dataset, [mean])
+    (frozen,) = later.spec["statistics"]
+    assert frozen["columns"][0]["bounds_estimate"]["release"] == release.pk
+    review = review_document_get(budget_request=later.budget_request)
+    text = review.statistics[0].columns[0].domain_text
+    assert "Bounds estimated privately at ε = 1" in text
