@@ -40,7 +40,7 @@ def test_the_plan_needs_no_declared_bounds_and_refuses_bad_search(project, owner
         ({"outside": "-1"}, "whole number from 0"),
         ({"unit": "0"}, "search grid is not valid"),
         ({"limit": "1e30"}, "largest distance"),
-        ({"limit": "1e14", "centre": "1e14"}, "search grid is not valid"),
+        ({"limit": "2e14", "centre": "9e14"}, "search grid is not valid"),
         ({"column": "region"}, "numeric column"),
     ]:
         data = builder_data(dataset, statistics=[{**BOUNDS, **bad}], epsilon="1")
