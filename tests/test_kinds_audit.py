@@ -1,16 +1,16 @@
 """Every kind, both mechanisms: a black-box audit on worst-case neighbours (M2/M3).
 
 D: 300 people with one row each, 100 in each of three groups, values 5 to 95; D' = D
-plus one person with L = 2 rows in group "a" at the upper bound 100 (both rows in
-one cell, at the largest |value|: the worst case of every kind here, and a near-tie
-of the counts for the argmax; private bounds search the upper end only, at the whole
-epsilon, and the audit looks at the index where the search stopped). Each is a real
-dataset with a person ID column and L = 2, and one release per mechanism holds a
-statistic of every kind (releases.services.KINDS), each held at epsilon 1 (Gaussian:
-the release's delta 1e-7 shared between them); the true aggregates of D and D' are
-computed once by the real engine, then releases.dp.noisy_entry, the function the compute task calls, is
-run DRAWS times per side with seeded test sources (tests.kinds_support memoizes two
-pure functions of public parameters it recomputes on every draw).
+plus one person with L = 2 rows in group "a" at the upper bound 100 (both rows in one
+cell, at the largest |value|: the worst case of every kind here, and a near-tie of the
+counts for the argmax; private bounds search the upper end only, at the whole epsilon,
+and the audit looks at the index where the search stopped). Each is a real dataset with
+a person ID column and L = 2, and one release per mechanism holds a statistic of every
+kind (releases.services.KINDS), each held at epsilon 1 (Gaussian: the release's delta
+1e-7 shared between them); the true aggregates of D and D' are computed once by the real
+engine, then releases.dp.noisy_entry, the function the compute task calls, is run DRAWS
+times per side with seeded test sources (tests.kinds_support memoizes two pure functions
+of public parameters it recomputes on every draw).
 
 The audit (PRIVACY-TESTING.md M2/M3, the helpers of tests/privacy/conftest.py):
 events {y >= t} and {y < t} of one published number y of the entry (the cell the
