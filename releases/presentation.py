@@ -115,6 +115,8 @@ def results_for_display(
             "argmax": entry.get("argmax"),
             "uninformative": any(c.flag == kinds.UNINFORMATIVE for c in cells),
             "argmax_label": None,
+            "statement": kind.statement(entry),
+            "bounds": entry.get("bounds"),
         }
         _add_labels(item, entry, frozen.get(entry.get("position")), part)
         if common is not None and len(cells) > 1:

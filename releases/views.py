@@ -36,6 +36,7 @@ from releases.presentation import results_for_display
 from releases.public import options as public_options
 from releases.public.options import page_parse
 from releases.public.views import release_preview_html
+from releases.services.bounds_declare import bounds_declare
 
 OWNER = {Membership.Role.OWNER}
 
@@ -322,6 +323,24 @@ def release_withdraw_view(request: HttpRequest, release_id: int) -> HttpResponse
         lambda r: lifecycle.release_withdraw(release=r, actor=request.user),
         gettext("Withdrawn."),
     )
+
+
+@login_required
+@require_POST
+def release_declare_bounds_view(request: HttpRequest, release_id: int) -> HttpResponse:
+    """Declare a computed private-bounds statistic's result as its column's bounds (the
+    service checks the owner, the release and the statistic; a refusal is a message)."""
+    try:
+        position = int(str(request.POST.get("position", "")).strip())
+    except ValueError:
+        position = -1
+    return _action(
+        request,
+        release_id,
+        lambda r: bounds_declare(release=r, position=position, actor=request.user),
+        gettext("Declared: later statistics of this column use these bounds and say where "
+                "they came from."),
+    )  # fmt: skip
 
 
 #: The value of the confirmation field the publish page posts; anything else publishes nothing.

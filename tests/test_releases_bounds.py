@@ -81,3 +81,40 @@ def test_declare_sets_the_bounds_with_provenance_for_later_releases(
     review = review_document_get(budget_request=later.budget_request)
     text = review.statistics[0].columns[0].domain_text
     assert "Bounds estimated privately at ε = 1" in text
+
+
+@pytest.mark.django_db
+def test_the_declare_button_posts_with_csrf_for_owners_only(project, owner, reviewer):
+    from django.test import Client
+    from django.urls import reverse
+
+    project.epsilon_cap = 10
+    project.save(update_fields=["epsilon_cap"])
+    dataset = make_dataset(project=project, owner=owner)
+    Column.objects.filter(dataset=dataset, name="income").update(lower=None, upper=None)
+    release = computed(project, owner, reviewer, dataset, [BOUNDS])
+    (entry,) = release.result.payload["statistics"]
+    url = reverse("releases:declare_bounds", args=[release.pk])
+    page = Client()
+    page.force_login(owner)
+    html = page.get(reverse("releases:detail", args=[release.pk])).content.decode()
+    assert "Estimated bounds of income" in html
+    found = None not in entry["bounds"].values()
+    assert ('data-action="declare-bounds"' in html) == found
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(owner)
+    assert strict.post(url, {"position": "0"}).status_code == 403  # no CSRF token
+    assert page.get(url).status_code == 405
+    other = Client()
+    other.force_login(reviewer)  # a reviewer, not an owner: refused, nothing changes
+    other.post(url, {"position": "0"})
+    page.post(url, {"position": "x"}, follow=True)  # bad input: a message, nothing changes
+    column = Column.objects.get(dataset=dataset, name="income")
+    assert (column.lower, column.upper, column.bounds_estimate) == (None, None, {})
+    response = page.post(url, {"position": "0"}, follow=True)
+    column.refresh_from_db()
+    if found:
+        assert column.bounds_estimate["release"] == release.pk
+        assert "Declared" in response.content.decode()
+    else:
+        assert column.bounds_estimate == {}
