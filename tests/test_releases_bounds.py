@@ -81,6 +81,28 @@ def test_declare_sets_the_bounds_with_provenance_for_later_releases(
     review = review_document_get(budget_request=later.budget_request)
     text = review.statistics[0].columns[0].domain_text
     assert "Bounds estimated privately at ε = 1" in text
+    # every public surface of the mean says so, linking the estimate once it is published
+    from django.test import Client
+    from django.urls import reverse
+
+    lifecycle.release_publish(release=release, actor=owner)
+    lifecycle.release_publish(release=later, actor=owner)
+    anonymous = Client()
+    slug = project.slug
+    html = anonymous.get(reverse("public:release", args=[slug, later.pk])).content.decode()
+    assert "bounds of income estimated privately at ε = 1" in html
+    assert f'href="{reverse("public:release", args=[slug, release.pk])}"' in html
+    data = anonymous.get(reverse("public:release-json", args=[slug, later.pk])).json()
+    (stat,) = data["statistics"]
+    assert [b["release"] for b in stat["bounds_estimated"]] == [release.pk]
+    response = anonymous.get(reverse("public:release-csv", args=[slug, later.pk]))
+    csv = b"".join(response.streaming_content).decode()
+    assert "estimated privately" in csv
+    bounds_html = anonymous.get(reverse("public:release", args=[slug, release.pk]))
+    assert "Estimated bounds of income" in bounds_html.content.decode()
+    # the registry lists the estimate's spend like any release's
+    registry = anonymous.get(reverse("registry:project", args=[slug])).content.decode()
+    assert release.title in registry
 
 
 @pytest.mark.django_db

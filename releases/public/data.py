@@ -60,6 +60,18 @@ MECHANISM_LABELS = {
 }
 
 
+def bounds_estimated(spec: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The statistic's columns whose declared bounds a private estimate gave, as frozen
+    with its specification (releases.kinds.domains.column_domain): column, release,
+    title, epsilon, lower, upper. Empty when the owner knew every bound used."""
+    out = []
+    for domain in (spec or {}).get("columns") or []:
+        estimate = domain.get("bounds_estimate") if isinstance(domain, dict) else None
+        if isinstance(estimate, dict) and estimate.get("release") is not None:
+            out.append({"column": str(domain.get("name")), **estimate})
+    return out
+
+
 def _intervals(
     entry: dict, levels: tuple[str, ...], display: list[int] | None = None
 ) -> tuple[dict[str, dict[str, dict[str, list]]], list[bool]]:
@@ -275,6 +287,7 @@ def _statistic_data(
         **_bucket_marks(statistic_kind, spec, data_cells=cells, shape=shape),
     }
     _add_cell_labels(data, spec)
+    data["bounds_estimated"] = bounds_estimated(spec)
     statement = statistic_kind.statement(entry)
     if statement:  # a result that is a sentence (private bounds): its values and the sentence
         data["bounds"] = dict(entry.get("bounds") or {})

@@ -110,6 +110,13 @@ def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str,
                 "cells": cells,
                 "argmax": stat["argmax"],
                 "argmax_label": stat.get("argmax_label"),
+                # the columns whose bounds a private estimate gave (not the owner's knowledge)
+                "bounds_estimated": stat.get("bounds_estimated") or [],
+                **(
+                    {"bounds": stat["bounds"], "statement": stat["statement"]}
+                    if stat.get("statement")
+                    else {}
+                ),
                 **({"tables": stat["tables"]} if stat.get("tables") else {}),
                 **(
                     {"about_basis": _basis(stat.get("about_basis"))}

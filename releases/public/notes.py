@@ -262,7 +262,33 @@ def statistic_notes(
                 n=formatting.integer(n),
             )
         )
+    notes.extend(estimated_bounds_notes(spec))
     return notes
+
+
+ESTIMATED_BOUNDS = gettext_noop(
+    "The bounds of %(name)s were not known in advance: they were estimated privately at "
+    "ε = %(epsilon)s (release «%(title)s»), and that estimate's cost is in the project's "
+    "registry."
+)
+
+
+def estimated_bounds_notes(spec: dict[str, Any] | None) -> list[Record]:
+    """One note per column whose declared bounds a private estimate gave (frozen with the
+    specification): readers must not take them for the owner's knowledge."""
+    out = []
+    for domain in (spec or {}).get("columns") or []:
+        estimate = domain.get("bounds_estimate") if isinstance(domain, dict) else None
+        if isinstance(estimate, dict) and estimate.get("release") is not None:
+            out.append(
+                note(
+                    ESTIMATED_BOUNDS,
+                    name=str(domain.get("name")),
+                    epsilon=formatting.epsilon(estimate.get("epsilon")),
+                    title=str(estimate.get("title") or ""),
+                )
+            )
+    return out
 
 
 def _grouped_kind_notes(entry: dict[str, Any], spec: dict[str, Any] | None) -> list:

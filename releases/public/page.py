@@ -10,11 +10,13 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlencode
 
+from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext
 
 from dpportal import formatting, words
+from releases.models import Release
 from releases.public import crosstab_page, notes, page_words, stats_text
 from releases.public.options import CONFIDENCE_LABELS, ViewOptions
 
@@ -265,7 +267,40 @@ def statistic_context(
         "quantile_rows": stats_text.quantile_rows(stat, options=options),
         "quantile_basis": stats_text.quantile_basis(stat),
         "paging": paging_context(stat, options=options),
+        "bounds_links": bounds_links(stat),
     }
+
+
+def bounds_links(stat: dict[str, Any]) -> list[dict[str, str]]:
+    """Each privately estimated bound the statistic uses, in words, with a link to the
+    estimate's public page once that release is published ("" before)."""
+    found = stat.get("bounds_estimated") or []
+    published = {
+        r.pk: r
+        for r in Release.objects.filter(
+            pk__in=[b["release"] for b in found], status=Release.Status.PUBLISHED
+        ).select_related("project")
+    }
+    out = []
+    for b in found:
+        release = published.get(b["release"])
+        out.append(
+            {
+                "text": gettext(
+                    "bounds of %(column)s estimated privately at ε = %(epsilon)s "
+                    "(release «%(title)s»)"
+                )
+                % {
+                    "column": b["column"],
+                    "epsilon": formatting.epsilon(b.get("epsilon")),
+                    "title": b.get("title", ""),
+                },
+                "url": reverse("public:release", args=[release.project.slug, release.pk])
+                if release
+                else "",
+            }
+        )
+    return out
 
 
 def chart_text() -> dict[str, str]:
