@@ -43,6 +43,23 @@ def builder_text() -> dict[str, object]:
         ),
         "crosstab_placeholder": "a × b; c",
         "crosstab_total": gettext("and the total"),
+        "bounds_ends": gettext("search"),
+        "bounds_end_choices": [
+            ["both", gettext("both bounds")],
+            ["upper", gettext("the upper bound only")],
+            ["lower", gettext("the lower bound only")],
+        ],
+        "bounds_outside": gettext("values allowed beyond each bound"),
+        "bounds_centre": gettext("start point"),
+        "bounds_unit": gettext("smallest step"),
+        "bounds_limit": gettext("largest distance"),
+        "bounds_help": gettext(
+            "The search starts at the start point and walks outward in steps growing by 5 % "
+            "until few values lie beyond. The start point must be a value you know lies "
+            "inside the column's range without looking at the data (0 for amounts, a typical "
+            "year for years): the data itself must not suggest it. No bounds need to be "
+            "declared for this column."
+        ),
         "then_by": gettext("then by"),
         "all_rows": gettext("(all rows)"),
         "low": pgettext("lower bound, short", "lo"),

@@ -115,7 +115,26 @@
       " ",
       input("category", s.category, { size: 8, placeholder: T.category }),
     ]);
-    return cell(classic, grouping, quantileBox, crosstabBox(s, groups));
+    return cell(classic, grouping, quantileBox, crosstabBox(s, groups), boundsBox(s));
+  }
+
+  /** Private bounds' options: the ends searched, the values allowed beyond each bound and
+   * the public search grid (start point, smallest step, largest distance), with help. */
+  function boundsBox(s) {
+    const field = (name, value, placeholder, label) =>
+      el("label", {}, [label + " ", input(name, value, { size: 6, placeholder: placeholder })]);
+    return el("span", { "data-kinds": "bounds" }, [
+      el("label", {}, [T.bounds_ends + " ", select("ends", T.bounds_end_choices, s.ends || "both")]),
+      " ",
+      field("outside", s.outside == null ? "" : s.outside, "5", T.bounds_outside),
+      " ",
+      field("centre", s.centre, "0", T.bounds_centre),
+      " ",
+      field("unit", s.unit, "1", T.bounds_unit),
+      " ",
+      field("limit", s.limit, "1e12", T.bounds_limit),
+      el("small", { class: "muted help", text: T.bounds_help }),
+    ]);
   }
 
   /** A cross-tabulation's options: its columns (those a histogram accepts), the tables to
@@ -287,12 +306,11 @@
       // values may lie between the released value and the true quantile), in words
       // from the server (releases/kinds/quantiles.py)
       const ranks = s.rank_error != null;
-      const one = ranks
-        ? s.accuracy_text || rankText(s.rank_error_text)
-        : s.halfwidth_text;
-      const all = ranks
-        ? s.accuracy_simultaneous_text || rankText(s.rank_error_simultaneous_text)
-        : s.halfwidth_simultaneous_text;
+      // private bounds: their accuracy statement in words (releases/kinds/bounds.py)
+      const one = s.accuracy_text || (ranks ? rankText(s.rank_error_text) : s.halfwidth_text);
+      const all =
+        s.accuracy_simultaneous_text ||
+        (ranks ? rankText(s.rank_error_simultaneous_text) : s.halfwidth_simultaneous_text);
       body.append(
         el("tr", { "data-kind": s.kind }, [
           el("td", { text: s.label }),
