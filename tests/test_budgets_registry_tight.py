@@ -81,8 +81,12 @@ def test_seeded_demo_registry_recomputes_with_an_independent_accountant(client):
     assert tight["delta"] == document["caps"]["delta"]
     (published,) = document["releases"]
     kinds = {m["kind"] for m in published["mechanisms"]}
-    # Laplace, the argmax, and the quantiles (one permute-and-flip record per quantile)
-    assert kinds == {"discrete_laplace", "report_noisy_max", "permute_and_flip"}
+    # Laplace, the argmax, the quantiles (one permute-and-flip record per quantile) and
+    # private bounds (a pure generic record per end searched)
+    assert kinds == {"discrete_laplace", "report_noisy_max", "permute_and_flip",
+                     "generic_eps_delta"}  # fmt: skip
+    generic = [m for m in published["mechanisms"] if m["kind"] == "generic_eps_delta"]
+    assert all(Fraction(m["delta"]) == 0 for m in generic)
     flips = [m for m in published["mechanisms"] if m["kind"] == "permute_and_flip"]
     assert all(Fraction(m["delta"]) == 0 for m in flips)
     # Every record's basic cost adds up to at most what the release was charged.

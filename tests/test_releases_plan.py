@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from datasets import person_rows
 from dpportal.privacy.params import exact_str
 from dpportal.privacy.rng import SeededTestRandom
+from dpportal.privacy.unbounded_bounds import SearchGrid
 from releases.compute import duckdb_engine
 from releases.compute import person_rows as copy_path
 from releases.compute.readers import StatisticReader
@@ -101,8 +102,21 @@ def statistics(draw):
         {"kind": "grouped_mean", "columns": [y], "groups": [cat, k], **grid},
         {"kind": "variance", "columns": [x], "groups": [], **grid},
         {"kind": "stddev", "columns": [y], "groups": [k], **grid},
+        {"kind": "bounds", "columns": [x], **search_grid(draw)},
+        {"kind": "bounds", "columns": [y], **search_grid(draw)},
     ]
     return [{**common, **s, "position": i} for i, s in enumerate(stats)]
+
+
+def search_grid(draw) -> dict:
+    """A private-bounds entry's search: its public grid (releases.kinds.bounds)."""
+    grid = SearchGrid.of(
+        centre=draw(st.sampled_from([Fraction(-3), Fraction(0), Fraction(5, 2)])),
+        unit=draw(st.sampled_from([Fraction(1, 4), Fraction(1), Fraction(3)])),
+        ratio=draw(st.sampled_from([Fraction(105, 100), Fraction(3, 2), Fraction(2)])),
+        limit=draw(st.sampled_from([100, 10**6])),
+    )
+    return {"ends": "both", "outside": 5, "grid": grid.to_dict(), "steps": grid.steps()}
 
 
 def write(tmp, data) -> str:
