@@ -140,3 +140,14 @@ def test_the_declare_button_posts_with_csrf_for_owners_only(project, owner, revi
         assert "Declared" in response.content.decode()
     else:
         assert column.bounds_estimate == {}
+
+
+def test_typed_bounds_other_than_the_estimate_forget_it():
+    from datasets.services.declaration_columns import declare_column
+
+    estimate = {"release": 3, "title": "t", "epsilon": "0.1", "lower": "0", "upper": "412000.5"}
+    column = Column(name="income", kind="numeric", bounds_estimate=dict(estimate))
+    assert declare_column(column, {"kind": "numeric", "lower": "0", "upper": "412000.50"}) == []
+    assert column.bounds_estimate == estimate  # the same bounds: still the estimate's
+    assert declare_column(column, {"kind": "numeric", "lower": "0", "upper": "500000"}) == []
+    assert column.bounds_estimate == {}  # typed: the owner's knowledge

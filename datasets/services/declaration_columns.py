@@ -44,6 +44,7 @@ DECLARED_FIELDS = [
     "category_labels",
     "label",
     "label_zh",
+    "bounds_estimate",
 ]
 #: a date range with too many bins, by bin (translated when the problem is found)
 _TOO_MANY_BINS = {
@@ -119,7 +120,24 @@ def declare_column(column: Column, spec: Mapping[str, object]) -> list[str]:
         _missing_codes(column, spec, errors, numeric=kind == Column.Kind.NUMERIC)
     set_category_labels(column, spec, errors)
     _labels(column, spec, errors)
+    _estimate_kept(column)
     return errors
+
+
+def _estimate_kept(column: Column) -> None:
+    """Forget where the bounds came from once they are not the estimate's any more (the
+    owner typed others, or declared the column otherwise): typed bounds are the owner's."""
+    estimate = column.bounds_estimate or {}
+    if not estimate:
+        return
+    for end in ("lower", "upper"):
+        given = estimate.get(end)
+        declared = getattr(column, end)
+        if (given is None) != (declared is None) or (
+            given is not None and Decimal(str(given)) != Decimal(declared)
+        ):
+            column.bounds_estimate = {}
+            return
 
 
 def _labels(column: Column, spec: Mapping[str, object], errors: list[str]) -> None:
