@@ -23,6 +23,7 @@ def mechanism_label(code: str) -> str:
     return {
         "laplace": gettext("Laplace mechanism (pure epsilon-differential privacy)"),
         "gaussian": gettext("Gaussian mechanism ((epsilon, delta)-differential privacy)"),
+        "above_threshold": gettext("AboveThreshold search (pure epsilon-differential privacy)"),
     }.get(code, code)
 
 

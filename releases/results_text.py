@@ -86,6 +86,7 @@ def noise_law(code: str) -> str:
         "discrete_laplace": gettext("discrete Laplace"),
         "discrete_gaussian": gettext("discrete Gaussian"),
         "permute_and_flip": gettext("exact permute-and-flip selection"),
+        "above_threshold": gettext("AboveThreshold search with discrete Laplace noise"),
     }
     return laws.get(code) or mechanism_name(code)
 
@@ -125,5 +126,6 @@ def mechanism_name(code: str) -> str:
         "laplace": pgettext("noise", "Laplace"),
         "gaussian": pgettext("noise", "Gaussian"),
         "permute_and_flip": pgettext("noise", "Permute-and-flip"),
+        "above_threshold": pgettext("noise", "AboveThreshold"),
     }
     return names.get(code, code)

@@ -57,6 +57,7 @@ MECHANISM_LABELS = {
     "laplace": "Laplace mechanism (pure epsilon-differential privacy)",
     "gaussian": "Gaussian mechanism ((epsilon, delta)-differential privacy)",
     "permute_and_flip": "Exact permute-and-flip selection (pure epsilon-differential privacy)",
+    "above_threshold": "AboveThreshold search (pure epsilon-differential privacy)",
 }
 
 
