@@ -26,8 +26,6 @@ each of count 1. Three mechanisms, chosen by a public rule from (epsilon, delta,
   of a public grid (from the smallest with delta_keys(eps) <= delta up to 1.6 times it)
   that gives the lowest tau. Better than Laplace for larger L, and never worse than
   splitting delta between the noise and the threshold.
-  The public rule: the mechanism whose threshold tau (the count published with
-  probability about one half) is lower; ties go to Laplace.
 - The optimal policy (keys only; Desfontaines, Voss, Gipson, Mandayam, "Differentially
   private partition selection", PoPETs 2022): a key of count n is published with
   probability pi(n), pi(0) = 0, pi(n) = min(e^eps pi(n-1) + delta,
@@ -38,6 +36,12 @@ each of count 1. Three mechanisms, chosen by a public rule from (epsilon, delta,
   e^eps in the first term and an upper bound on e^-eps in the second (both make pi(n)
   smaller and keep both DP inequalities true), rounded down to 64-bit numerators, and
   drawn as u < pi(n) 2^64 from one CSPRNG word.
+
+The public rule (`plan_selection`): among the mechanisms that fit the request (both
+thresholdings publish counts or, withholding them, keys only; the policy keys only), the
+one whose count published with probability one half is lowest. For one key per person
+that is Laplace thresholding with counts and the policy without; for five, Gaussian
+thresholding either way (the policy pays for composing five keys).
 
 A published count has the noise's interval like any count; a key's absence says only that
 its noisy count (or its draw) fell short, never that it is absent from the data.
@@ -393,19 +397,31 @@ class KeySelection:
 def plan_selection(
     *, epsilon: object, delta: object, keys_per_person: int, with_counts: bool
 ) -> KeySelection:
-    """The selection a statistic will use, chosen from public parameters only."""
+    """The selection a statistic will use, chosen from public parameters only: among the
+    mechanisms that fit (thresholding publishes counts; any may publish keys only), the
+    one whose count published with probability one half is lowest (ties: the first of
+    Laplace thresholding, Gaussian thresholding, the optimal policy)."""
     eps, dlt, keys = _check(epsilon, delta, keys_per_person)
-    if not with_counts:
-        return KeySelection("optimal_policy", eps, dlt, keys, False)
     tau_lap = _laplace_threshold(eps, dlt, keys)
     tau_gauss, sigma, d1 = _gaussian_threshold(eps, dlt, keys)
-    if tau_lap <= tau_gauss:
-        return KeySelection(
-            "laplace_threshold", eps, dlt, keys, True, tau_lap, Fraction(keys) / eps
-        )
-    return KeySelection(
-        "gaussian_threshold", eps, dlt, keys, True, tau_gauss, sigma=sigma, delta_noise=d1
-    )
+    candidates = [
+        KeySelection(
+            "laplace_threshold", eps, dlt, keys, with_counts, tau_lap, Fraction(keys) / eps
+        ),
+        KeySelection(
+            "gaussian_threshold",
+            eps,
+            dlt,
+            keys,
+            with_counts,
+            tau_gauss,
+            sigma=sigma,
+            delta_noise=d1,
+        ),
+    ]
+    if not with_counts:
+        candidates.append(KeySelection("optimal_policy", eps, dlt, keys, False))
+    return min(candidates, key=lambda c: c.count_for_probability(0.5))
 
 
 def select_keys(
@@ -434,7 +450,7 @@ def select_keys(
         return out
     assert selection.threshold is not None
     return {
-        key: int(value)
+        key: int(value) if selection.with_counts else None
         for key, value in zip(keys, noisy.tolist(), strict=True)
         if value >= selection.threshold
     }

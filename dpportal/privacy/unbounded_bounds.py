@@ -62,6 +62,8 @@ from dpportal.privacy.tails import dlap_tail
 __all__ = [
     "ENDS",
     "MAX_STEPS",
+    "DEFAULT_OUTSIDE",
+    "DEFAULT_RATIO",
     "BoundsEstimate",
     "SearchGrid",
     "bounds_records",
@@ -74,6 +76,9 @@ __all__ = [
 #: the most points one search visits (each side): bounds the grid, the compute's cells
 #: (2 * MAX_STEPS + 2) and the noise drawn
 MAX_STEPS = 4000
+#: the defaults a request starts from (bench/discovery.py --sweep shows how they compare)
+DEFAULT_RATIO = Fraction(105, 100)
+DEFAULT_OUTSIDE = 5
 #: which ends a request estimates
 ENDS = ("both", "upper", "lower")
 #: the draws of nu made at once (a search rarely needs more)
