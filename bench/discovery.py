@@ -126,7 +126,7 @@ def bounds(datasets: int, sigma: float, sweep: bool) -> None:
     print(f"  ({time.perf_counter() - start:.0f} s)")
 
 
-def _zipf_counts(keys: int, rows: int, per_person: int, rng) -> np.ndarray:
+def zipf_counts(keys: int, rows: int, per_person: int, rng) -> np.ndarray:
     """Distinct persons per key: `rows / per_person` persons, each with `per_person` Zipf keys."""
     weights = 1.0 / np.arange(1, keys + 1)
     weights /= weights.sum()
@@ -139,7 +139,7 @@ def _zipf_counts(keys: int, rows: int, per_person: int, rng) -> np.ndarray:
     return np.bincount(draws[distinct], minlength=keys)
 
 
-def _textbook_gaussian(epsilon: float, delta: float, keys: int):
+def textbook_gaussian(epsilon: float, delta: float, keys: int):
     """Gaussian thresholding as usually implemented: continuous analytic sigma on l2
     sensitivity sqrt(keys) at delta_1, threshold for delta_2 = delta - delta_1, best split."""
     from scipy.stats import norm
@@ -166,7 +166,7 @@ def keys_found() -> None:
     rng = np.random.default_rng(7)
     print("keys found: Zipf(1) over 10,000 keys, 1,000,000 rows, epsilon 1, delta 1e-6")
     for per_person in (1, 5):
-        counts = _zipf_counts(10_000, 1_000_000, per_person, rng)
+        counts = zipf_counts(10_000, 1_000_000, per_person, rng)
         counts = counts[counts > 0]
         for with_counts in (True, False):
             start = time.perf_counter()
@@ -184,7 +184,7 @@ def keys_found() -> None:
                 f"  L = {per_person}, {label}: {sel.mechanism} (threshold {sel.threshold}): "
                 f"expected {expected:,.0f} keys, one release {len(got):,} ({took:.1f} s)"
             )
-        tau, sigma = _textbook_gaussian(1.0, 1e-6, per_person)
+        tau, sigma = textbook_gaussian(1.0, 1e-6, per_person)
         textbook = float(np.sum(norm.sf((tau - counts) / sigma)))
         print(
             f"  L = {per_person}, Gaussian thresholding (textbook, sigma {sigma:.2f}, "
