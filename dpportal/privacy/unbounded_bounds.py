@@ -49,6 +49,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -62,6 +63,8 @@ from dpportal.privacy.tails import dlap_tail
 __all__ = [
     "ENDS",
     "MAX_STEPS",
+    "DEFAULT_OUTSIDE",
+    "DEFAULT_RATIO",
     "BoundsEstimate",
     "SearchGrid",
     "bounds_records",
@@ -74,6 +77,9 @@ __all__ = [
 #: the most points one search visits (each side): bounds the grid, the compute's cells
 #: (2 * MAX_STEPS + 2) and the noise drawn
 MAX_STEPS = 4000
+#: the defaults a request starts from (bench/discovery.py --sweep shows how they compare)
+DEFAULT_RATIO = Fraction(101, 100)
+DEFAULT_OUTSIDE = 5
 #: which ends a request estimates
 ENDS = ("both", "upper", "lower")
 #: the draws of nu made at once (a search rarely needs more)
@@ -109,7 +115,7 @@ class SearchGrid:
         *,
         centre: object = 0,
         unit: object = 1,
-        ratio: object = Fraction(105, 100),
+        ratio: object = DEFAULT_RATIO,
         limit: object = 10**12,
     ) -> SearchGrid:
         c = _fraction(centre, "centre")
@@ -163,8 +169,7 @@ class SearchGrid:
         return i
 
     def _offsets(self, count: int) -> np.ndarray:
-        i = np.arange(count, dtype=np.float64)
-        return float(self.unit) * np.expm1(i * math.log(float(self.ratio)))
+        return _offsets(float(self.unit), float(self.ratio), count)
 
     def upward(self) -> np.ndarray:
         """u_0 = centre, u_1, ..., u_steps (ascending)."""
@@ -196,6 +201,16 @@ class SearchGrid:
             ratio=Fraction(data["ratio"]),
             limit=Fraction(data["limit"]),
         )
+
+
+@lru_cache(maxsize=64)
+def _offsets(unit: float, ratio: float, count: int) -> np.ndarray:
+    """unit * (ratio**i - 1), i < count, rounded to 12 significant digits: readable points
+    (7, not 6.999999999999998), the same on every engine (one float64 formula)."""
+    raw = unit * np.expm1(np.arange(count, dtype=np.float64) * math.log(ratio))
+    out = np.array([float(f"{x:.12g}") for x in raw.tolist()])
+    out.setflags(write=False)
+    return out
 
 
 def _exact(value: Fraction) -> str:
