@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from django.utils.translation import gettext, pgettext
 
+from dpportal import formatting
+from dpportal.privacy.unbounded_bounds import DEFAULT_RATIO
 from releases.models import Statistic
 
 
@@ -54,12 +56,13 @@ def builder_text() -> dict[str, object]:
         "bounds_unit": gettext("smallest step"),
         "bounds_limit": gettext("largest distance"),
         "bounds_help": gettext(
-            "The search starts at the start point and walks outward in steps growing by 5 % "
-            "until few values lie beyond. The start point must be a value you know lies "
+            "The search starts at the start point and walks outward in steps growing by "
+            "%(growth)s until few values lie beyond. The start point must be a value you know lies "
             "inside the column's range without looking at the data (0 for amounts, a typical "
             "year for years): the data itself must not suggest it. No bounds need to be "
             "declared for this column."
-        ),
+        )
+        % {"growth": formatting.percent(DEFAULT_RATIO - 1)},
         "then_by": gettext("then by"),
         "all_rows": gettext("(all rows)"),
         "low": pgettext("lower bound, short", "lo"),

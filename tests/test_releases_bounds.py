@@ -34,7 +34,7 @@ def test_the_plan_needs_no_declared_bounds_and_refuses_bad_search(project, owner
     release = services.release_save_draft(project=project, actor=owner, data=data)
     stat = release.statistics.get()
     assert stat.search == {"ends": "both", "outside": 5, "centre": "0", "unit": "1",
-                           "limit": "1000000000000"}  # fmt: skip
+                           "limit": "1000000000000", "ratio": "101/100"}  # fmt: skip
     for bad, words in [
         ({"ends": "sideways"}, "Search both bounds"),
         ({"outside": "-1"}, "whole number from 0"),

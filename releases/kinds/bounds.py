@@ -41,8 +41,10 @@ def grid_of(entry: dict[str, Any]) -> unbounded_bounds.SearchGrid:
 
 def search_grid_of(search: dict[str, Any]) -> unbounded_bounds.SearchGrid:
     """The search grid of a statistic's stored search parameters."""
+    ratio = search.get("ratio", unbounded_bounds.DEFAULT_RATIO)
     return unbounded_bounds.SearchGrid.of(
-        **{k: Fraction(str(search[k])) for k in ("centre", "unit", "limit")}
+        **{k: Fraction(str(search[k])) for k in ("centre", "unit", "limit")},
+        ratio=Fraction(str(ratio)),
     )
 
 

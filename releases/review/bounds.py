@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 from django.utils.translation import gettext
@@ -14,7 +15,7 @@ from datasets.models import Column
 from dpportal import formatting, statistic_names
 from dpportal.privacy.unbounded_bounds import end_epsilon
 from releases import dp, kinds
-from releases.kinds.bounds import bound_text
+from releases.kinds.bounds import bound_text, search_grid_of
 from releases.review.text import missing_text
 from releases.review.types import ColumnReview, StatisticReview
 from releases.services.plan import ReleasePlan, StatisticPlan
@@ -33,7 +34,7 @@ def add_plan_fields(
     stat.search = {
         "ends": entry["ends"],
         "outside": int(entry["outside"]),
-        **{k: str(grid[k]) for k in ("centre", "unit", "limit")},
+        **{k: str(grid[k]) for k in ("centre", "unit", "ratio", "limit")},
     }
 
 
@@ -50,10 +51,15 @@ def statistic_review(*, plan: ReleasePlan, stat: StatisticPlan) -> StatisticRevi
         "point beyond which at most %(outside)s values lie by a noisy comparison (discrete "
         "Laplace noise; pure epsilon-differential privacy)"
     ) % {"outside": formatting.integer(search["outside"])}
+    growth = formatting.percent(Fraction(str(search["ratio"])) - 1)
     grid = gettext(
-        "start point %(centre)s, smallest step %(unit)s, growing by 5 %% a step up to "
-        "%(limit)s away"
-    ) % {k: bound_text(search[k]) for k in ("centre", "unit", "limit")}
+        "start point %(centre)s, smallest step %(unit)s, each step %(growth)s longer than "
+        "the last, up to %(limit)s away (%(steps)s points on each side)"
+    ) % {
+        **{k: bound_text(search[k]) for k in ("centre", "unit", "limit")},
+        "growth": growth,
+        "steps": formatting.integer(search_grid_of(search).steps()),
+    }
     details = (
         (gettext("Searched"), ends, "ends"),
         (gettext("Method"), method, "method"),

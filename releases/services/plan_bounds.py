@@ -19,12 +19,11 @@ from datasets.models import Column, Dataset
 from dpportal import formatting, messages
 from dpportal.errors import ValidationFailed
 from dpportal.privacy.errors import PrivacyParameterError
-from dpportal.privacy.unbounded_bounds import SearchGrid
+from dpportal.privacy.unbounded_bounds import DEFAULT_OUTSIDE, DEFAULT_RATIO, SearchGrid
 from releases.plans import StatisticPlan
 from releases.services.plan_fields import _column, _optional_decimal
 
 ENDS = ("both", "upper", "lower")
-DEFAULT_OUTSIDE = 5
 #: the most values a bound may leave beyond it (a larger one says nothing useful)
 MAX_OUTSIDE = 10**9
 DEFAULTS = {"centre": Decimal(0), "unit": Decimal(1), "limit": Decimal(10**12)}
@@ -65,7 +64,7 @@ def parse_bounds(
         value = _optional_decimal(raw.get(key), field=label)
         given[key] = DEFAULTS[key] if value is None else value
     try:
-        SearchGrid.of(**{k: Fraction(v) for k, v in given.items()})
+        SearchGrid.of(**{k: Fraction(v) for k, v in given.items()}, ratio=DEFAULT_RATIO)
     except PrivacyParameterError as exc:
         raise ValidationFailed(
             gettext("The search grid is not valid: %(problem)s.")
@@ -75,12 +74,9 @@ def parse_bounds(
         "ends": ends,
         "outside": outside,
         **{k: formatting.exact(v.normalize()) for k, v in given.items()},
+        # the grid's growth per step, frozen with it (the core's default may change)
+        "ratio": str(DEFAULT_RATIO),
     }
-
-
-def search_grid(search: dict[str, Any]) -> SearchGrid:
-    """The public search grid of a stored or frozen `search` (validated when parsed)."""
-    return SearchGrid.of(**{k: Fraction(Decimal(str(search[k]))) for k in DEFAULTS})
 
 
 def bounds_input(search: dict[str, Any]) -> dict[str, Any]:
