@@ -151,3 +151,25 @@ def test_typed_bounds_other_than_the_estimate_forget_it():
     assert column.bounds_estimate == estimate  # the same bounds: still the estimate's
     assert declare_column(column, {"kind": "numeric", "lower": "0", "upper": "500000"}) == []
     assert column.bounds_estimate == {}  # typed: the owner's knowledge
+
+
+@pytest.mark.django_db
+def test_a_target_of_values_beyond_each_bound_solves_the_epsilon(project, owner):
+    from releases import dp
+    from releases.kinds.bounds import outside_bound, search_grid_of
+    from releases.services.plan import release_plan_parse
+
+    dataset = make_dataset(project=project, owner=owner)
+    target = {"kind": "bounds", "column": "income", "target_halfwidth": "60"}
+    plan = release_plan_parse(project=project, data=builder_data(dataset, statistics=[target]))
+    (stat,) = plan.statistics
+    accuracy = dp.statistic_accuracy(plan=plan, stat=stat)
+    assert accuracy["outside_at_most"] <= 60
+    assert "at most" in accuracy["accuracy_text"]
+    # 10 % less epsilon misses the target: the solved epsilon is (near) the smallest
+    smaller = outside_bound(
+        epsilon=stat.epsilon * 9 / 10, ends="both", outside=5,
+        steps=search_grid_of(stat.search).steps(),
+        contribution_bound=plan.dataset.contribution_bound, confidence=plan.confidence,
+    )  # fmt: skip
+    assert smaller > 60
