@@ -5,10 +5,10 @@ The aggregate of a "bounds" entry counts the column's values in each cell (-inf,
 (e_0, e_1], ..., (e_m, +inf) of the grid's edges (dpportal.privacy.unbounded_bounds.
 SearchGrid.edges), missing values (null, NaN) dropped. Checked here: the numpy readers
 against a count made value by value in Python (values on the edges themselves, either
-side of them, beyond the limit, infinities); the DuckDB plan (a binary search written as
-nested CASEs) against the readers, with and without a person column, through the
-dataset and its person-rows copy, beside other statistics in the same query.
-Infinities are missing values, as for every numeric column.
+side of them, beyond the limit, infinities); the DuckDB plan (a guess from the grid's
+formula corrected against the edges) against the readers, with and without a person
+column, through the dataset and its person-rows copy, beside other statistics in the
+same query. Infinities are missing values, as for every numeric column.
 """
 
 from __future__ import annotations
@@ -117,3 +117,29 @@ def test_the_duckdb_plan_equals_the_readers(media, with_id, via):
     if not with_id:
         assert got[0].tolist() == python_counts([r[0] for r in ROWS], EDGES)
         assert got[1].tolist() == python_counts([r[1] for r in ROWS], other.edges())
+
+
+@pytest.mark.parametrize(
+    "grid",
+    [
+        SearchGrid.of(),  # the default: thousands of edges out to 1e12
+        SearchGrid.of(centre=Fraction(-7, 2), unit=Fraction(1, 8), ratio=2, limit=10**9),
+        SearchGrid.of(centre=10**14, unit=1000, ratio=Fraction(11, 10), limit=10**14),
+    ],
+)
+def test_the_plan_finds_every_edge_exactly_from_its_guess(media, grid):
+    """The plan guesses a value's cell from the grid's formula and corrects it against the
+    edges: every edge, its float neighbours on both sides, the centre and values past the
+    limit land in the cell numpy's searchsorted gives (the readers' rule)."""
+    edges = np.array(grid.edges())
+    values = np.concatenate(
+        [edges, np.nextafter(edges, np.inf), np.nextafter(edges, -np.inf),
+         [float(grid.centre), edges[0] * 2 - edges[-1], edges[-1] * 2 - edges[0]]]
+    )  # fmt: skip
+    table = pa.table({"x": values, "n": np.zeros(values.size, dtype=np.int64),
+                      "person": ["p"] * values.size})  # fmt: skip
+    pq.write_table(table, media / "e.parquet")
+    spec = release_spec("e.parquet", [bounds_entry(X, grid=grid)])
+    (got,) = duckdb_engine.run_plan(spec, duckdb_engine.duckdb_plan(spec))
+    expected = np.bincount(np.searchsorted(edges, values, side="left"), minlength=edges.size + 1)
+    assert got.tolist() == expected.tolist()

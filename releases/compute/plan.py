@@ -36,10 +36,12 @@ import numpy as np
 import pyarrow as pa
 
 from dpportal.privacy.sensitivity import check_granularity, grid_bounds
+from dpportal.privacy.unbounded_bounds import SearchGrid
 from releases import kinds
 from releases.compute.readers import Axis, maximal_marginals
 from releases.compute.readers_bounds import grid_edges
 from releases.compute.readers_stats import Partial
+from releases.kinds.bounds import grid_of
 
 PLAN_KINDS = tuple(name for name, kind in kinds.REGISTRY.items() if kind.aggregate != "ranks")
 ROW = "__row"  # the source's row number (a stable row identity for the person bound)
@@ -59,6 +61,7 @@ class Dialect:
     string: str  # the text type
     anti_join: str  # rows of the left side with no match on the right
     quote: str
+    element: str = "{items}[{i}]"  # the {i}-th (1-based) element of the array {items}
 
     def ident(self, name: str) -> str:
         q = self.quote
@@ -97,6 +100,7 @@ SPARK = Dialect(
     string="STRING",
     anti_join="LEFT ANTI JOIN",
     quote="`",
+    element="element_at({items}, CAST({i} AS INT))",
 )
 
 
@@ -107,21 +111,37 @@ class GridAxis:
     size: int
 
 
-def _grid_cell_sql(value: str, edges: list[float], d: Dialect) -> str:
+def _grid_cell_sql(value: str, grid: SearchGrid, edges: list[float], d: Dialect) -> str:
     """The number of `edges` strictly below `value` (its cell, as GridCountsReader counts
-    it), by a binary search written as nested CASEs (depth log2 of the edges, so each row
-    costs about 11 comparisons for a thousand edges); -1 for a missing value."""
+    it); -1 for a missing value.
 
-    def below(lo: int, hi: int) -> str:
-        if lo == hi:
-            return str(lo)
-        mid = (lo + hi) // 2
-        return (
-            f"CASE WHEN {value} > {d.double(edges[mid])} THEN {below(mid + 1, hi)} "
-            f"ELSE {below(lo, mid)} END"
-        )
+    The edges are centre +- unit * (ratio**i - 1) (to 12 significant digits), so the count
+    is guessed from the inverse formula: steps + ceil(ln(1 + (v - c) / unit) / ln r) above
+    the centre, steps - floor(ln(1 + (c - v) / unit) / ln r) at or below it, clamped to
+    0..len(edges). Floating-point error can put a value within about 1e-12 (relative) of an
+    edge on its other side, never past a second edge (consecutive edges are a step of at
+    least unit * (r - 1) apart, and 1 % or more of their distance from the centre), so
+    the guess g is off by at most one; comparing the value with the two edges around g
+    (the same float literals the readers use) makes it exact. Each row costs a logarithm
+    and two comparisons, whatever the number of edges."""
+    m = len(edges)
+    items = d.array.format(", ".join(d.double(e) for e in edges))
+    c, s = d.double(float(grid.centre)), d.double(float(grid.unit))
+    log_r = d.double(math.log(float(grid.ratio)))
+    steps = grid.steps()
+    up = f"CAST(ceil(ln(1 + ({value} - {c}) / {s}) / {log_r}) AS BIGINT)"
+    down = f"CAST(floor(ln(1 + ({c} - {value}) / {s}) / {log_r}) AS BIGINT)"
+    g = (
+        f"(CASE WHEN {value} > {c} THEN least({steps} + {up}, {m}) "
+        f"ELSE greatest({steps} - least({down}, {steps}), 0) END)"
+    )
 
-    return f"CASE WHEN {value} IS NULL THEN -1 ELSE {below(0, len(edges))} END"
+    def edge(k: str) -> str:  # the k-th edge, 0-based
+        return d.element.format(items=items, i=f"{k} + 1")
+
+    above = f"CASE WHEN {g} < {m} AND {edge(g)} < {value} THEN 1 ELSE 0 END"
+    below = f"CASE WHEN {g} > 0 AND {edge(f'{g} - 1')} >= {value} THEN 1 ELSE 0 END"
+    return f"CASE WHEN {value} IS NULL THEN -1 ELSE {g} + ({above}) - ({below}) END"
 
 
 @dataclass
@@ -398,7 +418,7 @@ def plan_or_none(spec: dict[str, Any], schema: pa.Schema, dialect: Dialect = DUC
             if v is None:
                 return None
             edges = [float(e) for e in grid_edges(s)]
-            selects[f"b{i}"] = _grid_cell_sql(v, edges, d)
+            selects[f"b{i}"] = _grid_cell_sql(v, grid_of(s), edges, d)
             aggregates[f"s{i}_n"] = "count(*)"
             axis = GridAxis(size=len(edges) + 1)
             parts.append(Part(spec=s, axes=[axis], grouping=(f"b{i}",), columns=[f"s{i}_n"]))
