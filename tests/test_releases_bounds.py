@@ -4,6 +4,8 @@ and the provenance every later statistic's frozen spec and review document carry
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 
 from datasets.models import Column
@@ -73,7 +75,9 @@ def test_declare_sets_the_bounds_with_provenance_for_later_releases(
         pytest.skip("a search reached its limit (the noise decides; rare at epsilon 1)")
     column = bounds_declare(release=release, position=0, actor=owner)
     assert column.bounds_estimate["release"] == release.pk
-    assert column.lower <= float(entry["bounds"]["lower"]) <= float(entry["bounds"]["upper"])
+    # rounded outward to the column's 10 decimal places (the stored bounds are exact texts)
+    lower, upper = (Decimal(entry["bounds"][end]) for end in ("lower", "upper"))
+    assert column.lower <= lower <= upper <= column.upper
     mean = {"kind": "mean", "column": "income", "n_guess": 3000, "epsilon": "1", "hold": True}
     later = computed(project, owner, reviewer, dataset, [mean])
     (frozen,) = later.spec["statistics"]
