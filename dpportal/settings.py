@@ -535,6 +535,15 @@ RELEASE_MAX_CELLS_PER_RELEASE = env_int("RELEASE_MAX_CELLS_PER_RELEASE", 20_000)
 # pivot per group (dpportal/privacy/mean_pivot.py, ~1.3 ms a cell).
 RELEASE_MAX_SPREAD_CELLS = env_int("RELEASE_MAX_SPREAD_CELLS", 150)
 RELEASE_MAX_GROUPED_MEAN_CELLS = env_int("RELEASE_MAX_GROUPED_MEAN_CELLS", 600)
+# Keys found in the data (partition selection): at most this many published keys per
+# statistic (the owner may ask for fewer; when more pass the threshold, those with the
+# largest noisy counts are kept, post-processing); a key longer than
+# RELEASE_KEYS_MAX_KEY_CHARS characters is cut to that length before it is counted (a
+# per-row transformation, so the count stays of persons). Distinct keys held while
+# counting are bounded by the dataset's rows and decompressed bytes, never a cap the
+# data could make a computation fail on.
+RELEASE_KEYS_MAX_SHOWN = env_int("RELEASE_KEYS_MAX_SHOWN", 1000)
+RELEASE_KEYS_MAX_KEY_CHARS = env_int("RELEASE_KEYS_MAX_KEY_CHARS", 200)
 # cells of one statistic on one HTML page (public page, owner's results): a longer
 # statistic is paged ("page 1 of N"; a two-way table shows whole rows, at least one);
 # data.csv and data.json hold every cell

@@ -36,6 +36,7 @@ _PLAIN = {
     "stddev": gettext_noop("Standard deviation of %(column)s"),
     "variance": gettext_noop("Variance of %(column)s"),
     "crosstab": gettext_noop("Cross-tabulation of %(column)s"),
+    "keys": gettext_noop("Categories of %(column)s found in the data"),
 }
 _BY = {
     "grouped_sum": gettext_noop("Sum of %(column)s by %(groups)s"),

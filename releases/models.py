@@ -98,6 +98,7 @@ class Statistic(models.Model):
         STDDEV = "stddev", _("Standard deviation")
         VARIANCE = "variance", _("Variance")
         CROSSTAB = "crosstab", _("Cross-tabulation")
+        KEYS = "keys", _("Categories found in the data")
 
     release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="statistics")
     position = models.PositiveIntegerField(default=0)
@@ -126,6 +127,9 @@ class Statistic(models.Model):
     # cross-tabulation only: {"columns": [names], "way": K or null, "marginals": [[column
     # indices], ...] (canonical, the total excluded), "total": bool}
     crosstab = models.JSONField(default=dict, blank=True)
+    # categories found in the data only: {"keys_per_person": k, "with_counts": bool,
+    # "max_keys": the most keys published}
+    keys = models.JSONField(default=dict, blank=True)
     # count of rows in one declared category (count only)
     category = models.CharField(max_length=200, blank=True)
     # clipping range of a sum or mean, narrower than the column's declared bounds

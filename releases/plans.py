@@ -45,6 +45,11 @@ class StatisticPlan:
     axes: list[Column] = field(default_factory=list)
     marginals: tuple[tuple[int, ...], ...] = ()
     way: int | None = None
+    # categories found in the data (releases.services.plan_keys): at most this many keys of
+    # one person counted, their noisy counts published or not, the most keys published
+    keys_per_person: int = 1
+    with_counts: bool = True
+    max_keys: int = 0
 
     @property
     def columns(self) -> list[Column]:

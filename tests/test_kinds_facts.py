@@ -21,6 +21,7 @@ from django.core.cache import cache
 from django.urls import reverse
 
 from dpportal.privacy.joint_quantiles import joint_levels
+from dpportal.privacy.partition_selection import KeySelection
 from releases import compute, kinds, lifecycle
 from releases.presentation import results_for_display
 from releases.public.data import release_public_data
@@ -45,6 +46,7 @@ STATISTICS = {
     "stddev": {"kind": "stddev", "column": "age", "n_guess": 3000},
     "variance": {"kind": "variance", "column": "age", "group_by": "region", "n_guess": 500},
     "crosstab": {"kind": "crosstab", "columns": ["region", "age"], "way": 2, "total": True},
+    "keys": {"kind": "keys", "column": "region"},
 }  # fmt: skip
 
 
@@ -197,6 +199,12 @@ def test_every_surface_states_the_same_mechanism_noise_and_halfwidths(client, pu
             continue
         if entry["kind"] == "crosstab":  # one zCDP Gaussian; its parts are the tables' cells
             assert Fraction(entry["explanation"]["plan"]["sigma"]) in parameters
+            continue
+        if entry["kind"] == "keys":  # recorded as the selection states its records
+            selection = KeySelection.from_dict(entry["explanation"])
+            listed_kinds = {(m["kind"], Fraction(m["epsilon"])) for m in listed["mechanisms"]}
+            for record in selection.records():
+                assert (record.kind, record.epsilon) in listed_kinds
             continue
         for part in parts:  # stated in its unit: the registry's is in noise units
             assert part.value / part.factor in parameters, (entry["kind"], part.part)

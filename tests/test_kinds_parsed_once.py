@@ -31,6 +31,7 @@ AGGREGATES = {
     "stddev": [[10, 10, 10, 10], [1, 1, 1, 1], [5, 5, 5, 5]],
     "variance": [[10, 10, 10, 10], [1, 1, 1, 1], [5, 5, 5, 5]],
     "crosstab": [[1, 2, 3, 4]],
+    "keys": {"a": 1000, "b": 500, "c": 1},
 }
 #: a cross-tabulation's frozen columns and tables (one column: its table and the total)
 CROSSTAB = {
@@ -46,6 +47,13 @@ def _axis(labels):
     return SimpleNamespace(labels=labels, categories=labels)
 
 
+def _spends_delta(kind, mechanism: str) -> bool:
+    """A Gaussian statistic, or one that a Laplace release cannot hold (it needs a delta)."""
+    if kind.pure:
+        return False
+    return kind.mechanism(mechanism) == "gaussian" or bool(kind.mechanism_problem("laplace"))
+
+
 def _entry(name: str, mechanism: str) -> dict:
     kind = kinds.get(name)
     stat = SimpleNamespace(
@@ -55,7 +63,7 @@ def _entry(name: str, mechanism: str) -> dict:
     entry = {
         "position": 0, "kind": name, "label": name, "columns": [{"name": "x"}],
         "category": None, "epsilon": "0.5",
-        "delta": "0.000001" if kind.mechanism(mechanism) == "gaussian" and not kind.pure else "0",
+        "delta": "0.000001" if _spends_delta(kind, mechanism) else "0",
         **kind.spec_fields(stat, contribution_bound=2),
     }  # fmt: skip
     if kind.grouped:

@@ -158,21 +158,28 @@ def release_aggregate_numpy(
     *, spec: dict[str, Any], release_id: int, row_groups: list[int] | None = None
 ) -> list[Any]:
     """The numpy readers' path (and the plan's test oracle): row-group chunks, keep_mask."""
-    readers = [StatisticReader.from_spec(s) for s in spec["statistics"]]
+    unit = spec["privacy_unit"]
+    readers = [
+        StatisticReader.from_spec(s, id_column=unit["id_column"]) for s in spec["statistics"]
+    ]
     parquet = open_release_data(spec)
     _reading(release_id)
-    unit = spec["privacy_unit"]
     mask = None
     if unit["id_column"]:
         mask = keep_mask(parquet, id_column=unit["id_column"], bound=unit["contribution_bound"])
     groups = list(range(parquet.num_row_groups)) if row_groups is None else row_groups
-    return aggregate_row_groups(
+    totals = aggregate_row_groups(
         parquet=parquet,
         readers=readers,
         row_groups=groups,
         mask=mask,
         on_chunk=_progress_reporter(release_id, len(groups)),
     )
+    # a reader that collects across row groups (the keys found in the data) counts at the end
+    return [
+        reader.finish(total) if hasattr(reader, "finish") else total
+        for reader, total in zip(readers, totals, strict=True)
+    ]
 
 
 def release_finalize(

@@ -37,6 +37,7 @@ from dpportal.privacy.errors import PrivacyParameterError
 from releases import dp, kinds
 from releases.models import Release
 from releases.review import crosstab as review_crosstab
+from releases.review import keys as review_keys
 from releases.review import stats as review_stats
 from releases.review.text import (
     clip_text,
@@ -140,6 +141,7 @@ def _plan(*, release: Release, spec: dict[str, Any], summary: Any) -> ReleasePla
         )
         review_stats.add_plan_fields(plan.statistics[-1], entry, lambda d: _column(d, derived))
         review_crosstab.add_plan_fields(plan.statistics[-1], entry, lambda d: _column(d, derived))
+        review_keys.add_plan_fields(plan.statistics[-1], entry, lambda d: _column(d, derived))
     return plan
 
 
@@ -148,6 +150,8 @@ def _statistic(*, plan: ReleasePlan, stat: StatisticPlan) -> StatisticReview:
         return review_stats.statistic_review(plan=plan, stat=stat)
     if kinds.get(stat.kind).fields == "crosstab":
         return review_crosstab.statistic_review(plan=plan, stat=stat)
+    if kinds.get(stat.kind).fields == "keys":
+        return review_keys.statistic_review(plan=plan, stat=stat)
     kind = kinds.get(stat.kind)
     specs = dp.statistic_noise(plan=plan, stat=stat)
     unit = value_unit(stat)

@@ -18,6 +18,7 @@ from releases import kinds
 from releases.models import Release, Statistic
 from releases.services.plan import release_plan_parse
 from releases.services.plan_crosstab import crosstab_input, crosstab_stored
+from releases.services.plan_keys import keys_input, keys_stored
 from releases.services.preview import _check_fits
 
 logger = logging.getLogger(__name__)
@@ -82,6 +83,7 @@ def release_save_draft(
                     quantiles=list(s.quantiles),
                     step=s.step,
                     crosstab=crosstab_stored(s) if s.axes else {},
+                    keys=keys_stored(s) if kinds.get(s.kind).fields == "keys" else {},
                     weight=s.weight,
                     hold=s.hold,
                     target_halfwidth=s.target_halfwidth,
@@ -130,6 +132,7 @@ def release_form_data(*, release: Release) -> dict[str, Any]:
                 "quantiles": list(s.quantiles or []),
                 "step": fmt(s.step) if s.step is not None else "",
                 **(crosstab_input(s.crosstab) if s.crosstab else {}),
+                **(keys_input(s.keys) if s.keys else {}),
             }
             for s in release.statistics.select_related(
                 "column", "column2", "group_column", "group_column2"

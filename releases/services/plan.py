@@ -27,6 +27,7 @@ from releases.services.plan_fields import (
     _optional_decimal,
     _texts,
 )
+from releases.services.plan_keys import parse_keys
 from releases.services.plan_stats import parse_statistic_stats
 
 CONFIDENCES = ("0.90", "0.95", "0.99")
@@ -107,6 +108,8 @@ def _parse_statistic(
             parse_statistic_stats(plan, raw, dataset=dataset, columns=columns)
         elif kinds.get(kind).fields == "crosstab":
             parse_crosstab(plan, raw, dataset=dataset, columns=columns)
+        elif kinds.get(kind).fields == "keys":
+            parse_keys(plan, raw, dataset=dataset, columns=columns)
         elif kind == "argmax":
             plan.column = _column(dataset, columns, raw.get("column"), what="argmax")
             if plan.column.kind != Column.Kind.CATEGORICAL or len(plan.column.categories) < 2:

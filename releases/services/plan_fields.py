@@ -28,6 +28,7 @@ COLUMN_USES = {
     "stddev": pgettext_lazy("statistic", "standard deviation"),
     "variance": pgettext_lazy("statistic", "variance"),
     "crosstab": pgettext_lazy("statistic", "cross-tabulation"),
+    "keys": pgettext_lazy("statistic", "categories found in the data"),
     "grouping": pgettext_lazy("statistic", "grouping"),
 }
 
