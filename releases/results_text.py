@@ -125,5 +125,6 @@ def mechanism_name(code: str) -> str:
         "laplace": pgettext("noise", "Laplace"),
         "gaussian": pgettext("noise", "Gaussian"),
         "permute_and_flip": pgettext("noise", "Permute-and-flip"),
+        "partition_selection": pgettext("noise", "Partition selection"),
     }
     return names.get(code, code)

@@ -368,6 +368,11 @@ class StatisticKind:
         """The mechanism a stored result was drawn with."""
         return str((entry.get("explanation") or {}).get("mechanism") or release_mechanism)
 
+    def values_published(self, entry: dict[str, Any]) -> bool:
+        """Whether a stored result publishes a value per cell (a selection may publish its
+        cells alone: the most common category, keys found in the data without counts)."""
+        return True
+
     def values(self, entry: dict[str, Any]) -> list[float]:
         """The stored noisy values as numbers, one per cell."""
         return [float(Decimal(v)) if isinstance(v, str) else float(v) for v in entry["values"]]

@@ -230,6 +230,9 @@ class KeysKind(StatisticKind):
         h = float(result_halfwidth(explanation, confidence=confidence, simultaneous=simultaneous))
         return [Cell(v, v - h, v + h, h) for v in values]
 
+    def values_published(self, entry: dict[str, Any]) -> bool:
+        return bool((entry.get("keys") or {}).get("with_counts", True))
+
     def selection_halfwidth(self, entry: dict[str, Any], *, confidence: object) -> float | None:
         return None
 

@@ -57,6 +57,10 @@ MECHANISM_LABELS = {
     "laplace": "Laplace mechanism (pure epsilon-differential privacy)",
     "gaussian": "Gaussian mechanism ((epsilon, delta)-differential privacy)",
     "permute_and_flip": "Exact permute-and-flip selection (pure epsilon-differential privacy)",
+    "partition_selection": (
+        "Partition selection: keys found in the data above a noisy threshold "
+        "((epsilon, delta)-differential privacy)"
+    ),
 }
 
 
@@ -233,7 +237,7 @@ def _statistic_data(
     label = entry.get("label") or ("" if (spec or {}).get("label_zh") else kind)
     if kind in ("sum", "mean") or (kind == "count" and not cells):
         cells = [label or str((spec or {}).get("label_zh"))]
-    if kind != "argmax" and len(cells) != len(values):
+    if statistic_kind.values_published(entry) and len(cells) != len(values):
         raise ValueError("a published statistic's cells and values disagree")
     shape = entry.get("shape")
     data: dict[str, Any] = {

@@ -244,6 +244,8 @@ def statistic_notes(
         notes.extend(_grouped_kind_notes(entry, spec))
         for domain in (spec or {}).get("groups") or []:
             notes.extend(axis_notes(domain))
+    elif kinds.get(kind).fields == "keys":
+        notes.extend(keys_notes(entry))
     elif kind == "argmax":
         n = len(entry.get("cells") or [])
         notes.append(
@@ -263,6 +265,44 @@ def statistic_notes(
             )
         )
     return notes
+
+
+def keys_notes(entry: dict[str, Any]) -> list[Record]:
+    """The rules behind the categories found in the data: who counts, the threshold, and
+    that a key not shown may still be in the data."""
+    explanation = entry.get("explanation") or {}
+    found = entry.get("keys") or {}
+    out = [
+        note(
+            gettext_noop(
+                "Each key is a value of %(name)s found in the data; a person counts once in a "
+                "key however many of their records hold it, and in at most %(k)s keys."
+            ),
+            name=", ".join(entry.get("columns") or []),
+            k=formatting.integer(int(explanation.get("keys_per_person") or 1)),
+        ),
+        note(
+            gettext_noop(
+                "A key is shown only when its noisy count of persons reaches the public "
+                "threshold %(threshold)s: keys held by fewer persons are not shown, and a "
+                "key's absence says nothing certain about the data (it may be held by a few "
+                "persons, or by none)."
+            ),
+            threshold=formatting.integer(int(explanation.get("threshold") or 0)),
+        ),
+    ]
+    if found.get("capped"):
+        out.append(
+            note(
+                gettext_noop(
+                    "%(passed)s keys passed the threshold; %(shown)s are shown (the most "
+                    "this statistic publishes)."
+                ),
+                passed=formatting.integer(int(found.get("passed") or 0)),
+                shown=formatting.integer(len(entry.get("cells") or [])),
+            )
+        )
+    return out
 
 
 def _grouped_kind_notes(entry: dict[str, Any], spec: dict[str, Any] | None) -> list:

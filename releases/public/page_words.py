@@ -112,6 +112,8 @@ def value_title(kind: str, columns: list[str]) -> str:
     name = columns[0] if columns else ""
     if kind in ("count", "histogram", "crosstab"):
         return pgettext("axis", "count")
+    if kind == "keys":
+        return pgettext("axis", "persons")
     if kind == "quantiles":
         return name
     titles = {
