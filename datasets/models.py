@@ -163,6 +163,10 @@ class Column(models.Model):
     # Which parts of the declared domain were filled in from the private profile
     # ("categories", "bounds"), each confirmed by the owner at declaration.
     derived_from_data = models.JSONField(default=list, blank=True)
+    # When the categories are the keys a release published as found in the data (partition
+    # selection): {"release": id, "title": str, "statistic": position, "epsilon": str,
+    # "delta": str, "mechanism": str}; empty otherwise. Public: the published values only.
+    categories_source = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["dataset", "position"]

@@ -115,6 +115,9 @@ def results_for_display(
             "argmax": entry.get("argmax"),
             "uninformative": any(c.flag == kinds.UNINFORMATIVE for c in cells),
             "argmax_label": None,
+            # categories found in the data: the published keys (every surface's cells), which
+            # the owner may declare as the column's categories
+            "keys_found": list(entry["cells"]) if kind.fields == "keys" else None,
         }
         _add_labels(item, entry, frozen.get(entry.get("position")), part)
         if common is not None and len(cells) > 1:

@@ -13,6 +13,11 @@ urlpatterns = [
     path("<int:release_id>/withdraw/", views.release_withdraw_view, name="withdraw"),
     path("<int:release_id>/publish/", views.release_publish_view, name="publish"),
     path("<int:release_id>/clone/", views.release_clone_view, name="clone"),
+    path(
+        "<int:release_id>/declare-keys/",
+        views.release_declare_keys_view,
+        name="declare_keys",
+    ),
     path("<int:release_id>/approve/", views.release_approve_view, name="approve"),
     path("<int:release_id>/reject/", views.release_reject_view, name="reject"),
 ]

@@ -36,6 +36,7 @@ from releases.presentation import results_for_display
 from releases.public import options as public_options
 from releases.public.options import page_parse
 from releases.public.views import release_preview_html
+from releases.services.declare_keys import release_declare_found_keys
 
 OWNER = {Membership.Role.OWNER}
 
@@ -322,6 +323,32 @@ def release_withdraw_view(request: HttpRequest, release_id: int) -> HttpResponse
         lambda r: lifecycle.release_withdraw(release=r, actor=request.user),
         gettext("Withdrawn."),
     )
+
+
+@login_required
+@require_POST
+def release_declare_keys_view(request: HttpRequest, release_id: int) -> HttpResponse:
+    """Declare the keys a statistic published as its column's categories. Owners only."""
+    release = selectors.release_get_for_member(
+        release_id=release_id, user=request.user, roles=OWNER
+    )
+    try:
+        column = release_declare_found_keys(
+            project=release.project, release=release, position=request.POST.get("position"),
+            actor=request.user,
+        )  # fmt: skip
+    except ApplicationError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(
+            request,
+            gettext(
+                "Declared: the %(n)s published keys are now the categories of column "
+                "%(column)s, recorded as published by this release."
+            )
+            % {"n": len(column.categories), "column": column.name},
+        )
+    return redirect("releases:detail", release.pk)
 
 
 #: The value of the confirmation field the publish page posts; anything else publishes nothing.

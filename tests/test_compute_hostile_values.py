@@ -81,6 +81,8 @@ HOSTILE: dict[str, list[dict]] = {
     "stddev": [{"kind": "stddev", "column": "{v}", "group_by": "grp", "n_guess": 100}],
     "variance": [{"kind": "variance", "column": "{v}", "n_guess": 100}],
     "crosstab": [{"kind": "crosstab", "columns": ["grp", "{v}", "bin"], "way": 2, "total": True}],
+    # the 1 MiB cell is a key cut to RELEASE_KEYS_MAX_KEY_CHARS; empty cells are a key ""
+    "keys": [{"kind": "keys", "column": "grp"}],
 }  # fmt: skip
 
 

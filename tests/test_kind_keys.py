@@ -284,6 +284,8 @@ def test_keys_only_publishes_no_value():
 
 @pytest.fixture(params=[True, False], ids=["with_counts", "keys_only"])
 def published(request, project, owner, reviewer):
+    project.epsilon_cap, project.delta_cap = Decimal(10), Decimal("0.01")
+    project.save(update_fields=["epsilon_cap", "delta_cap"])
     dataset = _keys_dataset(project=project, owner=owner, with_person=False)
     release = submitted(
         project=project, owner=owner, dataset=dataset, epsilon="1", mechanism="gaussian",
@@ -334,3 +336,66 @@ def test_the_review_states_the_selection_and_release_probabilities(published):
     assert "threshold" in details["selection"]
     assert "is published with probability 50" in details["release-probability"]
     assert stat.delta == Decimal(published.delta) > 0
+
+
+# --- declaring the published keys as the column's categories -----------------------------
+
+
+def _declare(client, user, release, position="0"):
+    client.force_login(user)
+    return client.post(
+        reverse("releases:declare_keys", args=[release.pk]), {"position": position}, follow=True
+    )
+
+
+def test_the_owner_declares_the_published_keys_and_later_statistics_say_so(
+    client, published, owner, reviewer
+):
+    release = published
+    (entry,) = release.result.payload["statistics"]
+    response = _declare(client, owner, release)
+    assert response.status_code == 200
+    column = Column.objects.get(dataset=release.dataset, name="tag")
+    assert column.categories == entry["cells"]  # the published values, in their order
+    assert column.categories_source["release"] == release.pk
+    assert column.categories_source["epsilon"] == entry["epsilon"]
+    # a later histogram of the column: its review and its public page name the release
+    later = submitted(
+        project=release.project, owner=owner, dataset=release.dataset, epsilon="0.5",
+        statistics=[{"kind": "histogram", "column": "tag"}],
+    )  # fmt: skip
+    from releases.review.selectors import review_document_get
+
+    review = review_document_get(budget_request=later.budget_request)
+    (stat,) = review.statistics
+    assert "Categories published by release «" in stat.columns[0].domain_text
+    assert "partition selection at ε = 1" in stat.columns[0].domain_text
+    lifecycle.release_approve(release=later, reviewer=reviewer)
+    assert compute.release_compute(release_id=later.pk) == "computed"
+    later.refresh_from_db()
+    lifecycle.release_publish(release=later, actor=owner)
+    cache.clear()
+    page = client.get(reverse("public:release", args=[release.project.slug, later.pk]))
+    body = page.content.decode()
+    assert "are those published by release" in body
+    assert HOSTILE not in body
+
+
+def test_a_refused_declaration_changes_nothing(client, published, owner, reviewer):
+    release = published
+    before = Column.objects.get(dataset=release.dataset, name="tag")
+    response = _declare(client, reviewer, release)  # not an owner
+    assert response.status_code in (403, 404, 200)
+    response = _declare(client, owner, release, position="7")
+    assert "no statistic of categories found in the data" in response.content.decode()
+    response = _declare(client, owner, release, position="x")
+    assert response.status_code == 200
+    # a release of the dataset under review: its frozen domain must stay
+    submitted(
+        project=release.project, owner=owner, dataset=release.dataset, epsilon="0.5",
+        statistics=[{"kind": "count"}],
+    )  # fmt: skip
+    response = _declare(client, owner, release)
+    assert "under review or computing" in response.content.decode()
+    after = Column.objects.get(dataset=release.dataset, name="tag")
+    assert (after.categories, after.categories_source) == (before.categories, {})

@@ -245,6 +245,20 @@ def residual_parts(kind: str, truth: Truth, runs: list[dict]) -> dict[str, tuple
             "sum": part("sum", list(agg[1]), gamma / 2),
             "squares": part("squares", list(agg[2]), gamma * gamma / 4),
         }
+    if kind == "keys":
+        # the keys far above the threshold (published in every draw but with probability
+        # ~exp(-40)): released minus true follows the counts' law, with no selection bias
+        threshold = int(runs[0]["explanation"]["threshold"])
+        scale = float(runs[0]["explanation"]["noise"].get("scale") or 0) or float(
+            runs[0]["explanation"]["noise"].get("sigma") or 0
+        )
+        sure = [k for k, n in agg.items() if n >= threshold + 40 * scale]
+        assert sure, "the survey's keys should be far above the threshold"
+        res = []
+        for r in runs:
+            published = dict(zip(r["cells"], r["values"], strict=True))
+            res.extend(int(published[k]) - int(agg[k]) for k in sure)
+        return {"": (np.asarray(res, dtype=np.float64), Fraction(1))}
     raise AssertionError(f"no residuals for kind {kind!r}")
 
 

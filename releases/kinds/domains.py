@@ -37,6 +37,8 @@ def column_domain(column: Column) -> dict[str, Any]:
     labels = _declared_labels(column)
     if labels:
         domain["category_labels"] = labels
+    if column.categories_source and column.kind == Column.Kind.CATEGORICAL:
+        domain["categories_source"] = dict(column.categories_source)
     return domain
 
 

@@ -125,6 +125,21 @@ def axis_notes(domain: dict[str, Any]) -> list[Record]:
     """How one column's values were put into cells: Other, Missing, edge bins."""
     name = domain["name"]
     notes = []
+    source = domain.get("categories_source") or {}
+    if domain.get("kind") == "categorical" and source:
+        notes.append(
+            note(
+                gettext_noop(
+                    "The categories of %(name)s are those published by release “%(title)s” "
+                    "(partition selection at ε = %(epsilon)s, δ = %(delta)s): values found in "
+                    "the data, never read from it again."
+                ),
+                name=name,
+                title=str(source.get("title") or ""),
+                epsilon=formatting.budget(source.get("epsilon") or 0),
+                delta=formatting.budget(source.get("delta") or 0),
+            )
+        )
     if domain.get("kind") == "categorical":
         n = len(domain.get("categories") or [])
         notes.append(

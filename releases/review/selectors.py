@@ -87,6 +87,7 @@ def _column(domain: dict[str, Any], derived: dict[str, list[str]]) -> Column:
         missing_codes=[str(c) for c in domain.get("missing_codes") or []],
         date={str(k): str(v) for k, v in (domain.get("date") or {}).items()},
         category_labels=dict(domain.get("category_labels") or {}),
+        categories_source=dict(domain.get("categories_source") or {}),
     )
 
 

@@ -122,12 +122,27 @@ def _codes(column: Column) -> str:
     }
 
 
+def _published_source(column: Column) -> str:
+    """Categories declared from the keys a release published (partition selection)."""
+    source = column.categories_source or {}
+    if not source:
+        return ""
+    return gettext(
+        ". Categories published by release «%(title)s» (partition selection at ε = "
+        "%(epsilon)s, δ = %(delta)s): the published values, never read from the data again"
+    ) % {
+        "title": str(source.get("title") or ""),
+        "epsilon": formatting.budget(source.get("epsilon") or 0),
+        "delta": formatting.budget(source.get("delta") or 0),
+    }
+
+
 def _derived(column: Column) -> str:
     labels = dict(Column.Derived.choices)
     parts = [labels[p] for p in column.derived_from_data or [] if p in labels]
     if not parts:
-        return ""
-    return gettext(
+        return _published_source(column)
+    return _published_source(column) + gettext(
         ". Data-derived: %(parts)s were filled in from the data itself; the owner confirmed "
         "publishing them (a value taken from the data reveals that the data holds it: a "
         "category that few rows have reveals that someone has it)"
