@@ -1,14 +1,50 @@
-"""Partition selection: publishing the keys found in the data that pass a noisy threshold.
+"""Categories found in the data: which keys of an undeclared column to publish.
 
-A provisional implementation of the interface the product builds on (the Laplace
-threshold only); the privacy core's own module replaces it. Each person is counted
-in at most `keys_per_person` keys, once in each, so the vector of counts has l1
-sensitivity k = keys_per_person. Laplace thresholding: every count gets discrete
-Laplace noise of scale b = k / epsilon; a key is published when its noisy count
-reaches tau = 1 + ceil(b ln(k / (2 delta))). A key present in one neighbour only
-holds one person there, and is published with probability at most
-(1/2) exp(-(tau - 1) / b) <= delta / k, so at most delta for the k keys one person
-can add (Korolova et al. 2009; Wilson et al. 2020).
+A key (a category nobody declared) may be published only if enough persons hold it: a key
+held by one person would reveal that person. Each person counts in at most L keys (their
+keys are bounded to L, chosen at random, by the compute) and at most once per key, so
+adding one person raises at most L key counts by 1 each and creates at most L new keys,
+each of count 1. Three mechanisms, chosen by a public rule from (epsilon, delta, L) alone:
+
+- Laplace thresholding (keys with counts): noisy count c + Y, Y ~ DLap(L / epsilon),
+  published when it is at least tau. Keys present without the person: their count vector
+  moves by at most L in l1, so the noisy counts (and what thresholding keeps of them) are
+  epsilon-DP. Keys the person alone brings (count 1): published with probability
+  1 - (1 - P[1 + Y >= tau])^L <= delta, tau the smallest integer that makes it so. Hence
+  (epsilon, delta)-DP (the standard argument: condition on no new key being published).
+- Gaussian thresholding (keys with counts): the same with discrete Gaussian noise of
+  parameter sigma, analysed jointly rather than by splitting delta (after Wilkins, Kifer,
+  Zhang, Karrer, "Exact privacy analysis of the Gaussian sparse histogram mechanism",
+  2024). If the person touches j keys others hold and brings keys - j new ones, the output
+  pair factors into j shifted discrete Gaussians (thresholding is post-processing) and
+  the new keys, each published with p = P[1 + Z >= tau]. With the person, the new keys'
+  privacy loss is +inf with probability 1 - (1 - p)^(keys - j) and negative otherwise, so
+  delta(eps) <= 1 - (1 - p)^(keys - j) + delta_j(eps); without the person, the new keys
+  shift the loss by c_j = -(keys - j) ln(1 - p) > 0, so delta(eps) <= delta_j(eps - c_j).
+  delta_j is the PLD bound of j composed discrete Gaussians of sensitivity 1 (the
+  product's accountant, pessimistic). Every j from 0 to keys is checked; sigma is the one
+  of a public grid (from the smallest with delta_keys(eps) <= delta up to 1.6 times it)
+  that gives the lowest tau. Better than Laplace for larger L, and never worse than
+  splitting delta between the noise and the threshold.
+- The optimal policy (keys only; Desfontaines, Voss, Gipson, Mandayam, "Differentially
+  private partition selection", PoPETs 2022): a key of count n is published with
+  probability pi(n), pi(0) = 0, pi(n) = min(e^eps pi(n-1) + delta,
+  1 + e^-eps (pi(n-1) + delta - 1), 1), the largest probabilities any (eps, delta)-DP
+  selection of one key per person can have. With L keys per person it is run at
+  (epsilon / L, delta / L) per key (basic composition over the person's L keys, whose
+  decisions are independent). Exact: pi is computed in rationals with a lower bound on
+  e^eps in the first term and an upper bound on e^-eps in the second (both make pi(n)
+  smaller and keep both DP inequalities true), rounded down to 64-bit numerators, and
+  drawn as u < pi(n) 2^64 from one CSPRNG word.
+
+The public rule (`plan_selection`): among the mechanisms that fit the request (both
+thresholdings publish counts or, withholding them, keys only; the policy keys only), the
+one whose count published with probability one half is lowest. For one key per person
+that is Laplace thresholding with counts and the policy without; for five, Gaussian
+thresholding either way (the policy pays for composing five keys).
+
+A published count has the noise's interval like any count; a key's absence says only that
+its noisy count (or its draw) fell short, never that it is absent from the data.
 """
 
 from __future__ import annotations
@@ -17,135 +53,404 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property, lru_cache, partial
 from typing import Any
 
 import numpy as np
 
 from dpportal.privacy.errors import PrivacyParameterError, gettext_noop
 from dpportal.privacy.mechanism_records import MechanismRecord
-from dpportal.privacy.noise import NoiseSpec, build_spec
-from dpportal.privacy.params import exact_str
-from dpportal.privacy.rng import RandomSource
+from dpportal.privacy.noise import NoiseSpec
+from dpportal.privacy.params import round_up_sig
+from dpportal.privacy.pld_pmfs import compose_records
+from dpportal.privacy.rng import RandomSource, resolve_rng
+from dpportal.privacy.samplers import discrete_gaussian, discrete_laplace
+from dpportal.privacy.tails import dgauss_log_sf
+
+__all__ = [
+    "MECHANISMS",
+    "KeySelection",
+    "optimal_policy",
+    "plan_selection",
+    "select_keys",
+]
 
 MECHANISMS = ("laplace_threshold", "gaussian_threshold", "optimal_policy")
+#: the most keys per person a selection accepts (bounds the calibration's work)
+MAX_KEYS_PER_PERSON = 100
+#: the most counts the optimal policy is tabulated for; past them (only at a tiny epsilon)
+#: the last probability is kept, which is still a valid (smaller) policy
+_POLICY_STEPS = 100_000
+_ONE = 1 << 64
+
+
+def _fraction(value: object, name: str) -> Fraction:
+    try:
+        return value if isinstance(value, Fraction) else Fraction(str(value))
+    except (ValueError, ZeroDivisionError, TypeError):
+        raise PrivacyParameterError(
+            gettext_noop("%(name)s must be a number, got %(value)s"), name=name, value=repr(value)
+        ) from None
+
+
+def _check(
+    epsilon: object, delta: object, keys_per_person: object
+) -> tuple[Fraction, Fraction, int]:
+    eps, dlt = _fraction(epsilon, "epsilon"), _fraction(delta, "delta")
+    if eps <= 0:
+        raise PrivacyParameterError(
+            gettext_noop("epsilon must be > 0, got %(value)s"), value=str(eps)
+        )
+    if not 0 < dlt < 1:
+        raise PrivacyParameterError(
+            gettext_noop(
+                "publishing keys found in the data needs a delta above 0 and below 1, got %(value)s"
+            ),
+            value=str(dlt),
+        )
+    if (
+        isinstance(keys_per_person, bool)
+        or not isinstance(keys_per_person, int)
+        or not 1 <= keys_per_person <= MAX_KEYS_PER_PERSON
+    ):
+        raise PrivacyParameterError(
+            gettext_noop(
+                "keys per person must be a whole number from 1 to %(limit)s, got %(value)s"
+            ),
+            limit=str(MAX_KEYS_PER_PERSON),
+            value=repr(keys_per_person),
+        )
+    return eps, dlt, keys_per_person
+
+
+def _sqrt_upper(n: int) -> Fraction:
+    """A rational upper bound on sqrt(n) (exact for squares)."""
+    root = math.isqrt(n)
+    if root * root == n:
+        return Fraction(root)
+    return Fraction(math.isqrt(n * 10**12) + 1, 10**6)
+
+
+def _new_key_probability(tail: float, keys: int) -> float:
+    """P[at least one of `keys` new keys is published], each with probability `tail`."""
+    return -math.expm1(keys * math.log1p(-tail)) if tail < 1 else 1.0
+
+
+def _laplace_tail(scale: Fraction, m: int) -> float:
+    """P[Y >= m] for Y ~ DLap(scale), integer m."""
+    a = math.exp(-1.0 / float(scale))
+    if m >= 1:
+        return math.exp(-m / float(scale)) / (1.0 + a)
+    return 1.0 - math.exp(-(1 - m) / float(scale)) / (1.0 + a)
+
+
+def _gauss_tail(sigma: Fraction, m: int) -> float:
+    return math.exp(dgauss_log_sf(sigma, m))
+
+
+def _laplace_threshold(eps: Fraction, dlt: Fraction, keys: int) -> int:
+    scale = Fraction(keys) / eps
+    target = float(dlt) * (1 - 1e-9)
+    return _smallest_threshold(lambda m: _laplace_tail(scale, m), keys, target, float(scale))
+
+
+def _smallest_threshold(tail, keys: int, target: float, width: float) -> int:
+    """The smallest tau >= 1 with P[some new key (count 1) is published] <= target, where
+    tail(m) = P[noise >= m]: found by doubling then bisection (tail is decreasing)."""
+
+    def ok(tau: int) -> bool:
+        return _new_key_probability(tail(tau - 1), keys) <= target
+
+    high = 1 + max(1, int(width))
+    while not ok(high):
+        high *= 2
+    low = 1
+    while low < high:
+        mid = (low + high) // 2
+        if ok(mid):
+            high = mid
+        else:
+            low = mid + 1
+    return low
+
+
+def _gaussian_deltas(sigma: Fraction, keys: int, epsilon: float) -> list[float]:
+    """delta_j(epsilon) for j = 0..keys: the pessimistic PLD bound (the product's
+    accountant) of j discrete Gaussians of sensitivity 1 composed."""
+    record = MechanismRecord.discrete_gaussian(
+        sensitivity=1, sigma=sigma, epsilon=1, delta=Fraction(1, 2)
+    )
+    out = [0.0]
+    for j in range(1, keys + 1):
+        pld = compose_records([record] * j)
+        assert pld is not None
+        out.append(float(pld.get_delta_for_epsilon(epsilon)))
+    return out
+
+
+def _new_key_allowance(deltas: list[float], delta: float, keys: int) -> float:
+    """The largest p (a new key's publication probability) with, for every split of the
+    person's keys into j old and keys - j new ones, delta_j + 1 - (1 - p)^(keys - j) <=
+    delta (0 when none)."""
+    allowed = 1.0
+    for j in range(keys):
+        room = delta - deltas[j]
+        if room <= 0:
+            return 0.0
+        allowed = min(allowed, -math.expm1(math.log1p(-room) / (keys - j)))
+    return allowed if deltas[keys] <= delta else 0.0
+
+
+@lru_cache(maxsize=256)
+def _gaussian_threshold(eps: Fraction, dlt: Fraction, keys: int) -> tuple[int, Fraction, float]:
+    """(tau, sigma, delta of the counts' noise alone) with the lowest tau: the joint analysis
+    of noise and threshold (module docstring), over a public grid of sigmas."""
+    target = float(dlt) * (1 - 1e-6)
+    low, high = Fraction(1, 10), Fraction(1)
+    while _gaussian_deltas(high, keys, float(eps))[keys] > target:
+        low, high = high, high * 2
+    for _ in range(30):
+        mid = round_up_sig((low + high) / 2, 4)
+        if mid >= high:
+            break
+        if _gaussian_deltas(mid, keys, float(eps))[keys] > target:
+            low = mid
+        else:
+            high = mid
+    best: tuple[int, Fraction, float] | None = None
+    for step in range(16):
+        sigma = round_up_sig(high * Fraction(100 + 4 * step, 100), 4)
+        deltas = _gaussian_deltas(sigma, keys, float(eps))
+        allowance = _new_key_allowance(deltas, target, keys)
+        if allowance <= 0:
+            continue
+        tau = _smallest_threshold(partial(_gauss_tail, sigma), 1, allowance, float(sigma))
+        tau = _checked_threshold(tau, sigma, keys, float(eps), target)
+        if best is None or tau < best[0]:
+            best = (tau, sigma, deltas[keys])
+    assert best is not None
+    return best
+
+
+def _checked_threshold(tau: int, sigma: Fraction, keys: int, eps: float, delta: float) -> int:
+    """Raise tau until the reverse direction holds too: without the person, the empty
+    outcome on the new keys is likelier by (1 - p)^-(keys - j), which shifts the old keys'
+    epsilon by c_j = -(keys - j) ln(1 - p): delta_j(eps - c_j) <= delta for every j."""
+    while True:
+        p = _gauss_tail(sigma, tau - 1)
+        record = MechanismRecord.discrete_gaussian(
+            sensitivity=1, sigma=sigma, epsilon=1, delta=Fraction(1, 2)
+        )
+        ok = True
+        for j in range(1, keys):
+            shift = -(keys - j) * math.log1p(-p)
+            pld = compose_records([record] * j)
+            assert pld is not None
+            if float(pld.get_delta_for_epsilon(eps - shift)) > delta:
+                ok = False
+                break
+        if ok:
+            return tau
+        tau += 1
+
+
+def optimal_policy(epsilon: object, delta: object, up_to: int) -> list[int]:
+    """Numerators over 2**64 of pi(0..up_to), the optimal one-key policy (module docstring),
+    stopping early at 1. A count past the table takes its last value: holding pi constant
+    keeps both DP inequalities (the recursion's next value is at least the last one)."""
+    eps, dlt = _fraction(epsilon, "epsilon"), _fraction(delta, "delta")
+    margin = Fraction(1, 1 << 40)  # float exp is within 1 ulp (2**-52): a safe margin
+    grow = Fraction(math.exp(float(eps))) * (1 - margin)  # <= e^eps
+    shrink = Fraction(math.exp(-float(eps))) * (1 + margin)  # >= e^-eps
+    out = [0]
+    pi = Fraction(0)
+    for _ in range(min(up_to, _POLICY_STEPS)):
+        pi = min(grow * pi + dlt, 1 + shrink * (pi + dlt - 1), Fraction(1))
+        numerator = math.floor(pi * _ONE)
+        pi = Fraction(numerator, _ONE)
+        out.append(numerator)
+        if numerator == _ONE:
+            break
+    return out
 
 
 @dataclass(frozen=True)
 class KeySelection:
-    """A planned partition selection: its mechanism, parameters and public threshold."""
+    """A planned selection: its mechanism and every public parameter it uses."""
 
     mechanism: str
     epsilon: Fraction
     delta: Fraction
     keys_per_person: int
     with_counts: bool
-    threshold: int | None
+    threshold: int | None = None
+    scale: Fraction | None = None
+    sigma: Fraction | None = None
+    delta_noise: float | None = None
 
-    @property
-    def scale(self) -> Fraction:
-        return Fraction(self.keys_per_person) / self.epsilon
+    @cached_property
+    def _policy(self) -> list[int]:
+        k = self.keys_per_person
+        return optimal_policy(self.epsilon / k, self.delta / k, _POLICY_STEPS)
 
     def noise_spec(self) -> NoiseSpec | None:
-        """The counts' noise (None for keys only)."""
-        if not self.with_counts:
-            return None
-        return self._spec()
-
-    def _spec(self) -> NoiseSpec:
-        k = self.keys_per_person
-        return build_spec(
-            statistic="keys", mechanism="laplace", epsilon=self.epsilon, delta=0,
-            l1=k, l2=k, bound=k, cells=1,
-        )  # fmt: skip
+        """The published counts' noise (None when only keys are published)."""
+        if self.mechanism == "laplace_threshold":
+            return NoiseSpec(
+                statistic="histogram",
+                mechanism="laplace",
+                epsilon=self.epsilon,
+                delta=Fraction(0),
+                l1_sensitivity=self.keys_per_person,
+                l2_sensitivity=self.keys_per_person,
+                contribution_bound=self.keys_per_person,
+                cells=1,
+                scale=self.scale,
+            )
+        if self.mechanism == "gaussian_threshold":
+            assert self.sigma is not None and self.delta_noise is not None
+            l2 = _sqrt_upper(self.keys_per_person)
+            return NoiseSpec(
+                statistic="histogram",
+                mechanism="gaussian",
+                epsilon=self.epsilon,
+                delta=self.delta,
+                l1_sensitivity=self.keys_per_person,
+                l2_sensitivity=l2,  # type: ignore[arg-type]
+                contribution_bound=self.keys_per_person,
+                cells=1,
+                sigma=self.sigma,
+                rho=Fraction(self.keys_per_person) / (2 * self.sigma * self.sigma),
+                calibration="pld_composition" if self.keys_per_person > 1 else "cks_thm7",
+            )
+        return None
 
     def records(self) -> list[MechanismRecord]:
-        """One generic (epsilon, delta) record: the threshold's delta is not a noise law's."""
+        """The whole selection as one (epsilon, delta) guarantee (its proof covers both the
+        noisy counts and the threshold's delta)."""
         return [MechanismRecord.generic(epsilon=self.epsilon, delta=self.delta)]
 
     def release_probability(self, count: int) -> float:
-        """P(a key held by `count` persons is published) under continuous Laplace tails."""
-        b = float(self.scale)
-        gap = count - int(self.threshold or 0)
-        if gap >= 0:
-            return 1.0 - 0.5 * math.exp(-gap / b)
-        return 0.5 * math.exp(gap / b)
+        """P[a key held by `count` persons is published] (for previews; float)."""
+        if count <= 0:
+            return 0.0
+        if self.mechanism == "laplace_threshold":
+            assert self.scale is not None and self.threshold is not None
+            return _laplace_tail(self.scale, self.threshold - count)
+        if self.mechanism == "gaussian_threshold":
+            assert self.sigma is not None and self.threshold is not None
+            return _gauss_tail(self.sigma, self.threshold - count)
+        policy = self._policy
+        return policy[min(count, len(policy) - 1)] / _ONE
 
-    def count_for_probability(self, p: float) -> int:
-        """The smallest count published with probability >= p."""
-        if not 0 < p < 1:
-            raise PrivacyParameterError(gettext_noop("probability must be in (0, 1)"))
-        b = float(self.scale)
-        tau = int(self.threshold or 0)
-        x = tau + b * math.log(2 * p) if p <= 0.5 else tau - b * math.log(2 * (1 - p))
-        count = max(0, math.ceil(x - 1e-9))
-        while count > 0 and self.release_probability(count - 1) >= p:
-            count -= 1
-        while self.release_probability(count) < p:
-            count += 1
-        return count
+    def count_for_probability(self, probability: float) -> int:
+        """The smallest count published with probability >= `probability` (0 < p <= 1)."""
+        if not 0 < probability <= 1:
+            raise ValueError("probability must be in (0, 1]")
+        low, high = 1, 1
+        while self.release_probability(high) < probability:
+            high *= 2
+            if high > 1 << 40:
+                raise ValueError("no count reaches that probability")
+        while low < high:
+            mid = (low + high) // 2
+            if self.release_probability(mid) >= probability:
+                high = mid
+            else:
+                low = mid + 1
+        return low
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "mechanism": self.mechanism,
-            "epsilon": exact_str(self.epsilon),
-            "delta": exact_str(self.delta),
+            "epsilon": str(self.epsilon),
+            "delta": str(self.delta),
             "keys_per_person": self.keys_per_person,
             "with_counts": self.with_counts,
             "threshold": self.threshold,
         }
-        spec = self.noise_spec()
-        if spec is not None:
-            out["noise"] = spec.describe()
+        if self.scale is not None:
+            out["scale"], out["scale_float"] = str(self.scale), float(self.scale)
+        if self.sigma is not None:
+            out["sigma"], out["sigma_float"] = str(self.sigma), float(self.sigma)
+            out["delta_noise"] = self.delta_noise
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> KeySelection:
+        def opt(name: str) -> Fraction | None:
+            return Fraction(data[name]) if data.get(name) is not None else None
+
         return cls(
             mechanism=str(data["mechanism"]),
-            epsilon=Fraction(str(data["epsilon"])),
-            delta=Fraction(str(data["delta"])),
+            epsilon=Fraction(data["epsilon"]),
+            delta=Fraction(data["delta"]),
             keys_per_person=int(data["keys_per_person"]),
             with_counts=bool(data["with_counts"]),
-            threshold=None if data.get("threshold") is None else int(data["threshold"]),
+            threshold=data.get("threshold"),
+            scale=opt("scale"),
+            sigma=opt("sigma"),
+            delta_noise=data.get("delta_noise"),
         )
 
 
 def plan_selection(
-    *, epsilon: Fraction, delta: Fraction, keys_per_person: int, with_counts: bool
+    *, epsilon: object, delta: object, keys_per_person: int, with_counts: bool
 ) -> KeySelection:
-    """The selection at (epsilon, delta) for persons holding at most `keys_per_person` keys."""
-    epsilon, delta = Fraction(epsilon), Fraction(delta)
-    if epsilon <= 0:
-        raise PrivacyParameterError(
-            gettext_noop("epsilon must be > 0, got %(value)s"), value=str(epsilon)
-        )
-    if not 0 < delta < 1:
-        raise PrivacyParameterError(
-            gettext_noop("selecting keys found in the data needs a delta above 0")
-        )
-    if isinstance(keys_per_person, bool) or int(keys_per_person) < 1:
-        raise PrivacyParameterError(gettext_noop("keys per person must be at least 1"))
-    k = int(keys_per_person)
-    b = Fraction(k) / epsilon
-    threshold = 1 + math.ceil(float(b) * math.log(k / (2 * float(delta))))
-    return KeySelection(
-        mechanism="laplace_threshold", epsilon=epsilon, delta=delta, keys_per_person=k,
-        with_counts=bool(with_counts), threshold=max(threshold, 1),
-    )  # fmt: skip
+    """The selection a statistic will use, chosen from public parameters only: among the
+    mechanisms that fit (thresholding publishes counts; any may publish keys only), the
+    one whose count published with probability one half is lowest (ties: the first of
+    Laplace thresholding, Gaussian thresholding, the optimal policy)."""
+    eps, dlt, keys = _check(epsilon, delta, keys_per_person)
+    tau_lap = _laplace_threshold(eps, dlt, keys)
+    tau_gauss, sigma, d1 = _gaussian_threshold(eps, dlt, keys)
+    candidates = [
+        KeySelection(
+            "laplace_threshold", eps, dlt, keys, with_counts, tau_lap, Fraction(keys) / eps
+        ),
+        KeySelection(
+            "gaussian_threshold",
+            eps,
+            dlt,
+            keys,
+            with_counts,
+            tau_gauss,
+            sigma=sigma,
+            delta_noise=d1,
+        ),
+    ]
+    if not with_counts:
+        candidates.append(KeySelection("optimal_policy", eps, dlt, keys, False))
+    return min(candidates, key=lambda c: c.count_for_probability(0.5))
 
 
 def select_keys(
     counts: Mapping[str, int], selection: KeySelection, rng: RandomSource | None = None
 ) -> dict[str, int | None]:
-    """The published keys with their noisy counts (None when keys only)."""
-    keys = sorted(counts)
+    """The published keys: key -> noisy count (None when only keys are published).
+
+    counts: distinct persons per key (each person in at most keys_per_person keys); keys
+    with a count of 0 are never published."""
+    keys = [k for k, c in counts.items() if int(c) > 0]
+    values = np.array([int(counts[k]) for k in keys], dtype=np.int64)
     if not keys:
         return {}
-    noise = selection._spec().sample(len(keys), rng)
-    truth = np.array([int(counts[k]) for k in keys], dtype=np.int64)
-    noisy = truth + noise
-    out: dict[str, int | None] = {}
-    for key, value in zip(keys, noisy.tolist(), strict=True):
-        if value >= int(selection.threshold or 0):
-            out[key] = int(value) if selection.with_counts else None
-    return out
+    if selection.mechanism == "laplace_threshold":
+        noisy = values + discrete_laplace(selection.scale, len(keys), rng)
+    elif selection.mechanism == "gaussian_threshold":
+        noisy = values + discrete_gaussian(selection.sigma, len(keys), rng)
+    else:
+        policy = selection._policy
+        words = resolve_rng(rng).words(len(keys))
+        out: dict[str, int | None] = {}
+        for key, count, word in zip(keys, values.tolist(), words.tolist(), strict=True):
+            numerator = policy[min(count, len(policy) - 1)]
+            if int(word) < numerator:
+                out[key] = None
+        return out
+    assert selection.threshold is not None
+    return {
+        key: int(value) if selection.with_counts else None
+        for key, value in zip(keys, noisy.tolist(), strict=True)
+        if value >= selection.threshold
+    }

@@ -22,6 +22,7 @@ post-processing of the selection's output.
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -52,25 +53,39 @@ if TYPE_CHECKING:
 PREVIEW_PROBABILITIES = ("0.5", "0.95")
 
 
+@lru_cache(maxsize=256)
+def _selection(
+    epsilon: Fraction, delta: Fraction, keys_per_person: int, with_counts: bool
+) -> KeySelection:
+    """plan_selection, once per set of public parameters (a Gaussian threshold's search
+    composes privacy loss distributions: the preview, review and worker ask often)."""
+    return plan_selection(
+        epsilon=epsilon, delta=delta, keys_per_person=keys_per_person, with_counts=with_counts
+    )
+
+
 def stat_selection(stat: StatisticPlan) -> KeySelection:
     """The selection of a parsed statistic at its (epsilon, delta) share."""
     with statistic_errors(stat):
-        return plan_selection(
-            epsilon=frac(stat.epsilon),
-            delta=frac(stat.delta),
-            keys_per_person=stat.keys_per_person,
-            with_counts=stat.with_counts,
+        return _selection(
+            frac(stat.epsilon), frac(stat.delta), int(stat.keys_per_person), stat.with_counts
         )
 
 
 def entry_selection(entry: dict[str, Any]) -> KeySelection:
     """The selection of a frozen spec entry (see KeysKind.spec_fields)."""
-    return plan_selection(
-        epsilon=frac(entry["epsilon"]),
-        delta=frac(entry["delta"]),
-        keys_per_person=int(entry["keys_per_person"]),
-        with_counts=bool(entry["with_counts"]),
+    return _selection(
+        frac(entry["epsilon"]),
+        frac(entry["delta"]),
+        int(entry["keys_per_person"]),
+        bool(entry["with_counts"]),
     )
+
+
+def counts_noise(selection: KeySelection) -> NoiseSpec | None:
+    """The published counts' noise: none when only keys are published (a thresholding
+    still draws noise then, but no value of it is published)."""
+    return selection.noise_spec() if selection.with_counts else None
 
 
 def published_order(
@@ -119,7 +134,7 @@ class KeysKind(StatisticKind):
         """The persons a key needs to be published with probability 50 % and 95 %, the
         public threshold, and the counts' half-width (none when keys only)."""
         selection = stat_selection(stat)
-        spec = selection.noise_spec()
+        spec = counts_noise(selection)
         with statistic_errors(stat):
             needed = {p: selection.count_for_probability(float(p)) for p in PREVIEW_PROBABILITIES}
             halfwidth = float(spec_halfwidth(spec, frac(plan.confidence))) if spec else None
@@ -136,7 +151,7 @@ class KeysKind(StatisticKind):
         }
 
     def noise(self, *, plan: ReleasePlan, stat: StatisticPlan) -> tuple[NoiseSpec, ...]:
-        spec = stat_selection(stat).noise_spec()
+        spec = counts_noise(stat_selection(stat))
         return (spec,) if spec is not None else ()
 
     def records(self, *, plan: ReleasePlan, stat: StatisticPlan) -> list[MechanismRecord]:
@@ -199,6 +214,9 @@ class KeysKind(StatisticKind):
         }
         del selected
         out["explanation"] = {**selection.to_dict(), "statistic": "keys"}
+        spec = counts_noise(selection)
+        if spec is not None:
+            out["explanation"]["noise"] = spec.describe()
         return out
 
     # --- reading a stored result ---------------------------------------------------------
