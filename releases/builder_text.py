@@ -43,6 +43,13 @@ def builder_text() -> dict[str, object]:
         ),
         "crosstab_placeholder": "a × b; c",
         "crosstab_total": gettext("and the total"),
+        "keys_per_person": gettext("keys per person"),
+        "keys_with_counts": gettext("with their counts"),
+        "keys_max": gettext("at most (keys)"),
+        "keys_needed": gettext(
+            "a key held by {p50} persons is published with probability 50 %, by {p95} with "
+            "probability 95 %"
+        ),
         "then_by": gettext("then by"),
         "all_rows": gettext("(all rows)"),
         "low": pgettext("lower bound, short", "lo"),

@@ -111,6 +111,20 @@ class StatisticInputSerializer(serializers.Serializer):
         required=False, default=False,
         help_text="Cross-tabulation: publish the total count too.",
     )  # fmt: skip
+    keys_per_person = serializers.IntegerField(
+        required=False, default=1, min_value=1, max_value=100,
+        help_text="Categories found in the data: at most this many distinct keys of one person "
+        "are counted (at most the contribution bound L; 1 without a person column).",
+    )  # fmt: skip
+    with_counts = serializers.BooleanField(
+        required=False, default=True,
+        help_text="Categories found in the data: publish each key's noisy count (else keys only).",
+    )  # fmt: skip
+    max_keys = serializers.IntegerField(
+        required=False, allow_null=True, default=None, min_value=1,
+        help_text="Categories found in the data: the most keys to publish "
+        "(default and limit: the setting RELEASE_KEYS_MAX_SHOWN).",
+    )  # fmt: skip
 
 
 class ReleaseInputSerializer(serializers.Serializer):

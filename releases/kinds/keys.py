@@ -29,6 +29,7 @@ import numpy as np
 from django.conf import settings
 from django.utils.translation import gettext
 
+from dpportal import formatting
 from dpportal.errors import ValidationFailed
 from dpportal.privacy.accuracy import result_halfwidth, spec_halfwidth
 from dpportal.privacy.mechanism_records import MechanismRecord
@@ -148,6 +149,8 @@ class KeysKind(StatisticKind):
             "keys_per_person": selection.keys_per_person,
             "with_counts": selection.with_counts,
             "persons_for_probability": needed,
+            # the builder writes them into its sentence as they are (it formats nothing)
+            "persons_for_probability_text": {p: formatting.integer(n) for p, n in needed.items()},
         }
 
     def noise(self, *, plan: ReleasePlan, stat: StatisticPlan) -> tuple[NoiseSpec, ...]:

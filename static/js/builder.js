@@ -115,7 +115,20 @@
       " ",
       input("category", s.category, { size: 8, placeholder: T.category }),
     ]);
-    return cell(classic, grouping, quantileBox, crosstabBox(s, groups));
+    return cell(classic, grouping, quantileBox, crosstabBox(s, groups), keysBox(s));
+  }
+
+  /** Categories found in the data: keys counted per person, counts or keys only, the cap. */
+  function keysBox(s) {
+    const counts = el("input", { type: "checkbox", "data-f": "with_counts" });
+    counts.checked = s.with_counts == null ? true : Boolean(s.with_counts);
+    return el("span", { "data-kinds": "keys" }, [
+      el("label", {}, [T.keys_per_person + " ", input("keys_per_person", s.keys_per_person || "1", { size: 3 })]),
+      " ",
+      el("label", {}, [counts, " " + T.keys_with_counts]),
+      " ",
+      el("label", {}, [T.keys_max + " ", input("max_keys", s.max_keys, { size: 5 })]),
+    ]);
   }
 
   /** A cross-tabulation's options: its columns (those a histogram accepts), the tables to
@@ -290,9 +303,11 @@
       const one = ranks
         ? s.accuracy_text || rankText(s.rank_error_text)
         : s.halfwidth_text;
-      const all = ranks
+      let all = ranks
         ? s.accuracy_simultaneous_text || rankText(s.rank_error_simultaneous_text)
         : s.halfwidth_simultaneous_text;
+      const needed = s.persons_for_probability_text;
+      if (needed) all = fill(T.keys_needed, { p50: needed["0.5"], p95: needed["0.95"] });
       body.append(
         el("tr", { "data-kind": s.kind }, [
           el("td", { text: s.label }),
