@@ -37,7 +37,9 @@ pytestmark = pytest.mark.django_db
 HOSTILE = "<script>alert(1)</script>"
 
 
-def _keys_dataset(*, project, owner, with_person: bool, bound: int = 3) -> Dataset:
+def _keys_dataset(
+    *, project, owner, with_person: bool, bound: int = 3, codes: bool = True
+) -> Dataset:
     """100 persons: person i holds keys by a fixed pattern, over 1 to 4 rows each; one
     hostile key and one formula key held by many; missing values and a missing code."""
     people, values = [], []
@@ -49,7 +51,7 @@ def _keys_dataset(*, project, owner, with_person: bool, bound: int = 3) -> Datas
         people.append(f"p{i}")
         values.append(None if i % 3 else "-9")
     table = pa.table({"person": people, "tag": values})
-    relative = f"datasets/keys-{project.pk}-{with_person}.parquet"
+    relative = f"datasets/keys-{project.pk}-{with_person}-{codes}.parquet"
     path = Path(settings.MEDIA_ROOT) / relative
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path, row_group_size=37)  # persons span row groups
@@ -64,7 +66,7 @@ def _keys_dataset(*, project, owner, with_person: bool, bound: int = 3) -> Datas
     )
     Column.objects.create(
         dataset=dataset, name="tag", position=1, suggested_type="string", kind="categorical",
-        categories=[], missing_codes=["-9"],
+        categories=[], missing_codes=["-9"] if codes else [],
     )  # fmt: skip
     return dataset
 
@@ -135,6 +137,58 @@ def test_every_distinct_key_is_counted_when_the_bound_is_large(project, owner, r
         statistic={"kind": "keys", "column": "tag", "keys_per_person": 4},
     )  # fmt: skip
     assert got == dict(collections.Counter(k for keys in held.values() for k in keys))
+
+
+def _both_paths(monkeypatch, *, project, owner, reviewer, dataset, statistic):
+    """The true aggregate on the plan (DuckDB, one query) and through the numpy readers."""
+    from releases.compute import run
+
+    release = submitted(
+        project=project, owner=owner, dataset=dataset, epsilon="1", mechanism="gaussian",
+        delta="0.00001", statistics=[statistic],
+    )  # fmt: skip
+    lifecycle.release_approve(release=release, reviewer=reviewer)
+    release = compute.release_claim(release_id=release.pk)
+    assert run.duckdb_plan(release.spec) is not None
+    on_plan = compute.release_aggregate(release=release)[0]
+    with monkeypatch.context() as patch:
+        patch.setattr(run, "duckdb_plan", lambda spec: None)
+        on_numpy = compute.release_aggregate(release=release)[0]
+    return on_plan, on_numpy
+
+
+@pytest.mark.parametrize(
+    ("with_person", "keys_per_person"), [(False, 1), (True, 1), (True, 3), (True, 5)]
+)
+def test_duckdb_and_the_numpy_readers_agree(
+    monkeypatch, project, owner, reviewer, with_person, keys_per_person
+):
+    """Equal where the choice of a person's keys is forced (rows as persons; every key
+    counted at 5), else the same totals and each key within its number of holders (the
+    engines draw their own random choice)."""
+    dataset = _keys_dataset(
+        project=project, owner=owner, with_person=with_person, bound=5, codes=False
+    )
+    statistic = {"kind": "keys", "column": "tag", "keys_per_person": keys_per_person}
+    on_plan, on_numpy = _both_paths(
+        monkeypatch, project=project, owner=owner, reviewer=reviewer, dataset=dataset,
+        statistic=statistic,
+    )  # fmt: skip
+    table = pq.read_table(Path(settings.MEDIA_ROOT) / dataset.parquet_file)
+    held: dict[str, set[str]] = collections.defaultdict(set)
+    for person, value in zip(
+        table.column("person").to_pylist(), table.column("tag").to_pylist(), strict=True
+    ):
+        if value is not None:
+            held[person].add(value)
+    if not with_person or keys_per_person == 5:
+        assert on_plan == on_numpy
+        return
+    total = sum(min(keys_per_person, len(k)) for k in held.values())
+    assert sum(on_plan.values()) == sum(on_numpy.values()) == total
+    for key in set(on_plan) | set(on_numpy):
+        holders = sum(1 for keys in held.values() if key in keys)
+        assert on_plan.get(key, 0) <= holders and on_numpy.get(key, 0) <= holders
 
 
 def test_keys_per_person_choice_is_uniform_among_a_persons_keys(project, owner, reviewer):
