@@ -44,6 +44,7 @@ DECLARED_FIELDS = [
     "category_labels",
     "label",
     "label_zh",
+    "categories_source",
 ]
 #: a date range with too many bins, by bin (translated when the problem is found)
 _TOO_MANY_BINS = {
@@ -104,6 +105,7 @@ def declare_column(column: Column, spec: Mapping[str, object]) -> list[str]:
     missing = str(spec.get("missing") or Column.Missing.DROP).strip()
     if kind not in KINDS:
         return [gettext("choose categorical, numeric, date or excluded.")]
+    published = (column.kind, list(column.categories or []), bool(column.date))
     if missing not in Column.Missing.values:
         errors.append(gettext("choose what happens to missing values."))
     column.kind, column.missing = (Column.Kind.CATEGORICAL if kind == DATE else kind), missing
@@ -119,6 +121,9 @@ def declare_column(column: Column, spec: Mapping[str, object]) -> list[str]:
         _missing_codes(column, spec, errors, numeric=kind == Column.Kind.NUMERIC)
     set_category_labels(column, spec, errors)
     _labels(column, spec, errors)
+    # categories published by a release stay recorded only while they are those values
+    if (column.kind, list(column.categories or []), bool(column.date)) != published:
+        column.categories_source = {}
     return errors
 
 
