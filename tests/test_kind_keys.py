@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import csv
+import json
 import io
 from decimal import Decimal
 from fractions import Fraction
@@ -453,3 +454,30 @@ def test_a_refused_declaration_changes_nothing(client, published, owner, reviewe
     assert "under review or computing" in response.content.decode()
     after = Column.objects.get(dataset=release.dataset, name="tag")
     assert (after.categories, after.categories_source) == (before.categories, {})
+
+
+def test_the_api_takes_and_states_the_keys_parameters(project, owner):
+    from rest_framework.test import APIClient
+
+    dataset = _keys_dataset(project=project, owner=owner, with_person=True)
+    api = APIClient()
+    api.force_authenticate(owner)
+    statistic = {"kind": "keys", "column": "tag", "keys_per_person": 2, "with_counts": False,
+                 "max_keys": 50}  # fmt: skip
+    created = api.post(
+        reverse("api:releases-create", args=[project.slug]),
+        _data(dataset, statistic),
+        format="json",
+    )
+    assert created.status_code in (200, 201), created.content
+    release_id = created.json().get("id") or created.json()["release"]["id"]
+    detail = api.get(reverse("api:releases-detail", kwargs={"release_id": release_id})).json()
+    text = str(detail)
+    assert "'keys_per_person': 2" in text and "'max_keys': 50" in text
+    refused = api.post(
+        reverse("api:releases-create", args=[project.slug]),
+        _data(dataset, {**statistic, "keys_per_person": 4}),
+        format="json",
+    )
+    assert refused.status_code == 400
+    assert "between 1 and the contribution bound L" in json.dumps(refused.json())
