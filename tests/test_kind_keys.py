@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import collections
 import csv
-import json
 import io
+import json
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
