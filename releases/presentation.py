@@ -42,7 +42,7 @@ def _marks(entry: dict[str, Any], kind: Any, specs: dict[int, dict[str, Any]]) -
     """Which of the entry's cells are dpportal's own (dpportal.buckets), from the frozen
     spec's axes; none known without the spec."""
     spec = specs.get(int(entry.get("position", -1)))
-    if not spec:
+    if not spec or not kind.cells_on_axes:
         return []
     domains = (spec.get("groups") if kind.fields == "grouped" else spec.get("columns")) or []
     marks = buckets.cell_marks(domains, cells=len(entry["cells"]), shape=entry.get("shape"))

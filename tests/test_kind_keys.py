@@ -481,3 +481,39 @@ def test_the_api_takes_and_states_the_keys_parameters(project, owner):
     )
     assert refused.status_code == 400
     assert "between 1 and the contribution bound L" in json.dumps(refused.json())
+
+
+def test_a_lone_key_is_never_marked_as_dpportal_s_own_cell(client, project, owner, reviewer):
+    """One key found: the column declares no category, so by place it would sit where
+    "Other" sits; a key is a key, whatever its place."""
+    relative = f"datasets/lone-{project.pk}.parquet"
+    path = Path(settings.MEDIA_ROOT) / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"person": ["p"] * 101, "tag": ["solo"] * 100 + ["rare"]}), path)
+    dataset = Dataset.objects.create(
+        project=project, name="lone", uploaded_by=owner, parquet_file=relative,
+        status=Dataset.Status.READY, declared=True, unit_confirmed_at=timezone.now(),
+        unit_confirmed_by=owner,
+    )  # fmt: skip
+    Column.objects.create(
+        dataset=dataset, name="person", position=0, suggested_type="string", kind="excluded"
+    )
+    Column.objects.create(
+        dataset=dataset, name="tag", position=1, suggested_type="string", kind="categorical",
+        categories=[],
+    )  # fmt: skip
+    release = submitted(
+        project=project, owner=owner, dataset=dataset, epsilon="1", mechanism="gaussian",
+        delta="0.00001", statistics=[{"kind": "keys", "column": "tag"}],
+    )  # fmt: skip
+    lifecycle.release_approve(release=release, reviewer=reviewer)
+    assert compute.release_compute(release_id=release.pk) == "computed"
+    release.refresh_from_db()
+    lifecycle.release_publish(release=release, actor=owner)
+    cache.clear()
+    data = client.get(reverse("public:release-json", args=[project.slug, release.pk])).json()
+    (stat,) = data["statistics"]
+    assert [(c["cell"], c["bucket"]) for c in stat["cells"]] == [("solo", None)]
+    client.force_login(owner)
+    page = client.get(reverse("releases:detail", args=[release.pk])).content.decode()
+    assert 'class="bucket"' not in page

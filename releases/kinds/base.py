@@ -246,6 +246,10 @@ class StatisticKind:
     #: in one statistic and in all the release's statistics that share the setting (a
     #: kind whose stored result costs more per cell to read back); None for none
     cell_limit_setting: ClassVar[str | None] = None
+    #: its cells are its columns' (or groups') declared cells, so the pages can tell
+    #: dpportal's own "Other" and "Missing" cells by their place; False for cells found in
+    #: the data (a key named "Other" is a key)
+    cells_on_axes: ClassVar[bool] = True
 
     # --- planning: public parameters only --------------------------------------------
 

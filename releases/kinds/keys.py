@@ -111,6 +111,7 @@ class KeysKind(StatisticKind):
     fields = "keys"
     aggregate = "keys"
     clampable = True
+    cells_on_axes = False
 
     # --- planning: public parameters only --------------------------------------------
 

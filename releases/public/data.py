@@ -345,7 +345,7 @@ def _bucket_marks(
 ) -> dict[str, list[str]]:
     """Which cells are dpportal's own (dpportal.buckets.cell_marks), by their place on the
     axes of the frozen spec: the groups of a grouped kind, the columns of the others."""
-    if not spec:
+    if not spec or not statistic_kind.cells_on_axes:
         return {}
     grouped = statistic_kind.fields == "grouped"
     domains = (spec.get("groups") if grouped else spec.get("columns")) or []
