@@ -414,6 +414,8 @@ def test_the_owner_declares_the_published_keys_and_later_statistics_say_so(
     assert column.categories == entry["cells"]  # the published values, in their order
     assert column.categories_source["release"] == release.pk
     assert column.categories_source["epsilon"] == entry["epsilon"]
+    declare_page = client.get(reverse("datasets:declare", args=[release.dataset.pk]))
+    assert "found in the data by partition selection" in declare_page.content.decode()
     # a later histogram of the column: its review and its public page name the release
     later = submitted(
         project=release.project, owner=owner, dataset=release.dataset, epsilon="0.5",
