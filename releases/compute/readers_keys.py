@@ -9,7 +9,7 @@ person column every row is a person holding one key: the count of rows per key.
 
 Row groups are read one at a time; the (person, key) pairs of the kept rows are
 collected (bounded by the dataset's rows) and counted once at the end (`finish`).
-This is the oracle of the engines' one-query plan (releases.compute.keys_plan).
+This is the oracle of the engines' query (releases.compute.plan.Plan.keys_sql).
 """
 
 from __future__ import annotations

@@ -6,7 +6,9 @@ the keys alone (partition selection, dpportal.privacy.partition_selection). The
 aggregate is, per key, the number of DISTINCT persons holding it (rows when there
 is no person column), each person counted in at most `keys_per_person` of their
 keys (chosen uniformly at random with the release's CSPRNG); missing cells are not
-a key. The selection needs a delta above 0 (a key's mere presence is revealed with
+a key. Counted by one query per statistic on DuckDB or Spark
+(releases.compute.plan.Plan.keys_sql), the numpy readers as the oracle
+(releases.compute.readers_keys). The selection needs a delta above 0 (a key's mere presence is revealed with
 probability at most delta), so a Laplace release refuses it.
 
 A result entry holds the published keys as its cells, ordered by noisy count (then
