@@ -8,8 +8,9 @@ is no person column), each person counted in at most `keys_per_person` of their
 keys (chosen uniformly at random with the release's CSPRNG); missing cells are not
 a key. Counted by one query per statistic on DuckDB or Spark
 (releases.compute.plan.Plan.keys_sql), the numpy readers as the oracle
-(releases.compute.readers_keys). The selection needs a delta above 0 (a key's mere presence is revealed with
-probability at most delta), so a Laplace release refuses it.
+(releases.compute.readers_keys). The selection needs a delta above 0 (a key's
+mere presence is revealed with probability at most delta), so a Laplace release
+refuses it.
 
 A result entry holds the published keys as its cells, ordered by noisy count (then
 key), their noisy counts as its values (none when keys only), "keys" (whether counts
