@@ -79,13 +79,6 @@ def test_a_statistic_epsilon_is_parsed_once_not_per_function(name, mechanism, mo
     kind = kinds.get(name)
     if name not in AGGREGATES:
         pytest.fail(f"add a true aggregate for the kind {name!r}")
-    if name == "keys":
-        pytest.xfail(
-            "the partition-selection core converts epsilon at each step of its Gaussian "
-            "threshold search (dpportal.privacy.partition_selection._check is called per "
-            "candidate): ~50 conversions per plan; the kind itself parses once and caches "
-            "the plan per set of public parameters"
-        )
     counts: collections.Counter = collections.Counter()
     convert = params.to_fraction
 

@@ -37,6 +37,7 @@ from dpportal.errors import ValidationFailed
 from dpportal.privacy.accuracy import result_halfwidth, spec_halfwidth
 from dpportal.privacy.mechanism_records import MechanismRecord
 from dpportal.privacy.noise import NoiseSpec
+from dpportal.privacy.params import check_epsilon
 from dpportal.privacy.partition_selection import KeySelection, plan_selection, select_keys
 from dpportal.privacy.rng import RandomSource, uniform_keys
 from releases.kinds.base import (
@@ -77,9 +78,10 @@ def stat_selection(stat: StatisticPlan) -> KeySelection:
 
 
 def entry_selection(entry: dict[str, Any]) -> KeySelection:
-    """The selection of a frozen spec entry (see KeysKind.spec_fields)."""
+    """The selection of a frozen spec entry (see KeysKind.spec_fields): its epsilon parsed
+    here, where it enters the math."""
     return _selection(
-        frac(entry["epsilon"]),
+        check_epsilon(entry["epsilon"]),
         frac(entry["delta"]),
         int(entry["keys_per_person"]),
         bool(entry["with_counts"]),
