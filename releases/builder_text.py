@@ -43,6 +43,10 @@ def builder_text() -> dict[str, object]:
         ),
         "crosstab_placeholder": "a × b; c",
         "crosstab_total": gettext("and the total"),
+        "rows_cap": gettext("most rows per person to resolve"),
+        "rows_cap_label": gettext(
+            "most rows per person to resolve (empty: 1000); persons with more are counted together"
+        ),
         "then_by": gettext("then by"),
         "all_rows": gettext("(all rows)"),
         "low": pgettext("lower bound, short", "lo"),

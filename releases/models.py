@@ -98,6 +98,7 @@ class Statistic(models.Model):
         STDDEV = "stddev", _("Standard deviation")
         VARIANCE = "variance", _("Variance")
         CROSSTAB = "crosstab", _("Cross-tabulation")
+        ROWS_PER_PERSON = "rows_per_person", _("Rows per person")
 
     release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="statistics")
     position = models.PositiveIntegerField(default=0)

@@ -55,6 +55,7 @@ SURVEY_STATISTICS: dict[str, dict[str, Any]] = {
     "stddev": {"kind": "stddev", "column": "age", "n_guess": 3000},
     "variance": {"kind": "variance", "column": "age", "group_by": "region", "n_guess": 500},
     "crosstab": {"kind": "crosstab", "columns": ["region", "age"], "way": 2, "total": True},
+    "rows_per_person": {"kind": "rows_per_person", "cap": "20"},
 }  # fmt: skip
 
 #: one statistic per kind on `write_neighbours`' small file (columns group, value)
@@ -73,6 +74,8 @@ AUDIT_STATISTICS: dict[str, dict[str, Any]] = {
     "variance": {"kind": "variance", "column": "value", "group_by": "group", "n_guess": 100},
     # the person's cell ("a") of the one-column table comes first
     "crosstab": {"kind": "crosstab", "columns": ["group"], "way": 1},
+    # the added person has 2 rows: one more person in bucket "2"
+    "rows_per_person": {"kind": "rows_per_person", "cap": "4"},
 }  # fmt: skip
 
 MECHANISMS = ("laplace", "gaussian")

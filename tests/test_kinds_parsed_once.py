@@ -31,6 +31,7 @@ AGGREGATES = {
     "stddev": [[10, 10, 10, 10], [1, 1, 1, 1], [5, 5, 5, 5]],
     "variance": [[10, 10, 10, 10], [1, 1, 1, 1], [5, 5, 5, 5]],
     "crosstab": [[1, 2, 3, 4]],
+    "rows_per_person": [3] * 28,  # the buckets of cap 100 (the stand-in's upper)
 }
 #: a cross-tabulation's frozen columns and tables (one column: its table and the total)
 CROSSTAB = {

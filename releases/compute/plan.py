@@ -40,7 +40,10 @@ from releases import kinds
 from releases.compute.readers import Axis, maximal_marginals
 from releases.compute.readers_stats import Partial
 
-PLAN_KINDS = tuple(name for name, kind in kinds.REGISTRY.items() if kind.aggregate != "ranks")
+#: the kinds the plan aggregates (quantiles' ranks go through the numpy readers; rows per
+#: person through its own query over the ID column, releases.compute.rows_per_person)
+OFF_PLAN = ("ranks", "persons")
+PLAN_KINDS = tuple(n for n, kind in kinds.REGISTRY.items() if kind.aggregate not in OFF_PLAN)
 ROW = "__row"  # the source's row number (a stable row identity for the person bound)
 
 
@@ -406,7 +409,7 @@ def plan_or_none(spec: dict[str, Any], schema: pa.Schema, dialect: Dialect = DUC
 
 def _on_plan(kind: str) -> bool:
     """Whether statistics of `kind` are on the plan (asked of the registry as it is now)."""
-    return kind in kinds.REGISTRY and kinds.get(kind).aggregate != "ranks"
+    return kind in kinds.REGISTRY and kinds.get(kind).aggregate not in OFF_PLAN
 
 
 def _marginals_part(i: int, s: dict[str, Any], cell) -> tuple[Part, str | None] | None:

@@ -8,12 +8,20 @@ outside this package names a kind to decide how to treat it.
 
 from __future__ import annotations
 
-from releases.kinds import counting, crosstab, grouped, quantiles, spread, sums
+from releases.kinds import (
+    counting,
+    crosstab,
+    grouped,
+    quantiles,
+    rows_per_person,
+    spread,
+    sums,
+)
 from releases.kinds.base import UNINFORMATIVE, Cell, NoisePart, StatisticKind
 
 REGISTRY: dict[str, StatisticKind] = {
     kind.name: kind
-    for module in (counting, sums, grouped, quantiles, spread, crosstab)
+    for module in (counting, sums, grouped, quantiles, spread, crosstab, rows_per_person)
     for kind in module.KINDS
 }
 

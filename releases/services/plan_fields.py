@@ -28,6 +28,7 @@ COLUMN_USES = {
     "stddev": pgettext_lazy("statistic", "standard deviation"),
     "variance": pgettext_lazy("statistic", "variance"),
     "crosstab": pgettext_lazy("statistic", "cross-tabulation"),
+    "rows_per_person": pgettext_lazy("statistic", "rows per person"),
     "grouping": pgettext_lazy("statistic", "grouping"),
 }
 

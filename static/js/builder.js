@@ -115,7 +115,15 @@
       " ",
       input("category", s.category, { size: 8, placeholder: T.category }),
     ]);
-    return cell(classic, grouping, quantileBox, crosstabBox(s, groups));
+    const cap = input("cap", s.cap != null ? s.cap : s.kind === "rows_per_person" ? s.upper : "", {
+      size: 7,
+      placeholder: "1000",
+      "aria-label": T.rows_cap_label,
+    });
+    const rowsBox = el("span", { "data-kinds": "rows_per_person" }, [
+      el("label", {}, [T.rows_cap + " ", cap]),
+    ]);
+    return cell(classic, grouping, quantileBox, crosstabBox(s, groups), rowsBox);
   }
 
   /** A cross-tabulation's options: its columns (those a histogram accepts), the tables to
