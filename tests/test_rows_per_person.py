@@ -1,0 +1,187 @@
+"""The rows-per-person kind: builder, compute (DuckDB == numpy oracle == Spark), noise."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from dpportal.errors import ValidationFailed
+from dpportal.privacy.rng import SeededTestRandom
+from dpportal.privacy.rows_per_person import bucket_index, buckets
+from releases import dp, kinds, services
+from releases.compute import rows_per_person as compute_rows
+from tests.releases_support import make_dataset
+
+KIND = kinds.get("rows_per_person")
+
+
+@pytest.fixture
+def media(settings, tmp_path):
+    settings.MEDIA_ROOT = str(tmp_path)
+    return tmp_path
+
+
+def _spec(cap: int, id_column: str = "person") -> dict:
+    return {
+        "parquet_file": "d.parquet",
+        "privacy_unit": {"id_column": id_column, "contribution_bound": 2},
+        "statistics": [_entry(cap)],
+    }
+
+
+def _entry(cap: int, epsilon: str = "1") -> dict:
+    return {
+        "position": 0, "kind": "rows_per_person", "label": "Rows per person", "columns": [],
+        "category": None, "epsilon": epsilon, "delta": "0", "cap": cap,
+    }  # fmt: skip
+
+
+def _write(folder, ids: list, row_group_size: int = 50, type_=pa.string()) -> None:
+    pq.write_table(
+        pa.table({"person": pa.array(ids, type=type_), "x": list(range(len(ids)))}),
+        folder / "d.parquet",
+        row_group_size=row_group_size,
+    )
+
+
+def _oracle(ids: list, cap: int) -> list[int]:
+    """Independent of the module: a dict of rows per person, then each bucket by its ends."""
+    per: dict = {}
+    for i in ids:
+        if i is not None:
+            per[i] = per.get(i, 0) + 1
+    out = [0] * len(buckets(cap))
+    for n in per.values():
+        out[bucket_index(n, cap)] += 1
+    return out
+
+
+def _long_tail(seed: int, persons: int) -> list:
+    gen = np.random.default_rng(seed)  # test DATA, not noise
+    rows = np.minimum(gen.zipf(1.5, persons), 3000)
+    ids: list = [f"p{i}" for i, r in enumerate(rows) for _ in range(int(r))]
+    gen.shuffle(ids)
+    ids[::97] = [None] * len(ids[::97])  # rows without a person
+    return ids
+
+
+@pytest.mark.parametrize("cap", [1, 16, 50, 1000])
+def test_duckdb_equals_the_numpy_reader_and_an_independent_count(media, cap):
+    ids = _long_tail(3, 400) + ["heavy"] * 2500
+    _write(media, ids)
+    expected = _oracle(ids, cap)
+    spec = _spec(cap)
+    got = compute_rows.persons_duckdb(spec, spec["statistics"][0])
+    numpy = compute_rows.persons_numpy(pq.ParquetFile(media / "d.parquet"), id_column="person",
+                                       cap=cap)  # fmt: skip
+    assert got.tolist() == numpy.tolist() == expected
+    assert got.sum() == len({i for i in ids if i is not None})
+
+
+def test_integer_ids_and_an_empty_file(media):
+    _write(media, [3, 3, 7, None, 3, 9, 9], type_=pa.int64())
+    spec = _spec(16)
+    assert compute_rows.persons_duckdb(spec, spec["statistics"][0]).tolist()[:4] == [1, 1, 1, 0]
+    _write(media, [None, None])
+    assert compute_rows.persons_duckdb(spec, spec["statistics"][0]).sum() == 0
+    assert compute_rows.persons_numpy(
+        pq.ParquetFile(media / "d.parquet"), id_column="person", cap=16
+    ).sum() == 0  # fmt: skip
+
+
+@pytest.mark.spark
+def test_spark_equals_duckdb(media, spark):
+    ids = _long_tail(4, 300)
+    _write(media, ids)
+    spec = _spec(100)
+    entry = spec["statistics"][0]
+    assert (
+        compute_rows.persons_spark(spec, entry).tolist()
+        == compute_rows.persons_duckdb(spec, entry).tolist()
+        == _oracle(ids, 100)
+    )
+
+
+def test_noise_is_discrete_laplace_of_scale_one_over_epsilon_whatever_l():
+    """The scale is 1/epsilon at L = 1 and at L = 7 alike: the unit is the person."""
+    truth = np.arange(len(buckets(20)), dtype=np.int64)
+    entries = [
+        dp.noisy_entry(
+            entry=_entry(20, "0.5"),
+            aggregate=truth,
+            mechanism="gaussian",
+            confidence="0.95",
+            contribution_bound=bound,
+            cells=[],
+            rng=SeededTestRandom(1),
+        )  # fmt: skip
+        for bound in (1, 7)
+    ]
+    for out in entries:
+        assert out["explanation"]["scale"] == "2"
+        assert out["explanation"]["noise"] == "discrete_laplace"
+        assert out["explanation"]["l1_sensitivity"] == "1"
+        assert out["cells"][:2] == ["1", "2"] and out["cells"][16:18] == ["17–19", "20"]
+        assert out["cells"][-1] == "21+"
+        assert all(isinstance(v, int) for v in out["values"])
+    assert entries[0]["values"] == entries[1]["values"]  # same seed, same noise
+    assert KIND.result_mechanism(entries[0], "gaussian") == "laplace"
+
+
+def test_tradeoff_and_suggestion_from_a_stored_result():
+    truth = np.zeros(len(buckets(4)), dtype=np.int64)
+    truth[:4] = [1000, 500, 0, 200]  # persons with 1, 2, 3, 4 rows
+    entry = dp.noisy_entry(
+        entry=_entry(4, "5"), aggregate=truth, mechanism="laplace", confidence="0.95",
+        contribution_bound=1, cells=[], rng=SeededTestRandom(2),
+    )  # fmt: skip
+    rows = KIND.tradeoff(entry, confidence="0.95")
+    assert [r.limit for r in rows] == [1, 2, 3, 4]
+    for r in rows:
+        assert r.share_low <= r.share <= r.share_high
+    assert rows[-1].share == 1  # nobody above the cap: L = 4 keeps every row
+    assert KIND.suggestion(rows, Fraction(1, 2)).limit == 1
+
+
+@pytest.mark.django_db
+def test_the_builder_refuses_a_dataset_without_a_person_column(project, owner):
+    dataset = make_dataset(project=project, owner=owner, rows=200)
+    data = {
+        "title": "R", "dataset": dataset.pk, "mechanism": "laplace", "confidence": "0.95",
+        "epsilon": "1", "statistics": [{"kind": "rows_per_person"}],
+    }  # fmt: skip
+    with pytest.raises(ValidationFailed, match="needs a person column"):
+        services.release_save_draft(project=project, actor=owner, data=data)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("cap", "message"),
+    [("0", "between 1 and 100000"), ("100001", "between 1 and 100000"), ("ten", "whole number")],
+)
+def test_the_builder_names_the_cap_limit(project, owner, cap, message):
+    dataset = make_dataset(project=project, owner=owner, rows=200, id_column="person", people=50)
+    data = {
+        "title": "R", "dataset": dataset.pk, "mechanism": "laplace", "confidence": "0.95",
+        "epsilon": "1", "statistics": [{"kind": "rows_per_person", "cap": cap}],
+    }  # fmt: skip
+    with pytest.raises(ValidationFailed, match=message):
+        services.release_save_draft(project=project, actor=owner, data=data)
+
+
+@pytest.mark.django_db
+def test_a_draft_keeps_its_cap_and_its_default_label(project, owner):
+    dataset = make_dataset(project=project, owner=owner, rows=200, id_column="person", people=50)
+    data = {
+        "title": "R", "dataset": dataset.pk, "mechanism": "laplace", "confidence": "0.95",
+        "epsilon": "1", "statistics": [{"kind": "rows_per_person", "cap": "40"}],
+    }  # fmt: skip
+    release = services.release_save_draft(project=project, actor=owner, data=data)
+    (stat,) = release.statistics.all()
+    assert (int(stat.upper), stat.label) == (40, "Rows per person")
+    again = services.release_form_data(release=release)["statistics"][0]
+    assert again["upper"] == "40"
