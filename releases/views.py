@@ -29,7 +29,7 @@ from datasets.selectors import dataset_usability_problems
 from dpportal import statistic_names
 from dpportal.bilingual import category_label
 from dpportal.errors import ApplicationError, ValidationFailed
-from releases import lifecycle, selectors, services
+from releases import lifecycle, rows_tradeoff, selectors, services
 from releases.builder_text import builder_text
 from releases.models import Release
 from releases.presentation import results_for_display
@@ -245,13 +245,29 @@ def release_detail_view(request: HttpRequest, release_id: int) -> HttpResponse:
     statistics = list(
         release.statistics.select_related("column", "column2", "group_column", "group_column2")
     )
+    is_owner = Membership.Role.OWNER in roles
+    results = _named(_results_page(result, page=page), statistics) if result else None
+    share_error = ""
+    if results and is_owner:
+        try:
+            share = rows_tradeoff.share_parse(request.GET.get("share"))
+        except ValidationFailed as exc:
+            share_error = exc.message
+            share = rows_tradeoff.share_parse(None)
+        tradeoffs = rows_tradeoff.tradeoffs_for_owner(
+            payload=result.payload,
+            dataset_id=release.dataset_id,
+            current_bound=release.dataset.contribution_bound,
+            share=share,
+        )
+        results = [{**item, "tradeoff": tradeoffs.get(item.get("position"))} for item in results]
     return render(
         request,
         "releases/detail.html",
         {
             "release": release,
             "project": release.project,
-            "is_owner": Membership.Role.OWNER in roles,
+            "is_owner": is_owner,
             "is_reviewer": Membership.Role.REVIEWER in roles,
             "no_reviewer": release.status in (Release.Status.DRAFT, Release.Status.SUBMITTED)
             and not project_has_reviewer(
@@ -264,7 +280,8 @@ def release_detail_view(request: HttpRequest, release_id: int) -> HttpResponse:
             "events": release.events.select_related("actor"),
             "preview": preview,
             "preview_error": preview_error,
-            "results": _named(_results_page(result, page=page), statistics) if result else None,
+            "results": results,
+            "share_error": share_error,
             "status": selectors.release_status(release=release),
         },
     )

@@ -139,7 +139,7 @@ def test_tradeoff_and_suggestion_from_a_stored_result():
         entry=_entry(4, "5"), aggregate=truth, mechanism="laplace", confidence="0.95",
         contribution_bound=1, cells=[], rng=SeededTestRandom(2),
     )  # fmt: skip
-    rows = KIND.tradeoff(entry, confidence="0.95")
+    rows = KIND.limit_tradeoff(entry, confidence="0.95")
     assert [r.limit for r in rows] == [1, 2, 3, 4]
     for r in rows:
         assert r.share_low <= r.share <= r.share_high
@@ -185,3 +185,82 @@ def test_a_draft_keeps_its_cap_and_its_default_label(project, owner):
     assert (int(stat.upper), stat.label) == (40, "Rows per person")
     again = services.release_form_data(release=release)["statistics"][0]
     assert again["upper"] == "40"
+
+
+# --- surfaces ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def computed(project, owner, reviewer):
+    from django.core.cache import cache
+
+    from releases import compute, lifecycle
+    from tests.releases_support import submitted
+
+    dataset = make_dataset(
+        project=project, owner=owner, rows=1500, people=300, id_column="person", bound=3
+    )
+    release = submitted(
+        project=project, owner=owner, dataset=dataset, epsilon="1",
+        statistics=[{"kind": "rows_per_person", "cap": "30"}, {"kind": "count"}],
+    )  # fmt: skip
+    lifecycle.release_approve(release=release, reviewer=reviewer)
+    assert compute.release_compute(release_id=release.pk, rng=SeededTestRandom(9)) == "computed"
+    release.refresh_from_db()
+    cache.clear()
+    return release
+
+
+@pytest.mark.django_db
+def test_the_owner_sees_the_tradeoff_and_the_suggested_limit(client, computed, owner):
+    from django.urls import reverse
+
+    client.force_login(owner)
+    url = reverse("releases:detail", args=[computed.pk])
+    page = client.get(url).content.decode()
+    assert 'id="tradeoff-0"' in page and "Suggest L" in page
+    assert "This dataset&#x27;s L is now 3" in page or "This dataset's L is now 3" in page
+    declare = reverse("datasets:declare", args=[computed.dataset_id])
+    assert f"{declare}?contribution_bound=" in page
+    assert 'id="tradeoff-1"' not in page  # the count has no trade-off
+    # another share; a share outside (0, 100] is named and the default used
+    assert "at least 50 %" in client.get(url, {"share": "50"}).content.decode()
+    bad = client.get(url, {"share": "150"}).content.decode()
+    assert "at most 100 %" in bad and 'id="tradeoff-0"' in bad
+
+
+@pytest.mark.django_db
+def test_a_reviewer_sees_the_histogram_but_no_tradeoff(client, computed, reviewer):
+    from django.urls import reverse
+
+    client.force_login(reviewer)
+    page = client.get(reverse("releases:detail", args=[computed.pk])).content.decode()
+    assert "17–19" in page and 'id="tradeoff-0"' not in page
+
+
+@pytest.mark.django_db
+def test_the_public_page_shows_the_histogram_with_intervals(client, computed, owner):
+    from django.urls import reverse
+
+    from releases import lifecycle
+
+    lifecycle.release_publish(release=computed, actor=owner)
+    slug = computed.project.slug
+    page = client.get(reverse("public:release", args=[slug, computed.pk])).content.decode()
+    assert "Rows per person" in page and "17–19" in page and "31+" in page
+    assert "tradeoff" not in page
+    data = client.get(reverse("public:release-json", args=[slug, computed.pk])).json()
+    entry = next(s for s in data["statistics"] if s["kind"] == "rows_per_person")
+    assert entry["cells"][-1]["cell"] == "31+"
+
+
+@pytest.mark.django_db
+def test_the_declaration_page_fills_in_the_chosen_limit(client, computed, owner):
+    from django.urls import reverse
+
+    client.force_login(owner)
+    url = reverse("datasets:declare", args=[computed.dataset_id])
+    page = client.get(url, {"contribution_bound": "7"}).content.decode()
+    assert 'value="7"' in page
+    computed.dataset.refresh_from_db()
+    assert computed.dataset.contribution_bound == 3  # only filled in: not changed

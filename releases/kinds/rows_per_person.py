@@ -155,7 +155,7 @@ class RowsPerPersonKind(SymmetricIntervals, PlannedKind):
 
     # --- post-processing for the owner -----------------------------------------------
 
-    def tradeoff(self, entry: dict[str, Any], *, confidence: object) -> list[Row]:
+    def limit_tradeoff(self, entry: dict[str, Any], *, confidence: object) -> list[Row]:
         """Each candidate L with the estimated share of rows kept and its range, the range
         from every bucket moved by the half-width for all buckets at once at `confidence`."""
         h = result_halfwidth(entry["explanation"], confidence=confidence, simultaneous=True)
