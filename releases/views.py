@@ -25,11 +25,11 @@ from budgets.selectors import (
     project_roles,
 )
 from datasets.models import Column, Dataset
-from datasets.selectors import dataset_usability_problems
+from datasets.selectors import dataset_get_for_member, dataset_usability_problems
 from dpportal import statistic_names
 from dpportal.bilingual import category_label
 from dpportal.errors import ApplicationError, ValidationFailed
-from releases import lifecycle, rows_tradeoff, selectors, services
+from releases import lifecycle, private_check, rows_tradeoff, selectors, services
 from releases.builder_text import builder_text
 from releases.models import Release
 from releases.presentation import results_for_display
@@ -122,6 +122,7 @@ def _render_builder(request, *, project, release=None, data=None, error="", stat
             "budget": budget_summary(project=project),
             "error": error,
             "preview_url": reverse("releases:preview", args=[project.slug]),
+            "check_url": reverse("releases:private_check", args=[project.slug]),
             "builder_text": builder_text(),
             "cell_limits": services.plan_cell_limits(),
         },
@@ -184,6 +185,31 @@ def release_preview_view(request: HttpRequest, project_slug: str) -> JsonRespons
         return JsonResponse({"ok": False, "error": exc.message}, status=400)
     preview["cells_text"] = services.plan_cells_text(statistics=plan.statistics)
     return JsonResponse({"ok": True, "preview": preview})
+
+
+@require_POST
+@never_cache
+def release_private_check_view(request: HttpRequest, project_slug: str) -> JsonResponse:
+    """The owner's private check of the builder's draft against the data (true values:
+    releases.private_check). Owners of the dataset's project only; the answer lives in
+    this response alone (no-store), is never stored or logged. Anyone else: 404 (not a
+    member, anonymous included: no login redirect that would confirm the project) or 403
+    (a member who is not an owner), raised to the error middleware."""
+    project = project_get_for_member(slug=project_slug, user=request.user, roles=OWNER)
+    try:
+        plan = services.release_plan_parse(project=project, data=_builder_payload(request))
+    except ValidationFailed as exc:
+        return JsonResponse({"ok": False, "error": exc.message}, status=400)
+    # the dataset's own owner check (404 / 403 as for its other owner-only pages)
+    dataset_get_for_member(dataset_id=plan.dataset.pk, user=request.user, roles=OWNER)
+    try:
+        check = private_check.check_plan(plan=plan)
+    except ValidationFailed as exc:
+        response = JsonResponse({"ok": False, "error": exc.message}, status=400)
+    else:
+        response = JsonResponse({"ok": True, "private": True, "check": check})
+    response["Cache-Control"] = "no-store, private"
+    return response
 
 
 #: how long the owner's results page keeps a page of results (results never change)

@@ -264,3 +264,121 @@ def test_the_declaration_page_fills_in_the_chosen_limit(client, computed, owner)
     assert 'value="7"' in page
     computed.dataset.refresh_from_db()
     assert computed.dataset.contribution_bound == 3  # only filled in: not changed
+
+
+# --- the owner's private check -------------------------------------------------------------
+
+
+def _check_payload(dataset, statistics) -> str:
+    import json
+
+    return json.dumps(
+        {
+            "title": "C",
+            "dataset": dataset.pk,
+            "mechanism": "laplace",
+            "confidence": "0.95",
+            "epsilon": "1",
+            "statistics": statistics,
+        }  # fmt: skip
+    )
+
+
+@pytest.fixture
+def checked(project, owner):
+    dataset = make_dataset(
+        project=project, owner=owner, rows=2000, people=400, id_column="person", bound=3
+    )
+    return dataset
+
+
+def _true_facts(dataset) -> dict:
+    from pathlib import Path
+
+    from django.conf import settings
+
+    table = pq.read_table(Path(settings.MEDIA_ROOT) / dataset.parquet_file)
+    age = [a for a in table.column("age").to_pylist() if a is not None]
+    per: dict = {}
+    for p in table.column("person").to_pylist():
+        if p is not None:
+            per[p] = per.get(p, 0) + 1
+    counts = sorted(per.values())
+    return {
+        "below": sum(1 for a in age if a < 10),
+        "above": sum(1 for a in age if a > 60),
+        "persons": len(counts),
+        "max": counts[-1],
+        "dropped": sum(max(0, n - 3) for n in counts),
+    }
+
+
+@pytest.mark.django_db
+def test_the_owner_gets_the_private_check_in_the_response_only(client, checked, owner, caplog):
+    from django.urls import reverse
+
+    from releases.models import Release
+
+    client.force_login(owner)
+    url = reverse("releases:private_check", args=[checked.project.slug])
+    stats = [{"kind": "sum", "column": "age", "lower": "10", "upper": "60"}, {"kind": "count"}]
+    releases_before = Release.objects.count()
+    with caplog.at_level("DEBUG"):
+        response = client.post(url, _check_payload(checked, stats), content_type="application/json")
+    assert response.status_code == 200
+    assert "no-store" in response["Cache-Control"]
+    body = response.json()
+    assert body["ok"] and body["private"]
+    truth = _true_facts(checked)
+    (item,) = body["check"]["statistics"]
+    assert (item["below"], item["above"]) == (str(truth["below"]), str(truth["above"]))
+    persons = body["check"]["persons"]
+    assert persons["persons"] == str(truth["persons"]) and persons["max"] == str(truth["max"])
+    assert persons["dropped"] == f"{truth['dropped']:,}"
+    assert persons["limit"] == "3"
+    assert Release.objects.count() == releases_before  # nothing saved
+    logged = caplog.text
+    for value in (persons["dropped"], persons["persons"], item["below"], item["above"]):
+        assert f" {value} " not in logged and f"={value}" not in logged
+
+
+@pytest.mark.django_db
+def test_the_builder_offers_the_private_check_labelled_as_such(client, checked, owner):
+    from django.urls import reverse
+
+    client.force_login(owner)
+    page = client.get(reverse("releases:new", args=[checked.project.slug])).content.decode()
+    assert "Check against the data (private: for you only, never published)" in page
+    assert reverse("releases:private_check", args=[checked.project.slug]) in page
+
+
+@pytest.mark.django_db
+def test_no_one_else_gets_the_private_check(client, checked, reviewer):
+    from django.urls import reverse
+
+    from tests.factories import UserFactory
+
+    url = reverse("releases:private_check", args=[checked.project.slug])
+    payload = _check_payload(checked, [{"kind": "count"}])
+    assert client.post(url, payload, content_type="application/json").status_code == 404
+    client.force_login(UserFactory(username="stranger"))
+    assert client.post(url, payload, content_type="application/json").status_code == 404
+    client.force_login(reviewer)
+    response = client.post(url, payload, content_type="application/json")
+    assert response.status_code == 403 and b"persons" not in response.content
+    assert client.get(url).status_code == 405
+
+
+@pytest.mark.django_db
+def test_the_private_check_names_its_row_limit(client, checked, owner, settings):
+    from django.urls import reverse
+
+    settings.DPPORTAL_PRIVATE_CHECK_MAX_ROWS = 100
+    client.force_login(owner)
+    url = reverse("releases:private_check", args=[checked.project.slug])
+    response = client.post(
+        url, _check_payload(checked, [{"kind": "count"}]), content_type="application/json"
+    )
+    assert response.status_code == 400
+    assert "DPPORTAL_PRIVATE_CHECK_MAX_ROWS" in response.json()["error"]
+    assert "100 rows" in response.json()["error"]

@@ -418,6 +418,25 @@
     }
   }
 
+  /** The owner's private check: true values, shown here once and kept nowhere. */
+  const checkUrl = form.dataset.checkUrl;
+  const checkBox = byId("private-check-result");
+  byId("private-check").addEventListener("click", async () => {
+    checkBox.replaceChildren();
+    const data = await postPreview(checkUrl, T.check_failed);
+    if (!data.ok) {
+      checkBox.append(previewError(data.error || T.check_failed));
+      return;
+    }
+    const c = data.check;
+    const items = [el("p", { class: "notice", text: T.check_private }), el("p", { text: fill(T.check_rows, c) })];
+    if (c.persons) items.push(el("p", { "data-check": "persons", text: fill(T.check_persons, c.persons) }));
+    const list = el("ul", { "data-check": "bounds" });
+    for (const s of c.statistics) list.append(el("li", { text: (s.position + 1) + ". " + s.label + ": " + s.text }));
+    items.push(c.statistics.length ? list : el("p", { class: "muted", text: T.check_none }));
+    checkBox.append(...items);
+  });
+
   byId("add-stat").addEventListener("click", () => {
     addRow();
     refresh();
