@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 
 from dpportal.privacy.rows_per_person import Bucket, buckets
 from releases.compute import arrow_source
+from releases.compute.duckdb_engine import _connection, open_source
 from releases.compute.plan import DUCKDB, SPARK, Dialect
 
 
@@ -62,8 +63,6 @@ def shape(rows: list[tuple], cap: int) -> np.ndarray:
 
 def persons_duckdb(spec: dict[str, Any], entry: dict[str, Any]) -> np.ndarray:
     """The statistic's true aggregate by DuckDB (memory only)."""
-    from releases.compute.duckdb_engine import _connection, open_source  # noqa: PLC0415 - cycle
-
     id_column = spec["privacy_unit"]["id_column"]
     paths, _, filesystem = open_source(spec)
     spill = tempfile.mkdtemp(prefix="dpportal-duckdb-")
