@@ -382,3 +382,23 @@ def test_the_private_check_names_its_row_limit(client, checked, owner, settings)
     assert response.status_code == 400
     assert "DPPORTAL_PRIVATE_CHECK_MAX_ROWS" in response.json()["error"]
     assert "100 rows" in response.json()["error"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("given", "stored"), [({"cap": "25"}, 25), ({"upper": "40"}, 40), ({}, 1000)]
+)
+def test_the_api_takes_the_cap(project, owner, given, stored):
+    from rest_framework.test import APIClient
+
+    dataset = make_dataset(project=project, owner=owner, rows=200, id_column="person", people=50)
+    client = APIClient()
+    client.force_authenticate(owner)
+    body = {
+        "title": "R", "dataset": dataset.pk, "mechanism": "laplace", "confidence": "0.95",
+        "epsilon": "1", "statistics": [{"kind": "rows_per_person", **given}],
+    }  # fmt: skip
+    response = client.post(f"/api/v1/projects/{project.slug}/releases/create/", body, format="json")
+    assert response.status_code == 201, response.content
+    (stat,) = response.json()["statistics"]
+    assert stat["kind"] == "rows_per_person" and float(stat["upper"]) == stored

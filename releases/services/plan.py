@@ -116,7 +116,9 @@ def _parse_statistic(
                         "column (its privacy unit) first."
                     )
                 )
-            plan.upper = Decimal(parse_cap(raw.get("cap", raw.get("upper"))))
+            # "cap" from the builder and the API; a saved draft gives it back as "upper"
+            cap = raw.get("cap")
+            plan.upper = Decimal(parse_cap(cap if cap not in (None, "") else raw.get("upper")))
         elif kind == "argmax":
             plan.column = _column(dataset, columns, raw.get("column"), what="argmax")
             if plan.column.kind != Column.Kind.CATEGORICAL or len(plan.column.categories) < 2:
