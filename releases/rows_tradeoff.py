@@ -43,6 +43,18 @@ def share_parse(raw: str | None) -> Fraction:
     return Fraction(value) / 100
 
 
+def _share_text(share: Fraction, *, up: bool) -> str:
+    """A share to 0.1 %, rounded down (an estimate or a low end: never overstated) or up
+    (a high end), so that 99.96 % is not shown as 100 %."""
+    tenths = share * 1000
+    whole = (
+        -((-tenths.numerator) // tenths.denominator)
+        if up
+        else tenths.numerator // tenths.denominator
+    )
+    return formatting.percent(Decimal(whole) / 1000, 4)
+
+
 def tradeoffs_for_owner(
     *, payload: dict[str, Any], dataset_id: int, current_bound: int, share: Fraction
 ) -> dict[int, dict[str, Any]]:
@@ -59,9 +71,9 @@ def tradeoffs_for_owner(
             "rows": [
                 {
                     "limit": formatting.integer(r.limit),
-                    "share": formatting.percent(r.share) if r.share is not None else "—",
-                    "low": formatting.percent(r.share_low),
-                    "high": formatting.percent(r.share_high),
+                    "share": _share_text(r.share, up=False) if r.share is not None else "—",
+                    "low": _share_text(r.share_low, up=False),
+                    "high": _share_text(r.share_high, up=True),
                     "noise": gettext("× %(factor)s")
                     % {"factor": formatting.integer(r.noise_factor)},
                     "suggested": r.limit == pick.limit,

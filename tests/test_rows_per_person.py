@@ -402,3 +402,12 @@ def test_the_api_takes_the_cap(project, owner, given, stored):
     assert response.status_code == 201, response.content
     (stat,) = response.json()["statistics"]
     assert stat["kind"] == "rows_per_person" and float(stat["upper"]) == stored
+
+
+def test_the_private_check_stops_at_its_time_limit(settings):
+    """DuckDB is interrupted past DPPORTAL_PRIVATE_CHECK_SECONDS and the refusal names it."""
+    from releases import private_check
+
+    settings.DPPORTAL_PRIVATE_CHECK_SECONDS = 0.2
+    with pytest.raises(private_check.CheckRefused, match="DPPORTAL_PRIVATE_CHECK_SECONDS"):
+        private_check._run("SELECT sum(hash(i)) AS s FROM range(20000000000) AS t(i)")
