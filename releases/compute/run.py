@@ -147,7 +147,9 @@ def _with_persons(
     *, release: Release, persons: list[bool], row_groups: list[int] | None
 ) -> list[Any]:
     """A release with rows-per-person statistics: each of them by its own query over the
-    ID column (releases.compute.rows_per_person), the others as any release's, in order."""
+    ID column (releases.compute.rows_per_person), the others as any release's, in order.
+    A person's rows may lie in any row group, so those statistics always read the whole
+    ID column (`row_groups` applies to the others)."""
     spec = release.spec
     others = [s for s, p in zip(spec["statistics"], persons, strict=True) if not p]
     rest: list[Any] = []
