@@ -526,6 +526,12 @@ DPPORTAL_TASK_HARD_LIMIT_GRACE_SECONDS = env_int("DPPORTAL_TASK_HARD_LIMIT_GRACE
 # page, data.json, data.csv, the owner's results) reads each cell, so these bound
 # the cost of every page; the builder shows them and refuses a plan over them.
 RELEASE_MAX_CELLS_PER_STATISTIC = env_int("RELEASE_MAX_CELLS_PER_STATISTIC", 10_000)
+# the largest "most rows per person to resolve" a rows-per-person statistic may ask for
+RELEASE_ROWS_PER_PERSON_MAX_CAP = env_int("RELEASE_ROWS_PER_PERSON_MAX_CAP", 100_000)
+# the owner's private check of a draft (releases.private_check): run in the request, so
+# bounded by rows (refused past it before reading) and by DuckDB time (interrupted)
+DPPORTAL_PRIVATE_CHECK_MAX_ROWS = env_int("DPPORTAL_PRIVATE_CHECK_MAX_ROWS", 10_000_000)
+DPPORTAL_PRIVATE_CHECK_SECONDS = env_int("DPPORTAL_PRIVATE_CHECK_SECONDS", 20)
 RELEASE_MAX_CELLS_PER_RELEASE = env_int("RELEASE_MAX_CELLS_PER_RELEASE", 20_000)
 # Lower limits for the kinds whose intervals are dear to read back, each for one
 # statistic and for all of that kind in one release (measured with

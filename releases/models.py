@@ -99,6 +99,7 @@ class Statistic(models.Model):
         VARIANCE = "variance", _("Variance")
         CROSSTAB = "crosstab", _("Cross-tabulation")
         KEYS = "keys", _("Categories found in the data")
+        ROWS_PER_PERSON = "rows_per_person", _("Rows per person")
 
     release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="statistics")
     position = models.PositiveIntegerField(default=0)

@@ -6,6 +6,7 @@ app_name = "releases"
 urlpatterns = [
     path("new/<uslug:project_slug>/", views.release_builder_view, name="new"),
     path("preview/<uslug:project_slug>/", views.release_preview_view, name="preview"),
+    path("check/<uslug:project_slug>/", views.release_private_check_view, name="private_check"),
     path("<int:release_id>/", views.release_detail_view, name="detail"),
     path("<int:release_id>/edit/", views.release_edit_view, name="edit"),
     path("<int:release_id>/status.json", views.release_status_view, name="status"),

@@ -47,6 +47,7 @@ STATISTICS = {
     "variance": {"kind": "variance", "column": "age", "group_by": "region", "n_guess": 500},
     "crosstab": {"kind": "crosstab", "columns": ["region", "age"], "way": 2, "total": True},
     "keys": {"kind": "keys", "column": "region"},
+    "rows_per_person": {"kind": "rows_per_person", "cap": "50"},
 }  # fmt: skip
 
 
@@ -70,7 +71,8 @@ def test_every_registered_kind_has_a_case_and_a_stored_code():
 def published(request, project, owner, reviewer):
     project.epsilon_cap = Decimal(10)
     project.save(update_fields=["epsilon_cap"])
-    dataset = make_dataset(project=project, owner=owner, rows=3000)
+    # a person column: rows per person needs one
+    dataset = make_dataset(project=project, owner=owner, rows=3000, people=1200, id_column="person")
     extra = {"mechanism": request.param}
     if request.param == "gaussian":
         extra["delta"] = "0.00001"

@@ -225,7 +225,7 @@ def residual_parts(kind: str, truth: Truth, runs: list[dict]) -> dict[str, tuple
 
     if kind == "count":
         return {"": (_units([r["values"][0] for r in runs], [agg] * len(runs), Fraction(1)), 1)}
-    if kind == "histogram":
+    if kind in ("histogram", "rows_per_person"):  # the latter: persons per bucket
         cells = np.asarray(agg, dtype=np.int64)
         res = np.concatenate([np.asarray(r["values"], dtype=np.int64) - cells for r in runs])
         return {"": (res.astype(np.float64), Fraction(1))}

@@ -32,6 +32,7 @@ AGGREGATES = {
     "variance": [[10, 10, 10, 10], [1, 1, 1, 1], [5, 5, 5, 5]],
     "crosstab": [[1, 2, 3, 4]],
     "keys": {"a": 1000, "b": 500, "c": 1},
+    "rows_per_person": [3] * 28,  # the buckets of cap 100 (the stand-in's upper)
 }
 #: a cross-tabulation's frozen columns and tables (one column: its table and the total)
 CROSSTAB = {

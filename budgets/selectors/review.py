@@ -41,6 +41,7 @@ KIND_TEXT = {
     "stddev": _("Standard deviation"),
     "variance": _("Variance"),
     "crosstab": _("Cross-tabulation"),
+    "rows_per_person": _("Rows per person"),
 }
 
 #: a quantile preview's numbers the inbox words (dpportal.words.quantile_planning_text)

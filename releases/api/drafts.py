@@ -53,6 +53,11 @@ class StatisticInputSerializer(serializers.Serializer):
     upper = serializers.CharField(
         max_length=64, required=False, allow_null=True, allow_blank=True, default=None
     )
+    cap = serializers.CharField(
+        max_length=64, required=False, allow_null=True, allow_blank=True, default=None,
+        help_text="Rows per person: the most rows per person to resolve (default 1000; "
+        "persons with more are counted together). Stored and returned as `upper`.",
+    )  # fmt: skip
     weight = serializers.CharField(
         max_length=64, required=False, allow_null=True, allow_blank=True, default=None,
         help_text="Share of the epsilon left after held and targeted statistics.",

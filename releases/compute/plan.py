@@ -41,10 +41,11 @@ from releases import kinds
 from releases.compute.readers import Axis, maximal_marginals
 from releases.compute.readers_stats import Partial
 
-#: kinds the plan does not cover (quantiles' ranks: the numpy readers)
-OFF_PLAN = ("ranks",)
-PLAN_KINDS = tuple(name for name, kind in kinds.REGISTRY.items() if kind.aggregate not in OFF_PLAN)
 PERSON = "__person"  # the privacy unit's ID column, carried to a keys query's rows
+#: the kinds the plan aggregates (quantiles' ranks go through the numpy readers; rows per
+#: person through its own query over the ID column, releases.compute.rows_per_person)
+OFF_PLAN = ("ranks", "persons")
+PLAN_KINDS = tuple(n for n, kind in kinds.REGISTRY.items() if kind.aggregate not in OFF_PLAN)
 ROW = "__row"  # the source's row number (a stable row identity for the person bound)
 
 

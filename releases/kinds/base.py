@@ -409,6 +409,12 @@ class StatisticKind:
         """What a value of this kind measures, in English ("sum of income")."""
         return ""
 
+    def limit_tradeoff(self, entry: dict[str, Any], *, confidence: object) -> list | None:
+        """For a kind that measures rows per person: each candidate per-person limit L with
+        the share of rows it keeps (dpportal.privacy.rows_per_person.Row), post-processing
+        of the stored result; None for the others."""
+        return None
+
     def layout(self, entry: dict[str, Any]) -> str:
         """How the public page draws it: bars, grouped_bars, heatmap, crosstab, figure,
         statement or quantiles."""

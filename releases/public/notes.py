@@ -237,6 +237,18 @@ def statistic_notes(
     elif kind in ("histogram", "crosstab"):
         for domain in domains:
             notes.extend(axis_notes(domain))
+    elif kind == "rows_per_person":
+        notes.append(
+            note(
+                gettext_noop(
+                    "It counts persons by how many rows each has: all of a person's rows, "
+                    "before the limit per person. Persons with more than %(cap)s rows are in "
+                    "the last bar; rows without a person are not counted. One person changes "
+                    "one bar by 1, so the noise does not depend on that limit."
+                ),
+                cap=formatting.integer(entry.get("cap")),
+            )
+        )
     elif kind in ("sum", "mean"):
         name = domains[0]["name"] if domains else ", ".join(entry.get("columns") or [])
         if spec and spec.get("lower") is not None:

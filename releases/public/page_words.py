@@ -116,6 +116,8 @@ def value_title(kind: str, columns: list[str]) -> str:
         return pgettext("axis", "persons")
     if kind == "quantiles":
         return name
+    if kind == "rows_per_person":
+        return pgettext("axis", "persons")
     titles = {
         "sum": gettext("sum of %(name)s"),
         "grouped_sum": gettext("sum of %(name)s"),

@@ -134,7 +134,8 @@ def _plan(*, release: Release, spec: dict[str, Any], summary: Any) -> ReleasePla
                 column2=columns[1] if len(columns) > 1 else None,
                 category=str(entry.get("category") or ""),
                 lower=_decimal(entry.get("lower")),
-                upper=_decimal(entry.get("upper")),
+                # a rows-per-person statistic's cap is its plan's upper (kinds.rows_per_person)
+                upper=_decimal(entry.get("upper", entry.get("cap"))),
                 epsilon=Decimal(str(entry["epsilon"])),
                 delta=Decimal(str(entry.get("delta") or 0)),
                 n_guess=int(guess) if isinstance(guess, int) else None,

@@ -115,7 +115,7 @@
       " ",
       input("category", s.category, { size: 8, placeholder: T.category }),
     ]);
-    return cell(classic, grouping, quantileBox, crosstabBox(s, groups), keysBox(s));
+    return cell(classic, grouping, quantileBox, crosstabBox(s, groups), keysBox(s), rowsBox(s));
   }
 
   /** Categories found in the data: keys counted per person, counts or keys only, the cap. */
@@ -129,6 +129,16 @@
       " ",
       el("label", {}, [T.keys_max + " ", input("max_keys", s.max_keys, { size: 5 })]),
     ]);
+  }
+
+  /** Rows per person: the most rows per person the buckets resolve. */
+  function rowsBox(s) {
+    const cap = input("cap", s.cap != null ? s.cap : s.kind === "rows_per_person" ? s.upper : "", {
+      size: 7,
+      placeholder: "1000",
+      "aria-label": T.rows_cap_label,
+    });
+    return el("span", { "data-kinds": "rows_per_person" }, [el("label", {}, [T.rows_cap + " ", cap])]);
   }
 
   /** A cross-tabulation's options: its columns (those a histogram accepts), the tables to
@@ -424,6 +434,25 @@
       return { ok: false, error: error };
     }
   }
+
+  /** The owner's private check: true values, shown here once and kept nowhere. */
+  const checkUrl = form.dataset.checkUrl;
+  const checkBox = byId("private-check-result");
+  byId("private-check").addEventListener("click", async () => {
+    checkBox.replaceChildren();
+    const data = await postPreview(checkUrl, T.check_failed);
+    if (!data.ok) {
+      checkBox.append(previewError(data.error || T.check_failed));
+      return;
+    }
+    const c = data.check;
+    const items = [el("p", { class: "notice", text: T.check_private }), el("p", { text: fill(T.check_rows, c) })];
+    if (c.persons) items.push(el("p", { "data-check": "persons", text: fill(T.check_persons, c.persons) }));
+    const list = el("ul", { "data-check": "bounds" });
+    for (const s of c.statistics) list.append(el("li", { text: (s.position + 1) + ". " + s.label + ": " + s.text }));
+    items.push(c.statistics.length ? list : el("p", { class: "muted", text: T.check_none }));
+    checkBox.append(...items);
+  });
 
   byId("add-stat").addEventListener("click", () => {
     addRow();
