@@ -183,6 +183,13 @@ def _spec(columns: list[Column], data) -> dict[str, dict]:
     }
 
 
+def _suggested_bound(request: HttpRequest) -> int | None:
+    """An L the owner chose from a rows-per-person result ("?contribution_bound=k"): it
+    only fills the field in; the owner still confirms the unit by submitting the form."""
+    raw = request.GET.get("contribution_bound", "")
+    return int(raw) if raw.isdigit() and 1 <= int(raw) <= 10**9 else None
+
+
 class DatasetDeclareView(View):
     template_name = "datasets/declare.html"
 
@@ -195,7 +202,7 @@ class DatasetDeclareView(View):
             dataset,
             _column_rows(columns),
             id_column=dataset.id_column,
-            bound=dataset.contribution_bound,
+            bound=_suggested_bound(request) or dataset.contribution_bound,
             # no unit is pre-selected until one was confirmed: it is a choice, not a default
             unit=("person" if dataset.id_column else "row") if confirmed else "",
         )

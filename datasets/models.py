@@ -166,6 +166,10 @@ class Column(models.Model):
     # the private estimate the declared bounds came from (releases.services.bounds_declare):
     # {"release", "title", "epsilon", "lower", "upper"}; empty when the owner typed them
     bounds_estimate = models.JSONField(default=dict, blank=True)
+    # When the categories are the keys a release published as found in the data (partition
+    # selection): {"release": id, "title": str, "statistic": position, "epsilon": str,
+    # "delta": str, "mechanism": str}; empty otherwise. Public: the published values only.
+    categories_source = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["dataset", "position"]

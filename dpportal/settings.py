@@ -526,6 +526,12 @@ DPPORTAL_TASK_HARD_LIMIT_GRACE_SECONDS = env_int("DPPORTAL_TASK_HARD_LIMIT_GRACE
 # page, data.json, data.csv, the owner's results) reads each cell, so these bound
 # the cost of every page; the builder shows them and refuses a plan over them.
 RELEASE_MAX_CELLS_PER_STATISTIC = env_int("RELEASE_MAX_CELLS_PER_STATISTIC", 10_000)
+# the largest "most rows per person to resolve" a rows-per-person statistic may ask for
+RELEASE_ROWS_PER_PERSON_MAX_CAP = env_int("RELEASE_ROWS_PER_PERSON_MAX_CAP", 100_000)
+# the owner's private check of a draft (releases.private_check): run in the request, so
+# bounded by rows (refused past it before reading) and by DuckDB time (interrupted)
+DPPORTAL_PRIVATE_CHECK_MAX_ROWS = env_int("DPPORTAL_PRIVATE_CHECK_MAX_ROWS", 10_000_000)
+DPPORTAL_PRIVATE_CHECK_SECONDS = env_int("DPPORTAL_PRIVATE_CHECK_SECONDS", 20)
 RELEASE_MAX_CELLS_PER_RELEASE = env_int("RELEASE_MAX_CELLS_PER_RELEASE", 20_000)
 # Lower limits for the kinds whose intervals are dear to read back, each for one
 # statistic and for all of that kind in one release (measured with
@@ -535,6 +541,15 @@ RELEASE_MAX_CELLS_PER_RELEASE = env_int("RELEASE_MAX_CELLS_PER_RELEASE", 20_000)
 # pivot per group (dpportal/privacy/mean_pivot.py, ~1.3 ms a cell).
 RELEASE_MAX_SPREAD_CELLS = env_int("RELEASE_MAX_SPREAD_CELLS", 150)
 RELEASE_MAX_GROUPED_MEAN_CELLS = env_int("RELEASE_MAX_GROUPED_MEAN_CELLS", 600)
+# Keys found in the data (partition selection): at most this many published keys per
+# statistic (the owner may ask for fewer; when more pass the threshold, those with the
+# largest noisy counts are kept, post-processing); a key longer than
+# RELEASE_KEYS_MAX_KEY_CHARS characters is cut to that length before it is counted (a
+# per-row transformation, so the count stays of persons). Distinct keys held while
+# counting are bounded by the dataset's rows and decompressed bytes, never a cap the
+# data could make a computation fail on.
+RELEASE_KEYS_MAX_SHOWN = env_int("RELEASE_KEYS_MAX_SHOWN", 1000)
+RELEASE_KEYS_MAX_KEY_CHARS = env_int("RELEASE_KEYS_MAX_KEY_CHARS", 200)
 # cells of one statistic on one HTML page (public page, owner's results): a longer
 # statistic is paged ("page 1 of N"; a two-way table shows whole rows, at least one);
 # data.csv and data.json hold every cell

@@ -37,6 +37,7 @@ _PLAIN = {
     "variance": gettext_noop("Variance of %(column)s"),
     "crosstab": gettext_noop("Cross-tabulation of %(column)s"),
     "bounds": gettext_noop("Bounds of %(column)s"),
+    "keys": gettext_noop("Categories of %(column)s found in the data"),
 }
 _BY = {
     "grouped_sum": gettext_noop("Sum of %(column)s by %(groups)s"),
@@ -44,8 +45,10 @@ _BY = {
     "stddev": gettext_noop("Standard deviation of %(column)s by %(groups)s"),
     "variance": gettext_noop("Variance of %(column)s by %(groups)s"),
 }
+#: kinds named without a column (they read the dataset's person column)
+_UNIT = {"rows_per_person": gettext_noop("Rows per person")}
 #: every kind whose name this module makes
-KINDS = frozenset({"count", "quantiles", *_PLAIN})
+KINDS = frozenset({"count", "quantiles", *_PLAIN, *_UNIT})
 _MEDIAN = gettext_noop("Median of %(column)s")
 _QUARTILES = gettext_noop("Median and quartiles of %(column)s")
 _QUANTILES = gettext_noop("Quantiles of %(column)s")
@@ -69,6 +72,8 @@ def statistic_default_label(
     show (the columns' names in English; their labels on a page)."""
     words: Callable[[str], str] = gettext if translate else _english
     columns, groups = [str(c) for c in columns], [str(g) for g in groups]
+    if kind in _UNIT:
+        return words(_UNIT[kind])
     if kind == "count":
         if not columns:
             return words(_ROWS)

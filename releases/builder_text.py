@@ -63,6 +63,26 @@ def builder_text() -> dict[str, object]:
             "declared for this column."
         )
         % {"growth": formatting.percent(DEFAULT_RATIO - 1)},
+        "keys_per_person": gettext("keys per person"),
+        "keys_with_counts": gettext("with their counts"),
+        "keys_max": gettext("at most (keys)"),
+        "keys_needed": gettext(
+            "a key held by {p50} persons is published with probability 50 %, by {p95} with "
+            "probability 95 %"
+        ),
+        "rows_cap": gettext("most rows per person to resolve"),
+        "rows_cap_label": gettext(
+            "most rows per person to resolve (empty: 1000); persons with more are counted together"
+        ),
+        "check_failed": gettext("The check could not be made."),
+        "check_private": gettext("Private: for you only, never published."),
+        "check_rows": gettext("Rows in the dataset: {rows}."),
+        "check_persons": gettext(
+            "Rows per person ({column}): {persons} persons; min {min}, median {median}, "
+            "90th percentile {p90}, 99th percentile {p99}, max {max}. The limit L = {limit} "
+            "drops {dropped} rows ({dropped_share})."
+        ),
+        "check_none": gettext("No statistic of this draft has bounds to check."),
         "then_by": gettext("then by"),
         "all_rows": gettext("(all rows)"),
         "low": pgettext("lower bound, short", "lo"),

@@ -52,6 +52,7 @@ EVERY_KIND = [
     {"kind": "variance", "column": "age", "group_by": "sex", "n_guess": 40000,
      "label": "Variance of age by sex"},
     {"kind": "bounds", "column": "hours", "label": "Private bounds of weekly working hours"},
+    {"kind": "rows_per_person", "cap": "100", "label": "Rows per person"},
 ]  # fmt: skip
 
 PENDING_STATISTICS = [
@@ -105,7 +106,7 @@ def demo_release_publish(
                     "Every kind of statistic dpportal releases, on the synthetic census: "
                     "counts, histograms (categorical, binned, two-way), a clipped sum, a mean, "
                     "the most common region, a mean by group, a sum by group, the median and "
-                    "quartiles, a standard deviation and a variance by group."
+                    "quartiles, a standard deviation, a variance by group and the rows per person."
                 ),
             ),
         )

@@ -99,6 +99,8 @@ class Statistic(models.Model):
         VARIANCE = "variance", _("Variance")
         CROSSTAB = "crosstab", _("Cross-tabulation")
         BOUNDS = "bounds", _("Private bounds")
+        KEYS = "keys", _("Categories found in the data")
+        ROWS_PER_PERSON = "rows_per_person", _("Rows per person")
 
     release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="statistics")
     position = models.PositiveIntegerField(default=0)
@@ -130,6 +132,9 @@ class Statistic(models.Model):
     # private bounds only: {"ends": both|upper|lower, "outside": int, "centre", "unit",
     # "limit": exact decimal strings} (releases.services.plan_bounds)
     search = models.JSONField(default=dict, blank=True)
+    # categories found in the data only: {"keys_per_person": k, "with_counts": bool,
+    # "max_keys": the most keys published}
+    keys = models.JSONField(default=dict, blank=True)
     # count of rows in one declared category (count only)
     category = models.CharField(max_length=200, blank=True)
     # clipping range of a sum or mean, narrower than the column's declared bounds

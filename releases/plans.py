@@ -47,6 +47,11 @@ class StatisticPlan:
     way: int | None = None
     # private bounds (releases.services.plan_bounds): ends, outside, centre, unit, limit
     search: dict = field(default_factory=dict)
+    # categories found in the data (releases.services.plan_keys): at most this many keys of
+    # one person counted, their noisy counts published or not, the most keys published
+    keys_per_person: int = 1
+    with_counts: bool = True
+    max_keys: int = 0
 
     @property
     def columns(self) -> list[Column]:

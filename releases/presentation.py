@@ -42,7 +42,7 @@ def _marks(entry: dict[str, Any], kind: Any, specs: dict[int, dict[str, Any]]) -
     """Which of the entry's cells are dpportal's own (dpportal.buckets), from the frozen
     spec's axes; none known without the spec."""
     spec = specs.get(int(entry.get("position", -1)))
-    if not spec:
+    if not spec or not kind.cells_on_axes:
         return []
     domains = (spec.get("groups") if kind.fields == "grouped" else spec.get("columns")) or []
     marks = buckets.cell_marks(domains, cells=len(entry["cells"]), shape=entry.get("shape"))
@@ -117,6 +117,9 @@ def results_for_display(
             "argmax_label": None,
             "statement": kind.statement(entry),
             "bounds": entry.get("bounds"),
+            # categories found in the data: the published keys (every surface's cells), which
+            # the owner may declare as the column's categories
+            "keys_found": list(entry["cells"]) if kind.fields == "keys" else None,
         }
         _add_labels(item, entry, frozen.get(entry.get("position")), part)
         if common is not None and len(cells) > 1:

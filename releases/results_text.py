@@ -127,5 +127,6 @@ def mechanism_name(code: str) -> str:
         "gaussian": pgettext("noise", "Gaussian"),
         "permute_and_flip": pgettext("noise", "Permute-and-flip"),
         "above_threshold": pgettext("noise", "AboveThreshold"),
+        "partition_selection": pgettext("noise", "Partition selection"),
     }
     return names.get(code, code)

@@ -25,11 +25,11 @@ from budgets.selectors import (
     project_roles,
 )
 from datasets.models import Column, Dataset
-from datasets.selectors import dataset_usability_problems
+from datasets.selectors import dataset_get_for_member, dataset_usability_problems
 from dpportal import statistic_names
 from dpportal.bilingual import category_label
 from dpportal.errors import ApplicationError, ValidationFailed
-from releases import lifecycle, selectors, services
+from releases import lifecycle, private_check, rows_tradeoff, selectors, services
 from releases.builder_text import builder_text
 from releases.models import Release
 from releases.presentation import results_for_display
@@ -37,6 +37,7 @@ from releases.public import options as public_options
 from releases.public.options import page_parse
 from releases.public.views import release_preview_html
 from releases.services.bounds_declare import bounds_declare
+from releases.services.declare_keys import release_declare_found_keys
 
 OWNER = {Membership.Role.OWNER}
 
@@ -123,6 +124,7 @@ def _render_builder(request, *, project, release=None, data=None, error="", stat
             "budget": budget_summary(project=project),
             "error": error,
             "preview_url": reverse("releases:preview", args=[project.slug]),
+            "check_url": reverse("releases:private_check", args=[project.slug]),
             "builder_text": builder_text(),
             "cell_limits": services.plan_cell_limits(),
         },
@@ -187,6 +189,31 @@ def release_preview_view(request: HttpRequest, project_slug: str) -> JsonRespons
     return JsonResponse({"ok": True, "preview": preview})
 
 
+@require_POST
+@never_cache
+def release_private_check_view(request: HttpRequest, project_slug: str) -> JsonResponse:
+    """The owner's private check of the builder's draft against the data (true values:
+    releases.private_check). Owners of the dataset's project only; the answer lives in
+    this response alone (no-store), is never stored or logged. Anyone else: 404 (not a
+    member, anonymous included: no login redirect that would confirm the project) or 403
+    (a member who is not an owner), raised to the error middleware."""
+    project = project_get_for_member(slug=project_slug, user=request.user, roles=OWNER)
+    try:
+        plan = services.release_plan_parse(project=project, data=_builder_payload(request))
+    except ValidationFailed as exc:
+        return JsonResponse({"ok": False, "error": exc.message}, status=400)
+    # the dataset's own owner check (404 / 403 as for its other owner-only pages)
+    dataset_get_for_member(dataset_id=plan.dataset.pk, user=request.user, roles=OWNER)
+    try:
+        check = private_check.check_plan(plan=plan)
+    except ValidationFailed as exc:
+        response = JsonResponse({"ok": False, "error": exc.message}, status=400)
+    else:
+        response = JsonResponse({"ok": True, "private": True, "check": check})
+    response["Cache-Control"] = "no-store, private"
+    return response
+
+
 #: how long the owner's results page keeps a page of results (results never change)
 RESULTS_CACHE_SECONDS = 24 * 3600
 
@@ -246,13 +273,29 @@ def release_detail_view(request: HttpRequest, release_id: int) -> HttpResponse:
     statistics = list(
         release.statistics.select_related("column", "column2", "group_column", "group_column2")
     )
+    is_owner = Membership.Role.OWNER in roles
+    results = _named(_results_page(result, page=page), statistics) if result else None
+    share_error = ""
+    if results and is_owner:
+        try:
+            share = rows_tradeoff.share_parse(request.GET.get("share"))
+        except ValidationFailed as exc:
+            share_error = exc.message
+            share = rows_tradeoff.share_parse(None)
+        tradeoffs = rows_tradeoff.tradeoffs_for_owner(
+            payload=result.payload,
+            dataset_id=release.dataset_id,
+            current_bound=release.dataset.contribution_bound,
+            share=share,
+        )
+        results = [{**item, "tradeoff": tradeoffs.get(item.get("position"))} for item in results]
     return render(
         request,
         "releases/detail.html",
         {
             "release": release,
             "project": release.project,
-            "is_owner": Membership.Role.OWNER in roles,
+            "is_owner": is_owner,
             "is_reviewer": Membership.Role.REVIEWER in roles,
             "no_reviewer": release.status in (Release.Status.DRAFT, Release.Status.SUBMITTED)
             and not project_has_reviewer(
@@ -265,7 +308,8 @@ def release_detail_view(request: HttpRequest, release_id: int) -> HttpResponse:
             "events": release.events.select_related("actor"),
             "preview": preview,
             "preview_error": preview_error,
-            "results": _named(_results_page(result, page=page), statistics) if result else None,
+            "results": results,
+            "share_error": share_error,
             "status": selectors.release_status(release=release),
         },
     )
@@ -341,6 +385,32 @@ def release_declare_bounds_view(request: HttpRequest, release_id: int) -> HttpRe
         gettext("Declared: later statistics of this column use these bounds and say where "
                 "they came from."),
     )  # fmt: skip
+
+
+@login_required
+@require_POST
+def release_declare_keys_view(request: HttpRequest, release_id: int) -> HttpResponse:
+    """Declare the keys a statistic published as its column's categories. Owners only."""
+    release = selectors.release_get_for_member(
+        release_id=release_id, user=request.user, roles=OWNER
+    )
+    try:
+        column = release_declare_found_keys(
+            project=release.project, release=release, position=request.POST.get("position"),
+            actor=request.user,
+        )  # fmt: skip
+    except ApplicationError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(
+            request,
+            gettext(
+                "Declared: the %(n)s published keys are now the categories of column "
+                "%(column)s, recorded as published by this release."
+            )
+            % {"n": len(column.categories), "column": column.name},
+        )
+    return redirect("releases:detail", release.pk)
 
 
 #: The value of the confirmation field the publish page posts; anything else publishes nothing.

@@ -56,6 +56,8 @@ SURVEY_STATISTICS: dict[str, dict[str, Any]] = {
     "variance": {"kind": "variance", "column": "age", "group_by": "region", "n_guess": 500},
     "crosstab": {"kind": "crosstab", "columns": ["region", "age"], "way": 2, "total": True},
     "bounds": {"kind": "bounds", "column": "income", "epsilon": "0.5"},
+    "keys": {"kind": "keys", "column": "region"},
+    "rows_per_person": {"kind": "rows_per_person", "cap": "20"},
 }  # fmt: skip
 
 #: one statistic per kind on `write_neighbours`' small file (columns group, value)
@@ -75,6 +77,10 @@ AUDIT_STATISTICS: dict[str, dict[str, Any]] = {
     # the person's cell ("a") of the one-column table comes first
     "crosstab": {"kind": "crosstab", "columns": ["group"], "way": 1},
     "bounds": {"kind": "bounds", "column": "value", "ends": "upper"},
+    # the person holds one key ("a"), counted once however many of their rows hold it
+    "keys": {"kind": "keys", "column": "group", "keys_per_person": 1},
+    # the added person has 2 rows: one more person in bucket "2"
+    "rows_per_person": {"kind": "rows_per_person", "cap": "4"},
 }  # fmt: skip
 
 MECHANISMS = ("laplace", "gaussian")

@@ -82,7 +82,13 @@ HOSTILE: dict[str, list[dict]] = {
     "variance": [{"kind": "variance", "column": "{v}", "n_guess": 100}],
     "crosstab": [{"kind": "crosstab", "columns": ["grp", "{v}", "bin"], "way": 2, "total": True}],
     "bounds": [{"kind": "bounds", "column": "{v}", "outside": 0}],
+    # the 1 MiB cell is a key cut to RELEASE_KEYS_MAX_KEY_CHARS; empty cells are a key ""
+    "keys": [{"kind": "keys", "column": "grp"}],
+    # over the person column: "grp" as the ID (the 1 MiB cell, empty cells) -- see PERSON
+    "rows_per_person": [{"kind": "rows_per_person", "cap": "3"}],
 }  # fmt: skip
+#: the ID column of the kinds that need one (the hostile cells are then persons' IDs)
+PERSON = {"rows_per_person": "grp"}
 
 
 def statistics_for(kind: str, column: str) -> list[dict]:
@@ -108,7 +114,7 @@ def mechanism_for(kind: str) -> dict:
     return {}
 
 
-def hostile_dataset(project, owner, *, row_group_size: int = 5) -> Dataset:
+def hostile_dataset(project, owner, *, row_group_size: int = 5, id_column: str = "") -> Dataset:
     n = len(INTS)
     assert len(FLOATS) == len(TEXTS) == len(GROUP_CELLS) == n
     table = pa.table(
@@ -127,7 +133,7 @@ def hostile_dataset(project, owner, *, row_group_size: int = 5) -> Dataset:
     dataset = Dataset.objects.create(
         project=project, name="hostile", uploaded_by=owner, parquet_file=relative,
         status=Dataset.Status.READY, declared=True, unit_confirmed_at=timezone.now(),
-        unit_confirmed_by=owner,
+        unit_confirmed_by=owner, id_column=id_column,
     )  # fmt: skip
     Column.objects.create(
         dataset=dataset, name="grp", position=0, suggested_type="string",
@@ -176,7 +182,7 @@ def test_every_kind_has_a_hostile_statistic():
 def test_hostile_values_compute_for_every_kind(kind, path, project, owner, reviewer):
     """On the plan path only the stored-number columns (numbers in text are not on the
     plan: they would send the whole release to the numpy readers)."""
-    dataset = hostile_dataset(project, owner)
+    dataset = hostile_dataset(project, owner, id_column=PERSON.get(kind, ""))
     columns = ("big", "flt") if path == "plan" else VALUE_COLUMNS
     statistics = [s for column in columns for s in statistics_for(kind, column)]
     release = approved(project, owner, reviewer, dataset, statistics, **mechanism_for(kind))

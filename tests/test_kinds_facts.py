@@ -21,6 +21,7 @@ from django.core.cache import cache
 from django.urls import reverse
 
 from dpportal.privacy.joint_quantiles import joint_levels
+from dpportal.privacy.partition_selection import KeySelection
 from releases import compute, kinds, lifecycle
 from releases.presentation import results_for_display
 from releases.public.data import release_public_data
@@ -46,6 +47,8 @@ STATISTICS = {
     "variance": {"kind": "variance", "column": "age", "group_by": "region", "n_guess": 500},
     "crosstab": {"kind": "crosstab", "columns": ["region", "age"], "way": 2, "total": True},
     "bounds": {"kind": "bounds", "column": "income", "epsilon": "0.5"},
+    "keys": {"kind": "keys", "column": "region"},
+    "rows_per_person": {"kind": "rows_per_person", "cap": "50"},
 }  # fmt: skip
 
 
@@ -69,7 +72,8 @@ def test_every_registered_kind_has_a_case_and_a_stored_code():
 def published(request, project, owner, reviewer):
     project.epsilon_cap = Decimal(10)
     project.save(update_fields=["epsilon_cap"])
-    dataset = make_dataset(project=project, owner=owner, rows=3000)
+    # a person column: rows per person needs one
+    dataset = make_dataset(project=project, owner=owner, rows=3000, people=1200, id_column="person")
     extra = {"mechanism": request.param}
     if request.param == "gaussian":
         extra["delta"] = "0.00001"
@@ -198,6 +202,12 @@ def test_every_surface_states_the_same_mechanism_noise_and_halfwidths(client, pu
             continue
         if entry["kind"] == "crosstab":  # one zCDP Gaussian; its parts are the tables' cells
             assert Fraction(entry["explanation"]["plan"]["sigma"]) in parameters
+            continue
+        if entry["kind"] == "keys":  # recorded as the selection states its records
+            selection = KeySelection.from_dict(entry["explanation"])
+            listed_kinds = {(m["kind"], Fraction(m["epsilon"])) for m in listed["mechanisms"]}
+            for record in selection.records():
+                assert (record.kind, record.epsilon) in listed_kinds
             continue
         for part in parts:  # stated in its unit: the registry's is in noise units
             assert part.value / part.factor in parameters, (entry["kind"], part.part)

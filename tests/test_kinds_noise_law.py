@@ -225,7 +225,7 @@ def residual_parts(kind: str, truth: Truth, runs: list[dict]) -> dict[str, tuple
 
     if kind == "count":
         return {"": (_units([r["values"][0] for r in runs], [agg] * len(runs), Fraction(1)), 1)}
-    if kind == "histogram":
+    if kind in ("histogram", "rows_per_person"):  # the latter: persons per bucket
         cells = np.asarray(agg, dtype=np.int64)
         res = np.concatenate([np.asarray(r["values"], dtype=np.int64) - cells for r in runs])
         return {"": (res.astype(np.float64), Fraction(1))}
@@ -245,6 +245,20 @@ def residual_parts(kind: str, truth: Truth, runs: list[dict]) -> dict[str, tuple
             "sum": part("sum", list(agg[1]), gamma / 2),
             "squares": part("squares", list(agg[2]), gamma * gamma / 4),
         }
+    if kind == "keys":
+        # the keys far above the threshold (published in every draw but with probability
+        # ~exp(-40)): released minus true follows the counts' law, with no selection bias
+        threshold = int(runs[0]["explanation"]["threshold"])
+        scale = float(runs[0]["explanation"]["noise"].get("scale") or 0) or float(
+            runs[0]["explanation"]["noise"].get("sigma") or 0
+        )
+        sure = [k for k, n in agg.items() if n >= threshold + 40 * scale]
+        assert sure, "the survey's keys should be far above the threshold"
+        res = []
+        for r in runs:
+            published = dict(zip(r["cells"], r["values"], strict=True))
+            res.extend(int(published[k]) - int(agg[k]) for k in sure)
+        return {"": (np.asarray(res, dtype=np.float64), Fraction(1))}
     raise AssertionError(f"no residuals for kind {kind!r}")
 
 

@@ -34,6 +34,8 @@ AGGREGATES = {
     "crosstab": [[1, 2, 3, 4]],
     # private bounds: counts per cell of the search grid of SEARCH (2 * steps + 2 cells)
     "bounds": [3] * (2 * SearchGrid.of(limit=1000).steps() + 2),
+    "keys": {"a": 1000, "b": 500, "c": 1},
+    "rows_per_person": [3] * 28,  # the buckets of cap 100 (the stand-in's upper)
 }
 SEARCH = {"ends": "both", "outside": 5, "centre": "0", "unit": "1", "limit": "1000"}
 #: a cross-tabulation's frozen columns and tables (one column: its table and the total)
@@ -50,6 +52,13 @@ def _axis(labels):
     return SimpleNamespace(labels=labels, categories=labels)
 
 
+def _spends_delta(kind, mechanism: str) -> bool:
+    """A Gaussian statistic, or one that a Laplace release cannot hold (it needs a delta)."""
+    if kind.pure:
+        return False
+    return kind.mechanism(mechanism) == "gaussian" or bool(kind.mechanism_problem("laplace"))
+
+
 def _entry(name: str, mechanism: str) -> dict:
     kind = kinds.get(name)
     stat = SimpleNamespace(
@@ -60,7 +69,7 @@ def _entry(name: str, mechanism: str) -> dict:
     entry = {
         "position": 0, "kind": name, "label": name, "columns": [{"name": "x"}],
         "category": None, "epsilon": "0.5",
-        "delta": "0.000001" if kind.mechanism(mechanism) == "gaussian" and not kind.pure else "0",
+        "delta": "0.000001" if _spends_delta(kind, mechanism) else "0",
         **kind.spec_fields(stat, contribution_bound=2),
     }  # fmt: skip
     if kind.grouped:

@@ -42,6 +42,7 @@ KIND_TEXT = {
     "variance": _("Variance"),
     "crosstab": _("Cross-tabulation"),
     "bounds": _("Private bounds"),
+    "rows_per_person": _("Rows per person"),
 }
 
 #: a quantile preview's numbers the inbox words (dpportal.words.quantile_planning_text)

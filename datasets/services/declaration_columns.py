@@ -45,6 +45,7 @@ DECLARED_FIELDS = [
     "label",
     "label_zh",
     "bounds_estimate",
+    "categories_source",
 ]
 #: a date range with too many bins, by bin (translated when the problem is found)
 _TOO_MANY_BINS = {
@@ -105,6 +106,7 @@ def declare_column(column: Column, spec: Mapping[str, object]) -> list[str]:
     missing = str(spec.get("missing") or Column.Missing.DROP).strip()
     if kind not in KINDS:
         return [gettext("choose categorical, numeric, date or excluded.")]
+    published = (column.kind, list(column.categories or []), bool(column.date))
     if missing not in Column.Missing.values:
         errors.append(gettext("choose what happens to missing values."))
     column.kind, column.missing = (Column.Kind.CATEGORICAL if kind == DATE else kind), missing
@@ -121,6 +123,9 @@ def declare_column(column: Column, spec: Mapping[str, object]) -> list[str]:
     set_category_labels(column, spec, errors)
     _labels(column, spec, errors)
     _estimate_kept(column)
+    # categories published by a release stay recorded only while they are those values
+    if (column.kind, list(column.categories or []), bool(column.date)) != published:
+        column.categories_source = {}
     return errors
 
 

@@ -61,7 +61,7 @@ import numpy as np
 from dpportal.privacy.errors import PrivacyParameterError, gettext_noop
 from dpportal.privacy.mechanism_records import MechanismRecord
 from dpportal.privacy.noise import NoiseSpec
-from dpportal.privacy.params import round_up_sig
+from dpportal.privacy.params import check_epsilon, round_up_sig, to_fraction
 from dpportal.privacy.pld_pmfs import compose_records
 from dpportal.privacy.rng import RandomSource, resolve_rng
 from dpportal.privacy.samplers import discrete_gaussian, discrete_laplace
@@ -96,11 +96,7 @@ def _fraction(value: object, name: str) -> Fraction:
 def _check(
     epsilon: object, delta: object, keys_per_person: object
 ) -> tuple[Fraction, Fraction, int]:
-    eps, dlt = _fraction(epsilon, "epsilon"), _fraction(delta, "delta")
-    if eps <= 0:
-        raise PrivacyParameterError(
-            gettext_noop("epsilon must be > 0, got %(value)s"), value=str(eps)
-        )
+    eps, dlt = check_epsilon(epsilon), to_fraction(delta, "delta")
     if not 0 < dlt < 1:
         raise PrivacyParameterError(
             gettext_noop(
@@ -178,7 +174,7 @@ def _gaussian_deltas(sigma: Fraction, keys: int, epsilon: float) -> list[float]:
     """delta_j(epsilon) for j = 0..keys: the pessimistic PLD bound (the product's
     accountant) of j discrete Gaussians of sensitivity 1 composed."""
     record = MechanismRecord.discrete_gaussian(
-        sensitivity=1, sigma=sigma, epsilon=1, delta=Fraction(1, 2)
+        sensitivity=1, sigma=sigma, epsilon=Fraction(1), delta=Fraction(1, 2)
     )
     out = [0.0]
     for j in range(1, keys + 1):
@@ -239,7 +235,7 @@ def _checked_threshold(tau: int, sigma: Fraction, keys: int, eps: float, delta: 
     while True:
         p = _gauss_tail(sigma, tau - 1)
         record = MechanismRecord.discrete_gaussian(
-            sensitivity=1, sigma=sigma, epsilon=1, delta=Fraction(1, 2)
+            sensitivity=1, sigma=sigma, epsilon=Fraction(1), delta=Fraction(1, 2)
         )
         ok = True
         for j in range(1, keys):

@@ -41,6 +41,12 @@ class CrosstabOutputSerializer(serializers.Serializer):
     total = serializers.BooleanField(help_text="The total count is published too.")
 
 
+class KeysOutputSerializer(serializers.Serializer):
+    keys_per_person = serializers.IntegerField(help_text="Distinct keys of one person counted.")
+    with_counts = serializers.BooleanField(help_text="Noisy counts are published with the keys.")
+    max_keys = serializers.IntegerField(help_text="The most keys published.")
+
+
 class StatisticOutputSerializer(serializers.Serializer):
     position = serializers.IntegerField()
     kind = serializers.ChoiceField(choices=Statistic.Kind.choices)
@@ -69,6 +75,14 @@ class StatisticOutputSerializer(serializers.Serializer):
         help_text="Cross-tabulation only (else null): its columns and the tables it publishes, "
         "as the input takes them."
     )
+
+    keys = serializers.SerializerMethodField(
+        help_text="Categories found in the data only (else null): its parameters."
+    )
+
+    @extend_schema_field(KeysOutputSerializer(allow_null=True))
+    def get_keys(self, obj: Statistic) -> dict | None:
+        return dict(obj.keys) if obj.keys else None
 
     @extend_schema_field(CrosstabOutputSerializer(allow_null=True))
     def get_crosstab(self, obj: Statistic) -> dict | None:

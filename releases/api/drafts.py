@@ -53,6 +53,11 @@ class StatisticInputSerializer(serializers.Serializer):
     upper = serializers.CharField(
         max_length=64, required=False, allow_null=True, allow_blank=True, default=None
     )
+    cap = serializers.CharField(
+        max_length=64, required=False, allow_null=True, allow_blank=True, default=None,
+        help_text="Rows per person: the most rows per person to resolve (default 1000; "
+        "persons with more are counted together). Stored and returned as `upper`.",
+    )  # fmt: skip
     weight = serializers.CharField(
         max_length=64, required=False, allow_null=True, allow_blank=True, default=None,
         help_text="Share of the epsilon left after held and targeted statistics.",
@@ -131,6 +136,20 @@ class StatisticInputSerializer(serializers.Serializer):
     limit = serializers.CharField(
         max_length=64, required=False, allow_null=True, allow_blank=True, default=None,
         help_text="Private bounds only: the largest distance searched (default 10^12).",
+    )  # fmt: skip
+    keys_per_person = serializers.IntegerField(
+        required=False, default=1, min_value=1, max_value=100,
+        help_text="Categories found in the data: at most this many distinct keys of one person "
+        "are counted (at most the contribution bound L; 1 without a person column).",
+    )  # fmt: skip
+    with_counts = serializers.BooleanField(
+        required=False, default=True,
+        help_text="Categories found in the data: publish each key's noisy count (else keys only).",
+    )  # fmt: skip
+    max_keys = serializers.IntegerField(
+        required=False, allow_null=True, default=None, min_value=1,
+        help_text="Categories found in the data: the most keys to publish "
+        "(default and limit: the setting RELEASE_KEYS_MAX_SHOWN).",
     )  # fmt: skip
 
 

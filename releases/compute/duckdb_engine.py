@@ -134,9 +134,10 @@ def run_plan(
     source = f"(SELECT {projection} FROM {read})"  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
     spill = tempfile.mkdtemp(prefix="dpportal-duckdb-")
     report = on_pass or (lambda done: None)
-    copy = person_rows.copy_for(spec) if id_column else None
+    # the person-rows copy names persons by its own ID: a keys statistic reads the dataset
+    copy = person_rows.copy_for(spec) if id_column and not plan.keys_parts else None
     try:
-        rows, names = None, []
+        rows, names, keys = None, [], {}
         if copy is not None:
             with _connection(spill, ordered=True) as con:
                 try:
@@ -150,11 +151,11 @@ def run_plan(
         if rows is None:
             with _connection(spill) as con:
                 reader = con if stream is None else arrow_source.FreshSource(con, stream)
-                rows, names = _through_source(reader, plan, source, unit, rng, report)
+                rows, names, keys = _through_source(reader, plan, source, unit, rng, report)
     finally:
         shutil.rmtree(spill, ignore_errors=True)
     report(3 if id_column else 1)
-    return plan.shape(rows, names)
+    return plan.shape(rows, names, keys)
 
 
 @contextmanager
@@ -174,8 +175,25 @@ def _through_source(con, plan: Plan, source: str, unit, rng, report):
         relation = _bound_rows(
             con, source, unit["id_column"], plan.source_columns, bound, plan.dialect, rng, report
         )
-    cursor = con.execute(plan.aggregate_sql(relation))
-    return cursor.fetchall(), [c[0] for c in cursor.description]
+    rows, names = [], []
+    if plan.groupings:
+        cursor = con.execute(plan.aggregate_sql(relation))
+        rows, names = cursor.fetchall(), [c[0] for c in cursor.description]
+    return rows, names, _keys(con, plan, relation, unit["id_column"], rng)
+
+
+def _keys(con, plan: Plan, relation: str, id_column: str | None, rng) -> dict[int, dict[str, int]]:
+    """Each keys statistic's counts over the kept rows (plan.keys_sql), by its place; the
+    choice of a person's keys keyed by a fresh secret from the CSPRNG."""
+    out: dict[int, dict[str, int]] = {}
+    for i, part in enumerate(plan.parts):
+        if part.keys is None:
+            continue
+        params = {"key": int(uniform_keys(1, rng)[0])} if id_column else {}
+        cursor = con.execute(plan.keys_sql(part, relation, id_column), params)
+        out[i] = {str(k): int(n) for k, n in cursor.fetchall()}
+        params.clear()
+    return out
 
 
 def _through_copy(con, plan: Plan, spec: dict[str, Any], path: str, rng):

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from django.conf import settings
 
 from dpportal.privacy.sensitivity import check_granularity, grid_bounds
 from dpportal.privacy.unbounded_bounds import SearchGrid
@@ -43,7 +44,11 @@ from releases.compute.readers_bounds import grid_edges
 from releases.compute.readers_stats import Partial
 from releases.kinds.bounds import grid_of
 
-PLAN_KINDS = tuple(name for name, kind in kinds.REGISTRY.items() if kind.aggregate != "ranks")
+PERSON = "__person"  # the privacy unit's ID column, carried to a keys query's rows
+#: the kinds the plan aggregates (quantiles' ranks go through the numpy readers; rows per
+#: person through its own query over the ID column, releases.compute.rows_per_person)
+OFF_PLAN = ("ranks", "persons")
+PLAN_KINDS = tuple(n for n, kind in kinds.REGISTRY.items() if kind.aggregate not in OFF_PLAN)
 ROW = "__row"  # the source's row number (a stable row identity for the person bound)
 
 
@@ -157,9 +162,14 @@ class Part:
     grouping: tuple[str, ...]
     columns: list[str] = field(default_factory=list)
     tables: list[Part] | None = None
+    #: categories found in the data: the layer-2 column of its keys (text, cut to
+    #: RELEASE_KEYS_MAX_KEY_CHARS); counted by its own query (`keys_sql`), in no grouping set
+    keys: str | None = None
 
     @property
     def groupings(self) -> list[tuple[str, ...]]:
+        if self.keys is not None:
+            return []
         return [t.grouping for t in self.tables] if self.tables is not None else [self.grouping]
 
 
@@ -227,8 +237,43 @@ class Plan:
             f"GROUP BY GROUPING SETS ({sets})"
         )
 
-    def shape(self, rows: list[tuple], names: list[str]) -> list[Any]:
-        """The result rows as the numpy readers' aggregates, statistic by statistic."""
+    @property
+    def keys_parts(self) -> list[Part]:
+        return [part for part in self.parts if part.keys is not None]
+
+    def keys_sql(
+        self, part: Part, relation: str, id_column: str | None, key: str = "$key::UBIGINT"
+    ) -> str:
+        """One statistic of the categories found in the data over `relation` (the rows the
+        privacy unit keeps): per key, the distinct persons holding it, each person counted
+        in at most keys_per_person of their distinct keys, those with the smallest keyed
+        hash h(person, key, K) (`key`: the parameter of the release's secret, spelled as the
+        engine binds it); without a person column, rows
+        per key. Missing keys (and rows without an ID) are not counted."""
+        d, k = self.dialect, part.keys
+        if not id_column:
+            rows = self.rows_sql(relation)
+            return (
+                f"SELECT {k} AS k, count(*) AS n FROM ({rows}) AS r "  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
+                f"WHERE {k} IS NOT NULL GROUP BY {k}"
+            )
+        rows = self.rows_sql(relation, extra={PERSON: d.ident(id_column)})
+        bound = int(part.spec["keys_per_person"])
+        order = d.keyed_hash.format(values=f"p, {k}", key=key)
+        return (
+            f"SELECT {k} AS k, count(*) AS n FROM ("  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
+            f"SELECT {k}, row_number() OVER (PARTITION BY p ORDER BY {order}, {k}) AS rn FROM ("
+            f"SELECT DISTINCT {PERSON} AS p, {k} FROM ({rows}) AS r "
+            f"WHERE {k} IS NOT NULL AND {PERSON} IS NOT NULL) AS pairs) AS ranked "
+            f"WHERE rn <= {bound} GROUP BY {k}"
+        )
+
+    def shape(
+        self, rows: list[tuple], names: list[str], keys: dict[int, dict[str, int]] | None = None
+    ) -> list[Any]:
+        """The result rows as the numpy readers' aggregates, statistic by statistic (a keys
+        statistic's counts from `keys`, by its place in the parts)."""
+        keys = keys or {}
         cells = self.cell_columns
         by_set: dict[frozenset[str], list[dict[str, Any]]] = {
             frozenset(g): [] for g in self.groupings
@@ -242,10 +287,12 @@ class Plan:
             if grouped in by_set and all(int(record[c]) >= 0 for c in grouped):
                 by_set[grouped].append(record)
         return [
-            _shape_part(part, by_set[frozenset(part.grouping)])
+            keys.get(i, {})
+            if part.keys is not None
+            else _shape_part(part, by_set[frozenset(part.grouping)])
             if part.tables is None
             else [_shape_table(t, by_set[frozenset(t.grouping)]) for t in part.tables]
-            for part in self.parts
+            for i, part in enumerate(self.parts)
         ]
 
 
@@ -402,6 +449,14 @@ def plan_or_none(spec: dict[str, Any], schema: pa.Schema, dialect: Dialect = DUC
 
     for i, s in enumerate(stats):
         kind = s["kind"]
+        if kinds.get(kind).aggregate == "keys":
+            v = value(s["columns"][0], numeric=False)
+            if v is None:
+                return None
+            cut = int(settings.RELEASE_KEYS_MAX_KEY_CHARS)
+            selects[f"t{i}"] = f"substr(CAST({v} AS {d.string}), 1, {cut})"
+            parts.append(Part(spec=s, axes=[], grouping=(), keys=f"t{i}"))
+            continue
         if kinds.get(kind).aggregate == "marginals":
             marginals = _marginals_part(i, s, cell)
             if marginals is None:
@@ -466,7 +521,7 @@ def plan_or_none(spec: dict[str, Any], schema: pa.Schema, dialect: Dialect = DUC
 
 def _on_plan(kind: str) -> bool:
     """Whether statistics of `kind` are on the plan (asked of the registry as it is now)."""
-    return kind in kinds.REGISTRY and kinds.get(kind).aggregate != "ranks"
+    return kind in kinds.REGISTRY and kinds.get(kind).aggregate not in OFF_PLAN
 
 
 def _marginals_part(i: int, s: dict[str, Any], cell) -> tuple[Part, str | None] | None:

@@ -34,6 +34,7 @@ from dpportal.privacy import sensitivity
 from dpportal.privacy.marginal_workload import Marginal, Workload
 from releases import kinds
 from releases.compute.readers_bounds import GridCountsReader
+from releases.compute.readers_keys import KeyPairs, KeysReader
 from releases.compute.readers_stats import Partial, StatsReader
 
 OTHER = "Other"
@@ -145,8 +146,12 @@ class StatisticReader:
     marginals: tuple[Marginal, ...] | None = None  # a cross-tabulation's maximal tables
 
     @classmethod
-    def from_spec(cls, spec: dict[str, Any]) -> StatisticReader | StatsReader | GridCountsReader:
+    def from_spec(
+        cls, spec: dict[str, Any], *, id_column: str | None = None
+    ) -> StatisticReader | StatsReader | KeysReader | GridCountsReader:
         kind = kinds.get(spec["kind"])
+        if kind.aggregate == "keys":
+            return KeysReader(spec=spec, id_column=id_column or None)
         if kind.aggregate == "marginals":
             axes = [Axis.from_domain(d) for d in spec["columns"]]
             return cls(spec=spec, axes=axes, marginals=maximal_marginals(spec, axes))
@@ -227,7 +232,7 @@ class StatisticReader:
 
 def merge(a: Any, b: Any) -> Any:
     """Add two partial aggregates of the same statistic."""
-    if isinstance(a, Partial):
+    if isinstance(a, Partial | KeyPairs):
         return a.merge(b)
     if isinstance(a, np.ndarray):
         return a + np.asarray(b, dtype=np.int64)

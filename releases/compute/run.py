@@ -16,8 +16,8 @@ from budgets import services as budget_services
 from datasets.storage import open_release_data
 from dpportal.errors import RecordedError
 from dpportal.privacy.rng import RandomSource
-from releases import dp
-from releases.compute import spark_engine
+from releases import dp, kinds
+from releases.compute import rows_per_person, spark_engine
 from releases.compute.duckdb_engine import duckdb_plan, run_plan
 from releases.compute.hooks import _failure_point, _pause_point
 from releases.compute.readers import StatisticReader
@@ -118,6 +118,16 @@ def release_aggregate(*, release: Release, row_groups: list[int] | None = None) 
     moment a failure charges the reservation (releases.lifecycle.release_fail).
     """
     spec = release.spec
+    persons = [kinds.get(s["kind"]).aggregate == "persons" for s in spec["statistics"]]
+    if any(persons):
+        return _with_persons(release=release, persons=persons, row_groups=row_groups)
+    return _aggregate(release=release, spec=spec, row_groups=row_groups)
+
+
+def _aggregate(
+    *, release: Release, spec: dict[str, Any], row_groups: list[int] | None
+) -> list[Any]:
+    """release_aggregate of `spec` (the release's, or its statistics but rows per person)."""
     if row_groups is None and compute_backend(release) == "spark":
         spark_plan = spark_engine.spark_plan(spec)
         if spark_plan is not None:
@@ -131,6 +141,34 @@ def release_aggregate(*, release: Release, row_groups: list[int] | None = None) 
         _reading(release.pk)
         return run_plan(spec, plan, on_pass=_progress_reporter(release.pk, passes))
     return release_aggregate_numpy(spec=spec, release_id=release.pk, row_groups=row_groups)
+
+
+def _with_persons(
+    *, release: Release, persons: list[bool], row_groups: list[int] | None
+) -> list[Any]:
+    """A release with rows-per-person statistics: each of them by its own query over the
+    ID column (releases.compute.rows_per_person), the others as any release's, in order.
+    A person's rows may lie in any row group, so those statistics always read the whole
+    ID column (`row_groups` applies to the others)."""
+    spec = release.spec
+    others = [s for s, p in zip(spec["statistics"], persons, strict=True) if not p]
+    rest: list[Any] = []
+    if others:
+        rest = _aggregate(
+            release=release, spec={**spec, "statistics": others}, row_groups=row_groups
+        )
+    else:
+        _reading(release.pk)
+    spark = row_groups is None and compute_backend(release) == "spark"
+    out, taken = [], iter(rest)
+    for entry, is_persons in zip(spec["statistics"], persons, strict=True):
+        if not is_persons:
+            out.append(next(taken))
+        elif spark:
+            out.append(rows_per_person.persons_spark(spec, entry))
+        else:
+            out.append(rows_per_person.persons_duckdb(spec, entry))
+    return out
 
 
 def _reading(release_id: int) -> None:
@@ -158,21 +196,28 @@ def release_aggregate_numpy(
     *, spec: dict[str, Any], release_id: int, row_groups: list[int] | None = None
 ) -> list[Any]:
     """The numpy readers' path (and the plan's test oracle): row-group chunks, keep_mask."""
-    readers = [StatisticReader.from_spec(s) for s in spec["statistics"]]
+    unit = spec["privacy_unit"]
+    readers = [
+        StatisticReader.from_spec(s, id_column=unit["id_column"]) for s in spec["statistics"]
+    ]
     parquet = open_release_data(spec)
     _reading(release_id)
-    unit = spec["privacy_unit"]
     mask = None
     if unit["id_column"]:
         mask = keep_mask(parquet, id_column=unit["id_column"], bound=unit["contribution_bound"])
     groups = list(range(parquet.num_row_groups)) if row_groups is None else row_groups
-    return aggregate_row_groups(
+    totals = aggregate_row_groups(
         parquet=parquet,
         readers=readers,
         row_groups=groups,
         mask=mask,
         on_chunk=_progress_reporter(release_id, len(groups)),
     )
+    # a reader that collects across row groups (the keys found in the data) counts at the end
+    return [
+        reader.finish(total) if hasattr(reader, "finish") else total
+        for reader, total in zip(readers, totals, strict=True)
+    ]
 
 
 def release_finalize(

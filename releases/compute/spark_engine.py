@@ -206,12 +206,20 @@ def run_plan(
             f"ORDER BY {order}) AS __rank FROM {view} AS s WHERE s.{person} IS NOT NULL) "
             f"WHERE __rank <= {int(unit['contribution_bound'])}) AS s"
         )
+    keys: dict[int, dict[str, int]] = {}
     try:
-        frame = session.sql(plan.aggregate_sql(relation), args=args or None)
-        names = list(frame.columns)
-        rows = [tuple(r) for r in frame.collect()]
+        rows, names = [], []
+        if plan.groupings:
+            frame = session.sql(plan.aggregate_sql(relation), args=args or None)
+            names = list(frame.columns)
+            rows = [tuple(r) for r in frame.collect()]
+        for i, part in enumerate(plan.parts):  # categories found in the data: one query each
+            if part.keys is not None:
+                sql = plan.keys_sql(part, relation, id_column, key=":key")
+                found = session.sql(sql, args=args or None).collect()
+                keys[i] = {str(r[0]): int(r[1]) for r in found}
     finally:
         args.clear()
         session.catalog.dropTempView(view)
     (on_pass or (lambda done: None))(1)
-    return plan.shape(rows, names)
+    return plan.shape(rows, names, keys)

@@ -8,12 +8,32 @@ outside this package names a kind to decide how to treat it.
 
 from __future__ import annotations
 
-from releases.kinds import bounds, counting, crosstab, grouped, quantiles, spread, sums
+from releases.kinds import (
+    bounds,
+    counting,
+    crosstab,
+    grouped,
+    keys,
+    quantiles,
+    rows_per_person,
+    spread,
+    sums,
+)
 from releases.kinds.base import UNINFORMATIVE, Cell, NoisePart, StatisticKind
 
 REGISTRY: dict[str, StatisticKind] = {
     kind.name: kind
-    for module in (counting, sums, grouped, quantiles, spread, crosstab, bounds)
+    for module in (
+        counting,
+        sums,
+        grouped,
+        quantiles,
+        spread,
+        crosstab,
+        keys,
+        rows_per_person,
+        bounds,
+    )
     for kind in module.KINDS
 }
 

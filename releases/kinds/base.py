@@ -248,6 +248,10 @@ class StatisticKind:
     #: in one statistic and in all the release's statistics that share the setting (a
     #: kind whose stored result costs more per cell to read back); None for none
     cell_limit_setting: ClassVar[str | None] = None
+    #: its cells are its columns' (or groups') declared cells, so the pages can tell
+    #: dpportal's own "Other" and "Missing" cells by their place; False for cells found in
+    #: the data (a key named "Other" is a key)
+    cells_on_axes: ClassVar[bool] = True
 
     # --- planning: public parameters only --------------------------------------------
 
@@ -370,6 +374,11 @@ class StatisticKind:
         """The mechanism a stored result was drawn with."""
         return str((entry.get("explanation") or {}).get("mechanism") or release_mechanism)
 
+    def values_published(self, entry: dict[str, Any]) -> bool:
+        """Whether a stored result publishes a value per cell (a selection may publish its
+        cells alone: the most common category, keys found in the data without counts)."""
+        return True
+
     def values(self, entry: dict[str, Any]) -> list[float]:
         """The stored noisy values as numbers, one per cell."""
         return [float(Decimal(v)) if isinstance(v, str) else float(v) for v in entry["values"]]
@@ -406,6 +415,12 @@ class StatisticKind:
         """A result that is a sentence rather than values (private bounds), in the
         reader's language; '' for the kinds whose values and intervals say it."""
         return ""
+
+    def limit_tradeoff(self, entry: dict[str, Any], *, confidence: object) -> list | None:
+        """For a kind that measures rows per person: each candidate per-person limit L with
+        the share of rows it keeps (dpportal.privacy.rows_per_person.Row), post-processing
+        of the stored result; None for the others."""
+        return None
 
     def layout(self, entry: dict[str, Any]) -> str:
         """How the public page draws it: bars, grouped_bars, heatmap, crosstab, figure,

@@ -168,6 +168,9 @@ class ArgmaxKind(PlannedKind):
     def values(self, entry: dict[str, Any]) -> list[float]:
         return []
 
+    def values_published(self, entry: dict[str, Any]) -> bool:
+        return False
+
     def intervals(
         self, entry: dict[str, Any], *, confidence: object, simultaneous: bool = False
     ) -> list[Cell]:

@@ -41,6 +41,8 @@ def column_domain(column: Column) -> dict[str, Any]:
     estimate = _bounds_estimate(column)
     if estimate:
         domain["bounds_estimate"] = estimate
+    if column.categories_source and column.kind == Column.Kind.CATEGORICAL:
+        domain["categories_source"] = dict(column.categories_source)
     return domain
 
 

@@ -58,6 +58,10 @@ MECHANISM_LABELS = {
     "gaussian": "Gaussian mechanism ((epsilon, delta)-differential privacy)",
     "permute_and_flip": "Exact permute-and-flip selection (pure epsilon-differential privacy)",
     "above_threshold": "AboveThreshold search (pure epsilon-differential privacy)",
+    "partition_selection": (
+        "Partition selection: keys found in the data above a noisy threshold "
+        "((epsilon, delta)-differential privacy)"
+    ),
 }
 
 
@@ -246,7 +250,7 @@ def _statistic_data(
     label = entry.get("label") or ("" if (spec or {}).get("label_zh") else kind)
     if kind in ("sum", "mean") or (kind == "count" and not cells):
         cells = [label or str((spec or {}).get("label_zh"))]
-    if kind != "argmax" and len(cells) != len(values):
+    if statistic_kind.values_published(entry) and len(cells) != len(values):
         raise ValueError("a published statistic's cells and values disagree")
     shape = entry.get("shape")
     data: dict[str, Any] = {
@@ -359,7 +363,7 @@ def _bucket_marks(
 ) -> dict[str, list[str]]:
     """Which cells are dpportal's own (dpportal.buckets.cell_marks), by their place on the
     axes of the frozen spec: the groups of a grouped kind, the columns of the others."""
-    if not spec:
+    if not spec or not statistic_kind.cells_on_axes:
         return {}
     grouped = statistic_kind.fields == "grouped"
     domains = (spec.get("groups") if grouped else spec.get("columns")) or []

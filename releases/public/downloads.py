@@ -55,7 +55,9 @@ def release_download_data(*, data: dict[str, Any], confidence: str) -> dict[str,
         labels = stat.get("cell_labels") or []
         marks = stat.get("cell_buckets") or []
         places = _table_places(stat)
-        if stat["kind"] != "argmax":
+        if stat["layout"] == "keys":  # keys found in the data without counts: keys alone
+            cells = [{"cell": cell, "value": None} for cell in stat["cells"]]
+        elif stat["kind"] != "argmax":
             for i, cell in enumerate(stat["cells"]):
                 row: dict[str, Any] = {"cell": cell, "value": stat["values"][i]}
                 if places:  # a cross-tabulation's cell: its table and its category per column

@@ -125,6 +125,21 @@ def axis_notes(domain: dict[str, Any]) -> list[Record]:
     """How one column's values were put into cells: Other, Missing, edge bins."""
     name = domain["name"]
     notes = []
+    source = domain.get("categories_source") or {}
+    if domain.get("kind") == "categorical" and source:
+        notes.append(
+            note(
+                gettext_noop(
+                    "The categories of %(name)s are those published by release “%(title)s” "
+                    "(partition selection at ε = %(epsilon)s, δ = %(delta)s): values found in "
+                    "the data, never read from it again."
+                ),
+                name=name,
+                title=str(source.get("title") or ""),
+                epsilon=formatting.budget(source.get("epsilon") or 0),
+                delta=formatting.budget(source.get("delta") or 0),
+            )
+        )
     if domain.get("kind") == "categorical":
         n = len(domain.get("categories") or [])
         notes.append(
@@ -222,6 +237,18 @@ def statistic_notes(
     elif kind in ("histogram", "crosstab"):
         for domain in domains:
             notes.extend(axis_notes(domain))
+    elif kind == "rows_per_person":
+        notes.append(
+            note(
+                gettext_noop(
+                    "It counts persons by how many rows each has: all of a person's rows, "
+                    "before the limit per person. Persons with more than %(cap)s rows are in "
+                    "the last bar; rows without a person are not counted. One person changes "
+                    "one bar by 1, so the noise does not depend on that limit."
+                ),
+                cap=formatting.integer(entry.get("cap")),
+            )
+        )
     elif kind in ("sum", "mean"):
         name = domains[0]["name"] if domains else ", ".join(entry.get("columns") or [])
         if spec and spec.get("lower") is not None:
@@ -244,6 +271,8 @@ def statistic_notes(
         notes.extend(_grouped_kind_notes(entry, spec))
         for domain in (spec or {}).get("groups") or []:
             notes.extend(axis_notes(domain))
+    elif kinds.get(kind).fields == "keys":
+        notes.extend(keys_notes(entry))
     elif kind == "argmax":
         n = len(entry.get("cells") or [])
         notes.append(
@@ -288,6 +317,44 @@ def estimated_bounds_notes(spec: dict[str, Any] | None) -> list[Record]:
                     title=str(estimate.get("title") or ""),
                 )
             )
+    return out
+
+
+def keys_notes(entry: dict[str, Any]) -> list[Record]:
+    """The rules behind the categories found in the data: who counts, the threshold, and
+    that a key not shown may still be in the data."""
+    explanation = entry.get("explanation") or {}
+    found = entry.get("keys") or {}
+    out = [
+        note(
+            gettext_noop(
+                "Each key is a value of %(name)s found in the data; a person counts once in a "
+                "key however many of their records hold it, and in at most %(k)s keys."
+            ),
+            name=", ".join(entry.get("columns") or []),
+            k=formatting.integer(int(explanation.get("keys_per_person") or 1)),
+        ),
+        note(
+            gettext_noop(
+                "A key is shown only when its noisy count of persons reaches the public "
+                "threshold %(threshold)s: keys held by fewer persons are not shown, and a "
+                "key's absence says nothing certain about the data (it may be held by a few "
+                "persons, or by none)."
+            ),
+            threshold=formatting.integer(int(explanation.get("threshold") or 0)),
+        ),
+    ]
+    if found.get("capped"):
+        out.append(
+            note(
+                gettext_noop(
+                    "%(passed)s keys passed the threshold; %(shown)s are shown (the most "
+                    "this statistic publishes)."
+                ),
+                passed=formatting.integer(int(found.get("passed") or 0)),
+                shown=formatting.integer(len(entry.get("cells") or [])),
+            )
+        )
     return out
 
 

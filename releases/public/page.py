@@ -29,6 +29,8 @@ def fill(name: str, value: str) -> SafeString:
 def _rows(stat: dict[str, Any], *, options: ViewOptions) -> list[dict[str, Any]]:
     if stat["kind"] == "argmax":
         return []
+    if stat["layout"] == "keys":  # keys found in the data without counts: the keys alone
+        return [{"index": i, "cell": cell} for i, cell in enumerate(stat["cells"])]
     text = stat["text"][options.confidence]
     chosen = text[options.intervals]
     rounded = options.display == "rounded" and stat["clampable"]
@@ -135,6 +137,8 @@ def _explanation(stat: dict[str, Any], *, options: ViewOptions) -> SafeString:
             ),
             confidence=fill("confidence", text["label"]),
         )
+    if kind == "keys":
+        return _keys_explanation(stat, text=text, noise_words=noise_words)
     if kind == "sum":
         return format_html(
             gettext(
@@ -181,10 +185,37 @@ def _explanation(stat: dict[str, Any], *, options: ViewOptions) -> SafeString:
     )
 
 
+def _keys_explanation(stat: dict[str, Any], *, text: dict, noise_words: str) -> SafeString:
+    """The categories found in the data: what is shown and what a missing key means."""
+    if not stat.get("values"):
+        return format_html(
+            gettext(
+                "The values of {columns} found in the data that passed a noisy threshold of "
+                "persons (partition selection); their counts are not published. A value not "
+                "listed may still be in the data."
+            ),
+            columns=page_words.names_text(stat["columns"], empty=gettext("category")),
+        )
+    return format_html(
+        gettext(
+            "The values of {columns} found in the data that passed a noisy threshold of persons "
+            "(partition selection), each with its noisy count of persons: that count plus "
+            "random noise drawn from a {noise}. With {confidence} confidence the count it "
+            "estimates lies within plus or minus {halfwidth} of the noise's draw; only counts "
+            "that passed the threshold are shown, so near it they lean high. A value not listed "
+            "may still be in the data."
+        ),
+        columns=page_words.names_text(stat["columns"], empty=gettext("category")),
+        noise=noise_words,
+        confidence=fill("confidence", text["label"]),
+        halfwidth=fill("halfwidth", text["per_cell"]["halfwidth"][0]),
+    )
+
+
 def _alt_text(stat: dict[str, Any], *, options: ViewOptions) -> str:
     if stats_text.handles(stat["kind"]):
         return stats_text.alt_text(stat, options=options)
-    if stat["kind"] == "argmax":
+    if stat["kind"] == "argmax" or stat["layout"] == "keys":
         return ""
     values = stat["text"][options.confidence]["value"]
     if stat["kind"] in ("sum", "mean"):

@@ -112,8 +112,12 @@ def value_title(kind: str, columns: list[str]) -> str:
     name = columns[0] if columns else ""
     if kind in ("count", "histogram", "crosstab"):
         return pgettext("axis", "count")
+    if kind == "keys":
+        return pgettext("axis", "persons")
     if kind == "quantiles":
         return name
+    if kind == "rows_per_person":
+        return pgettext("axis", "persons")
     titles = {
         "sum": gettext("sum of %(name)s"),
         "grouped_sum": gettext("sum of %(name)s"),

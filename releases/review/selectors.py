@@ -38,6 +38,7 @@ from releases import dp, kinds
 from releases.models import Release
 from releases.review import bounds as review_bounds
 from releases.review import crosstab as review_crosstab
+from releases.review import keys as review_keys
 from releases.review import stats as review_stats
 from releases.review.text import (
     clip_text,
@@ -88,6 +89,7 @@ def _column(domain: dict[str, Any], derived: dict[str, list[str]]) -> Column:
         date={str(k): str(v) for k, v in (domain.get("date") or {}).items()},
         category_labels=dict(domain.get("category_labels") or {}),
         bounds_estimate=dict(domain.get("bounds_estimate") or {}),
+        categories_source=dict(domain.get("categories_source") or {}),
     )
 
 
@@ -134,7 +136,8 @@ def _plan(*, release: Release, spec: dict[str, Any], summary: Any) -> ReleasePla
                 column2=columns[1] if len(columns) > 1 else None,
                 category=str(entry.get("category") or ""),
                 lower=_decimal(entry.get("lower")),
-                upper=_decimal(entry.get("upper")),
+                # a rows-per-person statistic's cap is its plan's upper (kinds.rows_per_person)
+                upper=_decimal(entry.get("upper", entry.get("cap"))),
                 epsilon=Decimal(str(entry["epsilon"])),
                 delta=Decimal(str(entry.get("delta") or 0)),
                 n_guess=int(guess) if isinstance(guess, int) else None,
@@ -143,6 +146,7 @@ def _plan(*, release: Release, spec: dict[str, Any], summary: Any) -> ReleasePla
         review_stats.add_plan_fields(plan.statistics[-1], entry, lambda d: _column(d, derived))
         review_crosstab.add_plan_fields(plan.statistics[-1], entry, lambda d: _column(d, derived))
         review_bounds.add_plan_fields(plan.statistics[-1], entry, lambda d: _column(d, derived))
+        review_keys.add_plan_fields(plan.statistics[-1], entry, lambda d: _column(d, derived))
     return plan
 
 
@@ -153,6 +157,8 @@ def _statistic(*, plan: ReleasePlan, stat: StatisticPlan) -> StatisticReview:
         return review_crosstab.statistic_review(plan=plan, stat=stat)
     if kinds.get(stat.kind).fields == "bounds":
         return review_bounds.statistic_review(plan=plan, stat=stat)
+    if kinds.get(stat.kind).fields == "keys":
+        return review_keys.statistic_review(plan=plan, stat=stat)
     kind = kinds.get(stat.kind)
     specs = dp.statistic_noise(plan=plan, stat=stat)
     unit = value_unit(stat)

@@ -15,6 +15,7 @@ permute-and-flip over the owner's grid, utility sensitivity max(q, 1 - q) L rank
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -105,10 +106,19 @@ def noise_reviews(*, plan: ReleasePlan, stat: StatisticPlan, value_unit: str) ->
         "value": value_unit,
         "value²": gettext("squared units of %(name)s") % {"name": name},
     }
-    return tuple(
+    if kind.aggregate == "persons":
+        unit_words["rows"] = gettext("persons")
+    out = tuple(
         _noise(spec, part=part_words[part], unit=unit_words[unit], factor=factor)
         for spec, (part, unit, factor) in zip(specs, units, strict=True)
     )
+    if kind.aggregate == "persons":  # the unit is the person, whatever rows it has
+        said = gettext(
+            "1 person: adding or removing one person (all of their rows) changes one count "
+            "by 1, whatever the limit per person"
+        )
+        out = tuple(replace(n, sensitivity_text=said) for n in out)
+    return out
 
 
 def _quantile_details(

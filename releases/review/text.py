@@ -51,6 +51,8 @@ def value_unit(stat: StatisticPlan) -> str:
     """The unit of the released value: rows for counts, the column's units for sums and means."""
     if stat.kind in ("sum", "mean") and stat.column is not None:
         return gettext("units of %(name)s") % {"name": stat.column.name}
+    if stat.kind == "rows_per_person":
+        return gettext("persons")
     return gettext("rows")
 
 
@@ -67,6 +69,7 @@ def kind_text(stat: StatisticPlan) -> str:
         "sum": gettext("Sum of a numeric column, clipped to a range"),
         "mean": gettext("Mean of a numeric column, clipped to a range"),
         "argmax": gettext("Most common category (Report Noisy Max)"),
+        "rows_per_person": gettext("Histogram of the number of rows each person has"),
     }[stat.kind]
 
 
@@ -86,6 +89,13 @@ def estimates_text(stat: StatisticPlan, *, bound: int) -> str:
     if stat.kind == "histogram":
         values["name"] = gettext(" and ").join(c.name for c in stat.columns)
         return gettext("The number of rows in each cell of %(name)s%(kept)s.") % values
+    if stat.kind == "rows_per_person":
+        return gettext(
+            "The number of persons with 1, 2, …, 16 rows, then in ranges growing by about "
+            "19%% each up to %(cap)s rows, and above it; all of each person's rows are "
+            "counted, before the limit per person. One person changes one count by 1, "
+            "whatever the limit: the noise does not grow with it."
+        ) % {"cap": formatting.integer(int(stat.upper or 1000))}
     if stat.kind == "sum":
         return (
             gettext("The sum of %(name)s over all rows, each value clipped to the range%(kept)s.")
@@ -133,12 +143,27 @@ def _codes(column: Column) -> str:
     }
 
 
+def _published_source(column: Column) -> str:
+    """Categories declared from the keys a release published (partition selection)."""
+    source = column.categories_source or {}
+    if not source:
+        return ""
+    return gettext(
+        ". Categories published by release «%(title)s» (partition selection at ε = "
+        "%(epsilon)s, δ = %(delta)s): the published values, never read from the data again"
+    ) % {
+        "title": str(source.get("title") or ""),
+        "epsilon": formatting.budget(source.get("epsilon") or 0),
+        "delta": formatting.budget(source.get("delta") or 0),
+    }
+
+
 def _derived(column: Column) -> str:
     labels = dict(Column.Derived.choices)
     parts = [labels[p] for p in column.derived_from_data or [] if p in labels]
     if not parts:
-        return ""
-    return gettext(
+        return _published_source(column)
+    return _published_source(column) + gettext(
         ". Data-derived: %(parts)s were filled in from the data itself; the owner confirmed "
         "publishing them (a value taken from the data reveals that the data holds it: a "
         "category that few rows have reveals that someone has it)"
@@ -222,6 +247,10 @@ def out_of_range_text(stat: StatisticPlan) -> str:
     """How values outside the declared domain are handled, as the compute readers do."""
     if stat.kind == "count" and not stat.column:
         return gettext("Not applicable: every row is counted.")
+    if stat.kind == "rows_per_person":
+        return gettext(
+            "Persons with more than %(cap)s rows are counted together in the last cell."
+        ) % {"cap": formatting.integer(int(stat.upper or 1000))}
     name = stat.column.name
     if stat.kind == "count":
         return gettext("Only rows whose %(name)s is exactly “%(category)s” are counted.") % {
@@ -269,6 +298,8 @@ def missing_text(stat: StatisticPlan) -> str:
     """How missing values are handled, as the compute readers do."""
     if stat.kind == "count" and not stat.column:
         return gettext("Not applicable: a row is counted whatever its values.")
+    if stat.kind == "rows_per_person":
+        return gettext("Rows without a person (a missing ID) belong to no one and are not counted.")
     name = {"name": stat.column.name}
     if stat.kind in ("count", "argmax"):
         return gettext("Rows where %(name)s is missing are not counted.") % name

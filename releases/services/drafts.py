@@ -19,6 +19,7 @@ from releases.models import Release, Statistic
 from releases.services.plan import release_plan_parse
 from releases.services.plan_bounds import bounds_input
 from releases.services.plan_crosstab import crosstab_input, crosstab_stored
+from releases.services.plan_keys import keys_input, keys_stored
 from releases.services.preview import _check_fits
 
 logger = logging.getLogger(__name__)
@@ -84,6 +85,7 @@ def release_save_draft(
                     step=s.step,
                     crosstab=crosstab_stored(s) if s.axes else {},
                     search=dict(s.search),
+                    keys=keys_stored(s) if kinds.get(s.kind).fields == "keys" else {},
                     weight=s.weight,
                     hold=s.hold,
                     target_halfwidth=s.target_halfwidth,
@@ -133,6 +135,7 @@ def release_form_data(*, release: Release) -> dict[str, Any]:
                 "step": fmt(s.step) if s.step is not None else "",
                 **(crosstab_input(s.crosstab) if s.crosstab else {}),
                 **(bounds_input(s.search) if s.search else {}),
+                **(keys_input(s.keys) if s.keys else {}),
             }
             for s in release.statistics.select_related(
                 "column", "column2", "group_column", "group_column2"

@@ -15,6 +15,7 @@ from dpportal import formatting
 from dpportal.errors import ValidationFailed
 from dpportal.statistic_names import UNTITLED_RELEASE, statistic_default_label
 from releases import kinds
+from releases.kinds.rows_per_person import parse_cap
 from releases.models import Release, Statistic
 from releases.plans import ReleasePlan, StatisticPlan
 from releases.services.allocation import allocate
@@ -28,6 +29,7 @@ from releases.services.plan_fields import (
     _optional_decimal,
     _texts,
 )
+from releases.services.plan_keys import parse_keys
 from releases.services.plan_stats import parse_statistic_stats
 
 CONFIDENCES = ("0.90", "0.95", "0.99")
@@ -110,6 +112,19 @@ def _parse_statistic(
             parse_crosstab(plan, raw, dataset=dataset, columns=columns)
         elif kinds.get(kind).fields == "bounds":
             parse_bounds(plan, raw, dataset=dataset, columns=columns)
+        elif kinds.get(kind).fields == "keys":
+            parse_keys(plan, raw, dataset=dataset, columns=columns)
+        elif kinds.get(kind).aggregate == "persons":
+            if not dataset.id_column:
+                raise ValidationFailed(
+                    gettext(
+                        "Rows per person needs a person column: declare the dataset's ID "
+                        "column (its privacy unit) first."
+                    )
+                )
+            # "cap" from the builder and the API; a saved draft gives it back as "upper"
+            cap = raw.get("cap")
+            plan.upper = Decimal(parse_cap(cap if cap not in (None, "") else raw.get("upper")))
         elif kind == "argmax":
             plan.column = _column(dataset, columns, raw.get("column"), what="argmax")
             if plan.column.kind != Column.Kind.CATEGORICAL or len(plan.column.categories) < 2:

@@ -29,6 +29,8 @@ COLUMN_USES = {
     "variance": pgettext_lazy("statistic", "variance"),
     "crosstab": pgettext_lazy("statistic", "cross-tabulation"),
     "bounds": pgettext_lazy("statistic", "private bounds"),
+    "keys": pgettext_lazy("statistic", "categories found in the data"),
+    "rows_per_person": pgettext_lazy("statistic", "rows per person"),
     "grouping": pgettext_lazy("statistic", "grouping"),
 }
 

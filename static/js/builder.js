@@ -115,7 +115,15 @@
       " ",
       input("category", s.category, { size: 8, placeholder: T.category }),
     ]);
-    return cell(classic, grouping, quantileBox, crosstabBox(s, groups), boundsBox(s));
+    return cell(
+      classic,
+      grouping,
+      quantileBox,
+      crosstabBox(s, groups),
+      keysBox(s),
+      rowsBox(s),
+      boundsBox(s)
+    );
   }
 
   /** Private bounds' options: the ends searched, the values allowed beyond each bound and
@@ -135,6 +143,29 @@
       field("limit", s.limit, "1e12", T.bounds_limit),
       el("small", { class: "muted help", text: T.bounds_help }),
     ]);
+  }
+
+  /** Categories found in the data: keys counted per person, counts or keys only, the cap. */
+  function keysBox(s) {
+    const counts = el("input", { type: "checkbox", "data-f": "with_counts" });
+    counts.checked = s.with_counts == null ? true : Boolean(s.with_counts);
+    return el("span", { "data-kinds": "keys" }, [
+      el("label", {}, [T.keys_per_person + " ", input("keys_per_person", s.keys_per_person || "1", { size: 3 })]),
+      " ",
+      el("label", {}, [counts, " " + T.keys_with_counts]),
+      " ",
+      el("label", {}, [T.keys_max + " ", input("max_keys", s.max_keys, { size: 5 })]),
+    ]);
+  }
+
+  /** Rows per person: the most rows per person the buckets resolve. */
+  function rowsBox(s) {
+    const cap = input("cap", s.cap != null ? s.cap : s.kind === "rows_per_person" ? s.upper : "", {
+      size: 7,
+      placeholder: "1000",
+      "aria-label": T.rows_cap_label,
+    });
+    return el("span", { "data-kinds": "rows_per_person" }, [el("label", {}, [T.rows_cap + " ", cap])]);
   }
 
   /** A cross-tabulation's options: its columns (those a histogram accepts), the tables to
@@ -308,9 +339,11 @@
       const ranks = s.rank_error != null;
       // private bounds: their accuracy statement in words (releases/kinds/bounds.py)
       const one = s.accuracy_text || (ranks ? rankText(s.rank_error_text) : s.halfwidth_text);
-      const all =
+      let all =
         s.accuracy_simultaneous_text ||
         (ranks ? rankText(s.rank_error_simultaneous_text) : s.halfwidth_simultaneous_text);
+      const needed = s.persons_for_probability_text;
+      if (needed) all = fill(T.keys_needed, { p50: needed["0.5"], p95: needed["0.95"] });
       body.append(
         el("tr", { "data-kind": s.kind }, [
           el("td", { text: s.label }),
@@ -427,6 +460,25 @@
       return { ok: false, error: error };
     }
   }
+
+  /** The owner's private check: true values, shown here once and kept nowhere. */
+  const checkUrl = form.dataset.checkUrl;
+  const checkBox = byId("private-check-result");
+  byId("private-check").addEventListener("click", async () => {
+    checkBox.replaceChildren();
+    const data = await postPreview(checkUrl, T.check_failed);
+    if (!data.ok) {
+      checkBox.append(previewError(data.error || T.check_failed));
+      return;
+    }
+    const c = data.check;
+    const items = [el("p", { class: "notice", text: T.check_private }), el("p", { text: fill(T.check_rows, c) })];
+    if (c.persons) items.push(el("p", { "data-check": "persons", text: fill(T.check_persons, c.persons) }));
+    const list = el("ul", { "data-check": "bounds" });
+    for (const s of c.statistics) list.append(el("li", { text: (s.position + 1) + ". " + s.label + ": " + s.text }));
+    items.push(c.statistics.length ? list : el("p", { class: "muted", text: T.check_none }));
+    checkBox.append(...items);
+  });
 
   byId("add-stat").addEventListener("click", () => {
     addRow();

@@ -376,7 +376,7 @@
   }
 
   function updateTable(stat, st) {
-    if (stat.layout === "statement") {
+    if (stat.layout === "statement" || stat.layout === "keys") {
       return;
     }
     var t = texts(stat, st);
@@ -407,7 +407,7 @@
 
   function updateText(stat, st) {
     var box = document.getElementById("stat-" + stat.position);
-    if (!box || stat.layout === "statement") {
+    if (!box || stat.layout === "statement" || stat.layout === "keys") {
       return;
     }
     var t = texts(stat, st);
