@@ -134,7 +134,8 @@ def test_the_plan_finds_every_edge_exactly_from_its_guess(media, grid):
     edges = np.array(grid.edges())
     values = np.concatenate(
         [edges, np.nextafter(edges, np.inf), np.nextafter(edges, -np.inf),
-         [float(grid.centre), edges[0] * 2 - edges[-1], edges[-1] * 2 - edges[0]]]
+         [float(grid.centre), edges[0] * 2 - edges[-1], edges[-1] * 2 - edges[0],
+          1e308, -1e308, 1.7e308, -1.7e308]]
     )  # fmt: skip
     table = pa.table({"x": values, "n": np.zeros(values.size, dtype=np.int64),
                       "person": ["p"] * values.size})  # fmt: skip

@@ -134,8 +134,11 @@ def _grid_cell_sql(value: str, grid: SearchGrid, edges: list[float], d: Dialect)
     c, s = d.double(float(grid.centre)), d.double(float(grid.unit))
     log_r = d.double(math.log(float(grid.ratio)))
     steps = grid.steps()
-    up = f"CAST(ceil(ln(1 + ({value} - {c}) / {s}) / {log_r}) AS BIGINT)"
-    down = f"CAST(floor(ln(1 + ({c} - {value}) / {s}) / {log_r}) AS BIGINT)"
+    # a distance past 4 limits guesses past the last edge all the same: capping it keeps
+    # a huge value (1e308) from an infinite logarithm, whose cast would fail the release
+    cap = d.double(float(grid.limit / grid.unit) * 4)
+    up = f"CAST(ceil(ln(1 + least(({value} - {c}) / {s}, {cap})) / {log_r}) AS BIGINT)"
+    down = f"CAST(floor(ln(1 + least(({c} - {value}) / {s}, {cap})) / {log_r}) AS BIGINT)"
     g = (
         f"(CASE WHEN {value} > {c} THEN least({steps} + {up}, {m}) "
         f"ELSE greatest({steps} - least({down}, {steps}), 0) END)"
