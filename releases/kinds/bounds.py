@@ -236,11 +236,30 @@ def bounds_statement(entry: dict[str, Any], *, column: str | None = None) -> str
         "confidence": formatting.percent(frac(explanation.get("confidence", "0.95"))),
     }
     missing = [end for end in ("lower", "upper") if end in bounds and bounds[end] is None]
-    if missing:
-        return gettext(
-            "No bound of %(column)s was found within the search's limit on the %(ends)s side: "
-            "more values than allowed lie beyond its last point."
-        ) % {**values, "ends": ", ".join(missing)}
+    if len(missing) == 2:
+        return (
+            gettext(
+                "No bound of %(column)s was found within the search's limit on either side: more "
+                "values than allowed lie beyond its last points."
+            )
+            % values
+        )
+    if missing == ["lower"]:
+        return (
+            gettext(
+                "No lower bound of %(column)s was found within the search's limit: more values "
+                "than allowed lie below its last point."
+            )
+            % values
+        )
+    if missing == ["upper"]:
+        return (
+            gettext(
+                "No upper bound of %(column)s was found within the search's limit: more values "
+                "than allowed lie above its last point."
+            )
+            % values
+        )
     if "lower" in bounds and "upper" in bounds:
         text = gettext(
             "Estimated bounds of %(column)s: %(lower)s to %(upper)s (at most %(n)s values lie "
