@@ -41,6 +41,7 @@ KIND_TEXT = {
     "stddev": _("Standard deviation"),
     "variance": _("Variance"),
     "crosstab": _("Cross-tabulation"),
+    "keys": _("Categories found in the data"),
     "bounds": _("Private bounds"),
     "rows_per_person": _("Rows per person"),
 }

@@ -49,11 +49,10 @@ its noisy count (or its draw) fell short, never that it is absent from the data.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import cached_property, lru_cache, partial
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -61,11 +60,19 @@ import numpy as np
 from dpportal.privacy.errors import PrivacyParameterError, gettext_noop
 from dpportal.privacy.mechanism_records import MechanismRecord
 from dpportal.privacy.noise import NoiseSpec
-from dpportal.privacy.params import check_epsilon, round_up_sig, to_fraction
-from dpportal.privacy.pld_pmfs import compose_records
+from dpportal.privacy.params import check_epsilon, to_fraction
+from dpportal.privacy.partition_thresholds import (
+    ONE,
+    POLICY_STEPS,
+    gauss_tail,
+    gaussian_threshold,
+    laplace_tail,
+    laplace_threshold,
+    optimal_policy,
+    sqrt_upper,
+)
 from dpportal.privacy.rng import RandomSource, resolve_rng
 from dpportal.privacy.samplers import discrete_gaussian, discrete_laplace
-from dpportal.privacy.tails import dgauss_log_sf
 
 __all__ = [
     "MECHANISMS",
@@ -78,10 +85,6 @@ __all__ = [
 MECHANISMS = ("laplace_threshold", "gaussian_threshold", "optimal_policy")
 #: the most keys per person a selection accepts (bounds the calibration's work)
 MAX_KEYS_PER_PERSON = 100
-#: the most counts the optimal policy is tabulated for; past them (only at a tiny epsilon)
-#: the last probability is kept, which is still a valid (smaller) policy
-_POLICY_STEPS = 100_000
-_ONE = 1 << 64
 
 
 def _fraction(value: object, name: str) -> Fraction:
@@ -119,157 +122,6 @@ def _check(
     return eps, dlt, keys_per_person
 
 
-def _sqrt_upper(n: int) -> Fraction:
-    """A rational upper bound on sqrt(n) (exact for squares)."""
-    root = math.isqrt(n)
-    if root * root == n:
-        return Fraction(root)
-    return Fraction(math.isqrt(n * 10**12) + 1, 10**6)
-
-
-def _new_key_probability(tail: float, keys: int) -> float:
-    """P[at least one of `keys` new keys is published], each with probability `tail`."""
-    return -math.expm1(keys * math.log1p(-tail)) if tail < 1 else 1.0
-
-
-def _laplace_tail(scale: Fraction, m: int) -> float:
-    """P[Y >= m] for Y ~ DLap(scale), integer m."""
-    a = math.exp(-1.0 / float(scale))
-    if m >= 1:
-        return math.exp(-m / float(scale)) / (1.0 + a)
-    return 1.0 - math.exp(-(1 - m) / float(scale)) / (1.0 + a)
-
-
-def _gauss_tail(sigma: Fraction, m: int) -> float:
-    return math.exp(dgauss_log_sf(sigma, m))
-
-
-def _laplace_threshold(eps: Fraction, dlt: Fraction, keys: int) -> int:
-    scale = Fraction(keys) / eps
-    target = float(dlt) * (1 - 1e-9)
-    return _smallest_threshold(lambda m: _laplace_tail(scale, m), keys, target, float(scale))
-
-
-def _smallest_threshold(tail, keys: int, target: float, width: float) -> int:
-    """The smallest tau >= 1 with P[some new key (count 1) is published] <= target, where
-    tail(m) = P[noise >= m]: found by doubling then bisection (tail is decreasing)."""
-
-    def ok(tau: int) -> bool:
-        return _new_key_probability(tail(tau - 1), keys) <= target
-
-    high = 1 + max(1, int(width))
-    while not ok(high):
-        high *= 2
-    low = 1
-    while low < high:
-        mid = (low + high) // 2
-        if ok(mid):
-            high = mid
-        else:
-            low = mid + 1
-    return low
-
-
-def _gaussian_deltas(sigma: Fraction, keys: int, epsilon: float) -> list[float]:
-    """delta_j(epsilon) for j = 0..keys: the pessimistic PLD bound (the product's
-    accountant) of j discrete Gaussians of sensitivity 1 composed."""
-    record = MechanismRecord.discrete_gaussian(
-        sensitivity=1, sigma=sigma, epsilon=Fraction(1), delta=Fraction(1, 2)
-    )
-    out = [0.0]
-    for j in range(1, keys + 1):
-        pld = compose_records([record] * j)
-        assert pld is not None
-        out.append(float(pld.get_delta_for_epsilon(epsilon)))
-    return out
-
-
-def _new_key_allowance(deltas: list[float], delta: float, keys: int) -> float:
-    """The largest p (a new key's publication probability) with, for every split of the
-    person's keys into j old and keys - j new ones, delta_j + 1 - (1 - p)^(keys - j) <=
-    delta (0 when none)."""
-    allowed = 1.0
-    for j in range(keys):
-        room = delta - deltas[j]
-        if room <= 0:
-            return 0.0
-        allowed = min(allowed, -math.expm1(math.log1p(-room) / (keys - j)))
-    return allowed if deltas[keys] <= delta else 0.0
-
-
-@lru_cache(maxsize=256)
-def _gaussian_threshold(eps: Fraction, dlt: Fraction, keys: int) -> tuple[int, Fraction, float]:
-    """(tau, sigma, delta of the counts' noise alone) with the lowest tau: the joint analysis
-    of noise and threshold (module docstring), over a public grid of sigmas."""
-    target = float(dlt) * (1 - 1e-6)
-    low, high = Fraction(1, 10), Fraction(1)
-    while _gaussian_deltas(high, keys, float(eps))[keys] > target:
-        low, high = high, high * 2
-    for _ in range(30):
-        mid = round_up_sig((low + high) / 2, 4)
-        if mid >= high:
-            break
-        if _gaussian_deltas(mid, keys, float(eps))[keys] > target:
-            low = mid
-        else:
-            high = mid
-    best: tuple[int, Fraction, float] | None = None
-    for step in range(16):
-        sigma = round_up_sig(high * Fraction(100 + 4 * step, 100), 4)
-        deltas = _gaussian_deltas(sigma, keys, float(eps))
-        allowance = _new_key_allowance(deltas, target, keys)
-        if allowance <= 0:
-            continue
-        tau = _smallest_threshold(partial(_gauss_tail, sigma), 1, allowance, float(sigma))
-        tau = _checked_threshold(tau, sigma, keys, float(eps), target)
-        if best is None or tau < best[0]:
-            best = (tau, sigma, deltas[keys])
-    assert best is not None
-    return best
-
-
-def _checked_threshold(tau: int, sigma: Fraction, keys: int, eps: float, delta: float) -> int:
-    """Raise tau until the reverse direction holds too: without the person, the empty
-    outcome on the new keys is likelier by (1 - p)^-(keys - j), which shifts the old keys'
-    epsilon by c_j = -(keys - j) ln(1 - p): delta_j(eps - c_j) <= delta for every j."""
-    while True:
-        p = _gauss_tail(sigma, tau - 1)
-        record = MechanismRecord.discrete_gaussian(
-            sensitivity=1, sigma=sigma, epsilon=Fraction(1), delta=Fraction(1, 2)
-        )
-        ok = True
-        for j in range(1, keys):
-            shift = -(keys - j) * math.log1p(-p)
-            pld = compose_records([record] * j)
-            assert pld is not None
-            if float(pld.get_delta_for_epsilon(eps - shift)) > delta:
-                ok = False
-                break
-        if ok:
-            return tau
-        tau += 1
-
-
-def optimal_policy(epsilon: object, delta: object, up_to: int) -> list[int]:
-    """Numerators over 2**64 of pi(0..up_to), the optimal one-key policy (module docstring),
-    stopping early at 1. A count past the table takes its last value: holding pi constant
-    keeps both DP inequalities (the recursion's next value is at least the last one)."""
-    eps, dlt = _fraction(epsilon, "epsilon"), _fraction(delta, "delta")
-    margin = Fraction(1, 1 << 40)  # float exp is within 1 ulp (2**-52): a safe margin
-    grow = Fraction(math.exp(float(eps))) * (1 - margin)  # <= e^eps
-    shrink = Fraction(math.exp(-float(eps))) * (1 + margin)  # >= e^-eps
-    out = [0]
-    pi = Fraction(0)
-    for _ in range(min(up_to, _POLICY_STEPS)):
-        pi = min(grow * pi + dlt, 1 + shrink * (pi + dlt - 1), Fraction(1))
-        numerator = math.floor(pi * _ONE)
-        pi = Fraction(numerator, _ONE)
-        out.append(numerator)
-        if numerator == _ONE:
-            break
-    return out
-
-
 @dataclass(frozen=True)
 class KeySelection:
     """A planned selection: its mechanism and every public parameter it uses."""
@@ -287,7 +139,7 @@ class KeySelection:
     @cached_property
     def _policy(self) -> list[int]:
         k = self.keys_per_person
-        return optimal_policy(self.epsilon / k, self.delta / k, _POLICY_STEPS)
+        return optimal_policy(self.epsilon / k, self.delta / k, POLICY_STEPS)
 
     def noise_spec(self) -> NoiseSpec | None:
         """The published counts' noise (None when only keys are published)."""
@@ -305,7 +157,7 @@ class KeySelection:
             )
         if self.mechanism == "gaussian_threshold":
             assert self.sigma is not None and self.delta_noise is not None
-            l2 = _sqrt_upper(self.keys_per_person)
+            l2 = sqrt_upper(self.keys_per_person)
             return NoiseSpec(
                 statistic="histogram",
                 mechanism="gaussian",
@@ -332,12 +184,12 @@ class KeySelection:
             return 0.0
         if self.mechanism == "laplace_threshold":
             assert self.scale is not None and self.threshold is not None
-            return _laplace_tail(self.scale, self.threshold - count)
+            return laplace_tail(self.scale, self.threshold - count)
         if self.mechanism == "gaussian_threshold":
             assert self.sigma is not None and self.threshold is not None
-            return _gauss_tail(self.sigma, self.threshold - count)
+            return gauss_tail(self.sigma, self.threshold - count)
         policy = self._policy
-        return policy[min(count, len(policy) - 1)] / _ONE
+        return policy[min(count, len(policy) - 1)] / ONE
 
     def count_for_probability(self, probability: float) -> int:
         """The smallest count published with probability >= `probability` (0 < p <= 1)."""
@@ -398,8 +250,8 @@ def plan_selection(
     one whose count published with probability one half is lowest (ties: the first of
     Laplace thresholding, Gaussian thresholding, the optimal policy)."""
     eps, dlt, keys = _check(epsilon, delta, keys_per_person)
-    tau_lap = _laplace_threshold(eps, dlt, keys)
-    tau_gauss, sigma, d1 = _gaussian_threshold(eps, dlt, keys)
+    tau_lap = laplace_threshold(eps, dlt, keys)
+    tau_gauss, sigma, d1 = gaussian_threshold(eps, dlt, keys)
     candidates = [
         KeySelection(
             "laplace_threshold", eps, dlt, keys, with_counts, tau_lap, Fraction(keys) / eps

@@ -44,12 +44,10 @@ a factor r) before the noise stops it, rarely further.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -58,6 +56,13 @@ from dpportal.privacy.errors import PrivacyParameterError, gettext_noop
 from dpportal.privacy.mechanism_records import MechanismRecord
 from dpportal.privacy.rng import RandomSource
 from dpportal.privacy.samplers import discrete_laplace
+from dpportal.privacy.search_grid import (
+    DEFAULT_RATIO,
+    MAX_STEPS,
+    SearchGrid,
+    exact_text,
+    fraction_of,
+)
 from dpportal.privacy.tails import dlap_tail
 
 __all__ = [
@@ -74,147 +79,12 @@ __all__ = [
     "outside_at_most",
 ]
 
-#: the most points one search visits (each side): bounds the grid, the compute's cells
-#: (2 * MAX_STEPS + 2) and the noise drawn
-MAX_STEPS = 4000
 #: the defaults a request starts from (bench/discovery.py --sweep shows how they compare)
-DEFAULT_RATIO = Fraction(101, 100)
 DEFAULT_OUTSIDE = 5
 #: which ends a request estimates
 ENDS = ("both", "upper", "lower")
 #: the draws of nu made at once (a search rarely needs more)
 _BATCH = 64
-
-
-def _fraction(value: object, name: str) -> Fraction:
-    try:
-        out = value if isinstance(value, Fraction) else Fraction(Decimal(str(value)))
-    except (ArithmeticError, ValueError, TypeError):
-        raise PrivacyParameterError(
-            gettext_noop("%(name)s must be a number, got %(value)s"), name=name, value=repr(value)
-        ) from None
-    return out
-
-
-@dataclass(frozen=True)
-class SearchGrid:
-    """The public points a search visits: centre +- unit * (ratio**i - 1), i = 0..steps.
-
-    Points are computed in float64 by one formula (`_offsets`), so every engine, the
-    readers and the mechanism count against the very same edges.
-    """
-
-    centre: Fraction
-    unit: Fraction
-    ratio: Fraction
-    limit: Fraction
-
-    @classmethod
-    def of(
-        cls,
-        *,
-        centre: object = 0,
-        unit: object = 1,
-        ratio: object = DEFAULT_RATIO,
-        limit: object = 10**12,
-    ) -> SearchGrid:
-        c = _fraction(centre, "centre")
-        s, r, lim = _fraction(unit, "unit"), _fraction(ratio, "ratio"), _fraction(limit, "limit")
-        if s <= 0:
-            raise PrivacyParameterError(
-                gettext_noop("the search's first step must be > 0, got %(value)s"), value=str(s)
-            )
-        if not Fraction(1) < r <= 2:
-            raise PrivacyParameterError(
-                gettext_noop("the search's ratio must be above 1 and at most 2, got %(value)s"),
-                value=str(r),
-            )
-        if lim < s:
-            raise PrivacyParameterError(
-                gettext_noop(
-                    "the search's limit (%(limit)s) must be at least its first step (%(unit)s)"
-                ),
-                limit=str(lim),
-                unit=str(s),
-            )
-        if abs(c) + lim > Fraction(10) ** 15:
-            raise PrivacyParameterError(
-                gettext_noop(
-                    "the search must stay within 1e15 of zero (start %(centre)s, limit %(limit)s)"
-                ),
-                centre=str(c),
-                limit=str(lim),
-            )
-        grid = cls(c, s, r, lim)
-        if grid.steps() > MAX_STEPS:
-            raise PrivacyParameterError(
-                gettext_noop(
-                    "the search would visit %(steps)s points on each side, more than the limit "
-                    "of %(limit)s: use a larger ratio, a larger first step or a smaller limit"
-                ),
-                steps=str(grid.steps()),
-                limit=str(MAX_STEPS),
-            )
-        return grid
-
-    def steps(self) -> int:
-        """The largest i with unit * (ratio**i - 1) <= limit."""
-        span = float(self.limit / self.unit)
-        i = int(math.log1p(span) / math.log(float(self.ratio)))
-        offsets = self._offsets(i + 2)
-        while i > 0 and offsets[i] > float(self.limit):
-            i -= 1
-        while i + 1 < len(offsets) and offsets[i + 1] <= float(self.limit):
-            i += 1
-        return i
-
-    def _offsets(self, count: int) -> np.ndarray:
-        return _offsets(float(self.unit), float(self.ratio), count)
-
-    def upward(self) -> np.ndarray:
-        """u_0 = centre, u_1, ..., u_steps (ascending)."""
-        return float(self.centre) + self._offsets(self.steps() + 1)
-
-    def downward(self) -> np.ndarray:
-        """l_0 = centre, l_1, ..., l_steps (descending)."""
-        return float(self.centre) - self._offsets(self.steps() + 1)
-
-    def edges(self) -> list[float]:
-        """Every point ascending (2 * steps + 1): the cell edges the compute counts against.
-
-        Cells: (-inf, e_0], (e_0, e_1], ..., (e_last, +inf): len(edges) + 1 counts."""
-        return [*self.downward()[:0:-1].tolist(), *self.upward().tolist()]
-
-    def to_dict(self) -> dict[str, str]:
-        return {
-            "centre": _exact(self.centre),
-            "unit": _exact(self.unit),
-            "ratio": _exact(self.ratio),
-            "limit": _exact(self.limit),
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SearchGrid:
-        return cls.of(
-            centre=Fraction(data["centre"]),
-            unit=Fraction(data["unit"]),
-            ratio=Fraction(data["ratio"]),
-            limit=Fraction(data["limit"]),
-        )
-
-
-@lru_cache(maxsize=64)
-def _offsets(unit: float, ratio: float, count: int) -> np.ndarray:
-    """unit * (ratio**i - 1), i < count, rounded to 12 significant digits: readable points
-    (7, not 6.999999999999998), the same on every engine (one float64 formula)."""
-    raw = unit * np.expm1(np.arange(count, dtype=np.float64) * math.log(ratio))
-    out = np.array([float(f"{x:.12g}") for x in raw.tolist()])
-    out.setflags(write=False)
-    return out
-
-
-def _exact(value: Fraction) -> str:
-    return str(value.numerator) if value.denominator == 1 else str(value)
 
 
 def _check_ends(ends: str) -> str:
@@ -237,7 +107,7 @@ def _check_outside(outside: object) -> int:
 
 
 def _check_epsilon(epsilon: object) -> Fraction:
-    eps = _fraction(epsilon, "epsilon")
+    eps = fraction_of(epsilon, "epsilon")
     if eps <= 0:
         raise PrivacyParameterError(
             gettext_noop("epsilon must be > 0, got %(value)s"), value=str(eps)
@@ -290,7 +160,7 @@ def outside_at_most(
 ) -> int:
     """With probability >= confidence, at most this many values lie beyond an estimated bound
     (each end; the search did not reach its limit). See the module docstring."""
-    conf = _fraction(confidence, "confidence")
+    conf = fraction_of(confidence, "confidence")
     if not 0 < conf < 1:
         raise PrivacyParameterError(
             gettext_noop("confidence must be between 0 and 1, got %(value)s"), value=str(conf)
@@ -332,9 +202,9 @@ class BoundsEstimate:
             "mechanism": "above_threshold",
             "noise": "discrete_laplace",
             "ends": self.ends,
-            "epsilon": _exact(self.epsilon),
-            "epsilon_per_end": _exact(end_epsilon(self.epsilon, self.ends)),
-            "scale": _exact(scale),
+            "epsilon": exact_text(self.epsilon),
+            "epsilon_per_end": exact_text(end_epsilon(self.epsilon, self.ends)),
+            "scale": exact_text(scale),
             "scale_float": float(scale),
             "outside": self.outside,
             "contribution_bound": self.contribution_bound,

@@ -255,7 +255,7 @@ def test_laplace_thresholds_are_the_smallest_that_keep_new_keys_within_delta(eps
         threshold=None,
         scale=Fraction(keys) / Fraction(epsilon),
     )
-    from dpportal.privacy.partition_selection import _laplace_threshold
+    from dpportal.privacy.partition_thresholds import laplace_threshold as _laplace_threshold
 
     tau = _laplace_threshold(Fraction(epsilon), delta, keys)
     sel = KeySelection("laplace_threshold", sel.epsilon, delta, keys, True, tau, sel.scale)
