@@ -87,15 +87,6 @@ MECHANISMS = ("laplace_threshold", "gaussian_threshold", "optimal_policy")
 MAX_KEYS_PER_PERSON = 100
 
 
-def _fraction(value: object, name: str) -> Fraction:
-    try:
-        return value if isinstance(value, Fraction) else Fraction(str(value))
-    except (ValueError, ZeroDivisionError, TypeError):
-        raise PrivacyParameterError(
-            gettext_noop("%(name)s must be a number, got %(value)s"), name=name, value=repr(value)
-        ) from None
-
-
 def _check(
     epsilon: object, delta: object, keys_per_person: object
 ) -> tuple[Fraction, Fraction, int]:

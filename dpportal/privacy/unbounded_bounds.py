@@ -54,6 +54,7 @@ import numpy as np
 
 from dpportal.privacy.errors import PrivacyParameterError, gettext_noop
 from dpportal.privacy.mechanism_records import MechanismRecord
+from dpportal.privacy.params import check_epsilon
 from dpportal.privacy.rng import RandomSource
 from dpportal.privacy.samplers import discrete_laplace
 from dpportal.privacy.search_grid import (
@@ -106,15 +107,6 @@ def _check_outside(outside: object) -> int:
     return outside
 
 
-def _check_epsilon(epsilon: object) -> Fraction:
-    eps = fraction_of(epsilon, "epsilon")
-    if eps <= 0:
-        raise PrivacyParameterError(
-            gettext_noop("epsilon must be > 0, got %(value)s"), value=str(eps)
-        )
-    return eps
-
-
 def _check_bound(contribution_bound: object) -> int:
     if (
         isinstance(contribution_bound, bool)
@@ -130,7 +122,7 @@ def _check_bound(contribution_bound: object) -> int:
 
 def end_epsilon(epsilon: object, ends: str) -> Fraction:
     """The epsilon of one search: the statistic's epsilon, halved when both ends are searched."""
-    eps = _check_epsilon(epsilon)
+    eps = check_epsilon(epsilon)
     return eps / 2 if _check_ends(ends) == "both" else eps
 
 
@@ -248,7 +240,7 @@ def estimate_bounds(
     _check_ends(ends)
     k = _check_outside(outside)
     bound = _check_bound(contribution_bound)
-    eps = _check_epsilon(epsilon)
+    eps = check_epsilon(epsilon)
     steps = grid.steps()
     counts = np.asarray(cell_counts, dtype=np.int64)
     if counts.shape != (2 * steps + 2,) or (counts < 0).any():
