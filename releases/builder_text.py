@@ -52,6 +52,11 @@ def builder_text() -> dict[str, object]:
             ["lower", gettext("the lower bound only")],
         ],
         "bounds_outside": gettext("values allowed beyond each bound"),
+        "bounds_tail": gettext("upper bound"),
+        "bounds_tail_choices": [
+            ["", gettext("where few values lie beyond (guaranteed)")],
+            ["lognormal", gettext("extrapolated for a clipped mean (log-normal tail model)")],
+        ],
         "bounds_centre": gettext("start point"),
         "bounds_unit": gettext("smallest step"),
         "bounds_limit": gettext("largest distance"),
@@ -60,7 +65,10 @@ def builder_text() -> dict[str, object]:
             "%(growth)s until few values lie beyond. The start point must be a value you know lies "
             "inside the column's range without looking at the data (0 for amounts, a typical "
             "year for years): the data itself must not suggest it. No bounds need to be "
-            "declared for this column."
+            "declared for this column. For a clipped mean, an upper bound extrapolated under a "
+            "log-normal tail model leaves about the values asked for above it if the column's "
+            "upper tail is log-normal (incomes, durations and sizes often are), and has no "
+            "guarantee otherwise."
         )
         % {"growth": formatting.percent(DEFAULT_RATIO - 1)},
         "keys_per_person": gettext("keys per person"),

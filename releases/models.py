@@ -130,7 +130,8 @@ class Statistic(models.Model):
     # indices], ...] (canonical, the total excluded), "total": bool}
     crosstab = models.JSONField(default=dict, blank=True)
     # private bounds only: {"ends": both|upper|lower, "outside": int, "centre", "unit",
-    # "limit": exact decimal strings} (releases.services.plan_bounds)
+    # "limit": exact decimal strings, "tail": "lognormal" when the upper bound is
+    # extrapolated} (releases.services.plan_bounds)
     search = models.JSONField(default=dict, blank=True)
     # categories found in the data only: {"keys_per_person": k, "with_counts": bool,
     # "max_keys": the most keys published}

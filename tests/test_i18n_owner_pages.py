@@ -245,8 +245,10 @@ def test_the_builder_scripts_words_in_chinese():
     """The builder's scripts hold no English: every word they show comes from builder_text."""
     with translation.override("zh-hans"):
         words = builder_text()
-    # codes the scripts send back, never show: the kinds' and the bounds search's ends
-    codes = {code for code, _ in [*words["kinds"], *words["bounds_end_choices"]]}
+    # codes the scripts send back, never show: the kinds', the bounds search's ends and
+    # its tail models
+    choices = [*words["kinds"], *words["bounds_end_choices"], *words["bounds_tail_choices"]]
+    codes = {code for code, _ in choices}
     shown = [re.sub(r"\{\w+\}", " ", s) for s in _strings(words) if s not in codes]
     assert english_left("\n".join(shown), set()) == []
     with translation.override("en"):

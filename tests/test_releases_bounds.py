@@ -177,3 +177,59 @@ def test_a_target_of_values_beyond_each_bound_solves_the_epsilon(project, owner)
         contribution_bound=plan.dataset.contribution_bound, confidence=plan.confidence,
     )  # fmt: skip
     assert smaller > 60
+
+
+TAIL = {**BOUNDS, "ends": "upper", "tail": "lognormal", "outside": "3"}
+
+
+@pytest.mark.django_db
+def test_an_upper_bound_extrapolated_under_a_tail_model(project, owner, reviewer):
+    """Parsed, frozen, reviewed, computed, stated and declarable like a searched bound;
+    what it promises is the model's, said on every surface."""
+    from releases.kinds import bounds as bounds_kind
+
+    project.epsilon_cap = 10
+    project.save(update_fields=["epsilon_cap"])
+    dataset = make_dataset(project=project, owner=owner)
+    Column.objects.filter(dataset=dataset, name="income").update(lower=0, upper=None)
+    for bad, words in [
+        ({"ends": "both"}, "extrapolates the upper bound only"),
+        ({"tail": "pareto"}, "from the list"),
+        ({"outside": "0"}, "at least 1 value"),
+    ]:
+        data = builder_data(dataset, statistics=[{**TAIL, **bad}], epsilon="1")
+        with pytest.raises(ValidationFailed, match=words):
+            services.release_save_draft(project=project, actor=owner, data=data)
+    release = computed(project, owner, reviewer, dataset, [TAIL])
+    assert release.status == "computed"
+    (frozen,) = release.spec["statistics"]
+    assert frozen["tail"] == "lognormal" and frozen["ends"] == "upper"
+    review = review_document_get(budget_request=release.budget_request)
+    details = dict((key, text) for _, text, key in review.statistics[0].details)
+    assert "log-normal" in details["method"]
+    assert "no guarantee otherwise" in details["outside-at-most"]
+    assert "for the count" in details["epsilon-per-end"]
+    # the ledger holds the noisy count's exact record and the two searches
+    kinds_charged = sorted(m["kind"] for m in release.budget_request.mechanisms)
+    assert kinds_charged == ["discrete_laplace", "generic_eps_delta"]
+    (entry,) = release.result.payload["statistics"]
+    assert set(entry["bounds"]) == {"upper"} and entry["tail"] == "lognormal"
+    explanation = entry["explanation"]
+    assert explanation["tail"] == "lognormal" and explanation["beyond"] == 3
+    statement = bounds_kind.bounds_statement(entry)
+    if entry["bounds"]["upper"] is None:
+        assert "could not be extrapolated" in statement
+        return
+    assert "Extrapolated upper bound of income" in statement
+    assert "if its upper tail is log-normal" in statement
+    column = bounds_declare(release=release, position=0, actor=owner)
+    assert column.lower == 0 and column.upper >= Decimal(entry["bounds"]["upper"]) - 1
+
+
+@pytest.mark.django_db
+def test_a_target_does_not_apply_to_an_extrapolated_bound(project, owner):
+    dataset = make_dataset(project=project, owner=owner)
+    stat = {k: v for k, v in TAIL.items() if k not in ("epsilon", "hold")}
+    data = builder_data(dataset, statistics=[{**stat, "target_halfwidth": "5"}])
+    with pytest.raises(ValidationFailed, match="no accuracy statement to aim at"):
+        services.release_save_draft(project=project, actor=owner, data=data)

@@ -76,6 +76,7 @@ __all__ = [
     "bounds_records",
     "end_epsilon",
     "estimate_bounds",
+    "first_crossing",
     "noise_scale",
     "outside_at_most",
 ]
@@ -207,7 +208,7 @@ class BoundsEstimate:
         }
 
 
-def _first_crossing(
+def first_crossing(
     beyond: np.ndarray, *, outside: int, scale: Fraction, rng: RandomSource | None
 ) -> int | None:
     """AboveThreshold: the first i with outside - beyond[i] + nu_i >= rho (None: no i)."""
@@ -252,12 +253,12 @@ def estimate_bounds(
     lower = upper = None
     if ends in ("both", "lower"):
         # l_i is edge steps - i: #{x <= l_i}, i = 0..steps
-        i = _first_crossing(at_most[steps::-1], outside=k, scale=scale, rng=rng)
+        i = first_crossing(at_most[steps::-1], outside=k, scale=scale, rng=rng)
         points = grid.downward()
         index = steps if i is None else i
         lower = EndResult(index, float(points[index]), i is None)
     if ends in ("both", "upper"):
-        i = _first_crossing(beyond[steps:], outside=k, scale=scale, rng=rng)
+        i = first_crossing(beyond[steps:], outside=k, scale=scale, rng=rng)
         points = grid.upward()
         index = steps if i is None else i
         upper = EndResult(index, float(points[index]), i is None)

@@ -17,11 +17,11 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_noop
 
 from dpportal import formatting
 from dpportal.errors import ValidationFailed
-from dpportal.privacy import unbounded_bounds
+from dpportal.privacy import tail_bounds, unbounded_bounds
 from dpportal.privacy.mechanism_records import MechanismRecord
 from dpportal.privacy.noise import NoiseSpec
 from dpportal.privacy.params import Epsilon, exact_str, round_up_sig
@@ -93,12 +93,20 @@ class BoundsKind(StatisticKind):
         )  # fmt: skip
 
     def accuracy(self, *, plan: ReleasePlan, stat: StatisticPlan) -> dict[str, Any]:
-        """The accuracy statement before any data: at most N values beyond each bound."""
-        with statistic_errors(stat):
-            n = self._outside(plan, stat, stat.epsilon)
-        text = gettext(
-            "with probability %(confidence)s, at most %(n)s values lie beyond each bound"
-        ) % {"confidence": formatting.percent(frac(plan.confidence)), "n": formatting.integer(n)}
+        """The accuracy statement before any data: at most N values beyond each bound, or
+        for an extrapolated bound what the model promises and that nothing else does."""
+        if stat.search.get("tail"):
+            n = None
+            text = tail_accuracy_text(stat.search["outside"])
+        else:
+            with statistic_errors(stat):
+                n = self._outside(plan, stat, stat.epsilon)
+            text = gettext(
+                "with probability %(confidence)s, at most %(n)s values lie beyond each bound"
+            ) % {
+                "confidence": formatting.percent(frac(plan.confidence)),
+                "n": formatting.integer(n),
+            }
         return {
             "cells": self.value_cells(stat),
             "halfwidth": None,
@@ -118,6 +126,14 @@ class BoundsKind(StatisticKind):
         at most the target number of values beyond each bound (the target: a count)."""
         target = frac(stat.target_halfwidth)
         low, high = EPSILON_RANGE
+        if stat.search.get("tail"):
+            raise ValidationFailed(
+                gettext(
+                    "%(where)s: an extrapolated bound has no accuracy statement to aim at; "
+                    "give its epsilon instead of a target."
+                )
+                % {"where": gettext("Statistic %(number)s") % {"number": stat.position + 1}}
+            )
         with statistic_errors(stat):
             if self._outside(plan, stat, high) > target:
                 raise ValidationFailed(
@@ -145,6 +161,10 @@ class BoundsKind(StatisticKind):
         return ()  # AboveThreshold compares noisy counts: no noise vector is released
 
     def records(self, *, plan: ReleasePlan, stat: StatisticPlan) -> list[MechanismRecord]:
+        if stat.search.get("tail"):
+            return tail_bounds.tail_records(
+                epsilon=frac(stat.epsilon), contribution_bound=plan.dataset.contribution_bound
+            )
         return unbounded_bounds.bounds_records(epsilon=frac(stat.epsilon), ends=stat.search["ends"])
 
     def planned_parts(self, *, plan: ReleasePlan, stat: StatisticPlan) -> list[NoisePart]:
@@ -158,6 +178,7 @@ class BoundsKind(StatisticKind):
             "outside": int(search["outside"]),
             "grid": grid.to_dict(),
             "steps": grid.steps(),
+            **({"tail": search["tail"]} if search.get("tail") else {}),
         }
 
     def noisy_entry(
@@ -165,6 +186,10 @@ class BoundsKind(StatisticKind):
     ) -> dict[str, Any]:
         grid = grid_of(entry)
         counts = [int(c) for c in np.asarray(aggregate, dtype=np.int64)]
+        if entry.get("tail"):
+            return _tail_entry(
+                entry, counts, grid=grid, contribution_bound=contribution_bound, rng=rng
+            )
         estimate = unbounded_bounds.estimate_bounds(
             counts, grid=grid, ends=entry["ends"], outside=int(entry["outside"]),
             epsilon=Epsilon(entry["epsilon"]), contribution_bound=contribution_bound, rng=rng,
@@ -216,6 +241,76 @@ class BoundsKind(StatisticKind):
         return "statement"
 
 
+def _tail_entry(
+    entry: dict[str, Any], counts: list[int], *, grid, contribution_bound: int, rng
+) -> dict[str, Any]:
+    """The stored result of an upper bound extrapolated under a tail model."""
+    estimate = tail_bounds.estimate_tail_upper(
+        counts, grid=grid, beyond=int(entry["outside"]), epsilon=Epsilon(entry["epsilon"]),
+        contribution_bound=contribution_bound, rng=rng,
+    )  # fmt: skip
+    return {
+        "position": entry["position"], "kind": entry["kind"], "label": entry["label"],
+        "columns": [c["name"] for c in entry["columns"]],
+        "category": None, "shape": None,
+        "epsilon": entry["epsilon"], "delta": entry["delta"],
+        "cells": [], "values": [],
+        "bounds": {"upper": None if estimate.upper is None else repr(estimate.upper)},
+        "ends": "upper", "outside": int(entry["outside"]), "tail": entry["tail"],
+        "explanation": estimate.explanation(),
+    }  # fmt: skip
+
+
+def tail_accuracy_text(beyond: object) -> str:
+    """What an extrapolated upper bound promises, before any data."""
+    return gettext(
+        "about %(n)s values lie above the bound if the column's upper tail is log-normal; "
+        "no guarantee otherwise"
+    ) % {"n": formatting.integer(beyond)}
+
+
+TAIL_FAILURES = {
+    "too_few_values": gettext_noop("too few values to fit the model"),
+    "search_limit": gettext_noop("a quantile search reached its limit"),
+    "not_lognormal": gettext_noop(
+        "the two quantiles found do not fit a log-normal tail (the middle one is not positive "
+        "or the upper one is not above it)"
+    ),
+}
+
+
+def tail_statement(entry: dict[str, Any], *, name: str) -> str:
+    """The result of an extrapolated upper bound in one sentence."""
+    explanation = entry.get("explanation") or {}
+    upper = (entry.get("bounds") or {}).get("upper")
+    if upper is None:
+        why = TAIL_FAILURES.get(str(explanation.get("reason")), TAIL_FAILURES["not_lognormal"])
+        return gettext("No upper bound of %(column)s could be extrapolated: %(why)s.") % {
+            "column": name,
+            "why": gettext(why),
+        }
+    values = {
+        "column": name,
+        "upper": bound_text(upper),
+        "n": formatting.integer(explanation.get("beyond")),
+    }
+    if explanation.get("reason") == "limit":
+        return (
+            gettext(
+                "Extrapolated upper bound of %(column)s: %(upper)s, the search's largest distance "
+                "(the log-normal tail model placed it further out)."
+            )
+            % values
+        )
+    return (
+        gettext(
+            "Extrapolated upper bound of %(column)s: %(upper)s (about %(n)s values lie above it "
+            "if its upper tail is log-normal; no guarantee otherwise)."
+        )
+        % values
+    )
+
+
 def bound_text(value: object) -> str:
     """A bound as a person reads it (grouped digits, at most 6 significant)."""
     if value is None:
@@ -228,6 +323,8 @@ def bounds_statement(entry: dict[str, Any], *, column: str | None = None) -> str
     bounds = entry.get("bounds") or {}
     explanation = entry.get("explanation") or {}
     name = column or (entry.get("columns") or [""])[0]
+    if entry.get("tail"):
+        return tail_statement(entry, name=name)
     values = {
         "column": name,
         "lower": bound_text(bounds.get("lower")),

@@ -13,6 +13,7 @@ from django.utils.translation import gettext
 
 from datasets.models import Column
 from dpportal import formatting, statistic_names
+from dpportal.privacy.tail_bounds import epsilon_parts
 from dpportal.privacy.unbounded_bounds import end_epsilon
 from releases import dp, kinds
 from releases.kinds.bounds import bound_text, search_grid_of
@@ -35,6 +36,7 @@ def add_plan_fields(
         "ends": entry["ends"],
         "outside": int(entry["outside"]),
         **{k: str(grid[k]) for k in ("centre", "unit", "ratio", "limit")},
+        **({"tail": entry["tail"]} if entry.get("tail") else {}),
     }
 
 
@@ -45,12 +47,29 @@ def statistic_review(*, plan: ReleasePlan, stat: StatisticPlan) -> StatisticRevi
     ends = {"both": gettext("both bounds"), "upper": gettext("the upper bound"),
             "lower": gettext("the lower bound")}[search["ends"]]  # fmt: skip
     per_end = end_epsilon(stat.epsilon, search["ends"])
+    epsilon_row = (gettext("Epsilon per bound"), formatting.epsilon(per_end), "epsilon-per-end")
     method = gettext(
         "AboveThreshold on a geometric search grid (Durfee 2023, unbounded quantile "
         "estimation): from the start point the search walks outward and stops at the first "
         "point beyond which at most %(outside)s values lie by a noisy comparison (discrete "
         "Laplace noise; pure epsilon-differential privacy)"
     ) % {"outside": formatting.integer(search["outside"])}
+    if search.get("tail"):
+        eps_count, eps_search = epsilon_parts(stat.epsilon)
+        method = gettext(
+            "A noisy count of the values, then two AboveThreshold searches on a geometric "
+            "grid (Durfee 2023) for the points above which about 5 %% and 50 %% of the values "
+            "lie; the upper bound is the point above which about %(outside)s values would lie "
+            "if the column's upper tail were log-normal, extrapolated from those two points "
+            "(a model, with no guarantee; discrete Laplace noise, pure epsilon-differential "
+            "privacy)"
+        ) % {"outside": formatting.integer(search["outside"])}
+        epsilon_row = (
+            gettext("Epsilon"),
+            gettext("%(count)s for the count, %(search)s for each search")
+            % {"count": formatting.epsilon(eps_count), "search": formatting.epsilon(eps_search)},
+            "epsilon-per-end",
+        )
     growth = formatting.percent(Fraction(str(search["ratio"])) - 1)
     grid = gettext(
         "start point %(centre)s, smallest step %(unit)s, each step %(growth)s longer than "
@@ -63,7 +82,7 @@ def statistic_review(*, plan: ReleasePlan, stat: StatisticPlan) -> StatisticRevi
     details = (
         (gettext("Searched"), ends, "ends"),
         (gettext("Method"), method, "method"),
-        (gettext("Epsilon per bound"), formatting.epsilon(per_end), "epsilon-per-end"),
+        epsilon_row,
         (gettext("Search grid"), grid, "grid"),
         (gettext("Accuracy"), str(accuracy["accuracy_text"]), "outside-at-most"),
     )

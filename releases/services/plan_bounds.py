@@ -3,7 +3,9 @@
 The column needs no declared bounds (finding them is the point). The search's grid is
 public: its start point (`centre`, a value the owner knows lies inside without looking at
 the data), its smallest step (`unit`) and its largest distance (`limit`), with the
-ends searched and how many values may lie beyond each bound (`outside`). The core
+ends searched and how many values may lie beyond each bound (`outside`), or, with a
+tail model (`tail`), how many values the extrapolated upper bound should leave above it.
+The core
 (dpportal.privacy.unbounded_bounds.SearchGrid) validates the grid and bounds its steps.
 """
 
@@ -19,6 +21,7 @@ from datasets.models import Column, Dataset
 from dpportal import formatting, messages
 from dpportal.errors import ValidationFailed
 from dpportal.privacy.errors import PrivacyParameterError
+from dpportal.privacy.tail_bounds import MODELS as TAIL_MODELS
 from dpportal.privacy.unbounded_bounds import DEFAULT_OUTSIDE, DEFAULT_RATIO, SearchGrid
 from releases.plans import StatisticPlan
 from releases.services.plan_fields import _column, _optional_decimal
@@ -54,6 +57,20 @@ def parse_bounds(
             )
             % {"limit": formatting.integer(MAX_OUTSIDE)}
         )
+    tail = str(raw.get("tail") or "").strip()
+    if tail and tail not in TAIL_MODELS:
+        raise ValidationFailed(gettext("Choose how the upper bound is found from the list."))
+    if tail and ends != "upper":
+        raise ValidationFailed(
+            gettext(
+                "A tail model extrapolates the upper bound only: search the upper bound, and "
+                "declare the lower one yourself (0 for amounts that cannot be negative)."
+            )
+        )
+    if tail and outside < 1:
+        raise ValidationFailed(
+            gettext("An extrapolated bound needs at least 1 value expected above it.")
+        )
     given: dict[str, Decimal] = {}
     fields = {
         "centre": pgettext("field", "start point"),
@@ -76,9 +93,10 @@ def parse_bounds(
         **{k: formatting.exact(v.normalize()) for k, v in given.items()},
         # the grid's growth per step, frozen with it (the core's default may change)
         "ratio": str(DEFAULT_RATIO),
+        **({"tail": tail} if tail else {}),
     }
 
 
 def bounds_input(search: dict[str, Any]) -> dict[str, Any]:
     """A stored search as the builder's input again."""
-    return {k: search[k] for k in ("ends", "outside", *DEFAULTS) if k in search}
+    return {k: search[k] for k in ("ends", "outside", "tail", *DEFAULTS) if k in search}

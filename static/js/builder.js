@@ -136,6 +136,8 @@
       " ",
       field("outside", s.outside == null ? "" : s.outside, "5", T.bounds_outside),
       " ",
+      el("label", {}, [T.bounds_tail + " ", select("tail", T.bounds_tail_choices, s.tail || "")]),
+      " ",
       field("centre", s.centre, "0", T.bounds_centre),
       " ",
       field("unit", s.unit, "1", T.bounds_unit),
