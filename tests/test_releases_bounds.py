@@ -224,6 +224,19 @@ def test_an_upper_bound_extrapolated_under_a_tail_model(project, owner, reviewer
     assert "if its upper tail is log-normal" in statement
     column = bounds_declare(release=release, position=0, actor=owner)
     assert column.lower == 0 and column.upper >= Decimal(entry["bounds"]["upper"]) - 1
+    assert column.bounds_estimate["model"] == "lognormal"
+    assert column.bounds_estimate["lower"] is None  # the owner's, not estimated
+    from releases.review.text import estimated_text
+
+    assert "extrapolated under a log-normal tail model" in estimated_text(column)
+    mean = {"kind": "mean", "column": "income", "n_guess": 3000, "epsilon": "1", "hold": True}
+    later = computed(project, owner, reviewer, dataset, [mean])
+    (frozen,) = later.spec["statistics"]
+    assert frozen["columns"][0]["bounds_estimate"]["model"] == "lognormal"
+    from releases.public.notes import english, estimated_bounds_notes
+
+    texts = [english(n) for n in estimated_bounds_notes(frozen)]
+    assert len(texts) == 2 and "log-normal tail model" in texts[1]
 
 
 @pytest.mark.django_db

@@ -60,9 +60,8 @@ def _bounds_estimate(column: Column) -> dict[str, Any]:
     for end in ("lower", "upper"):
         if estimate.get(end) is not None and fmt(Decimal(str(estimate[end]))) != declared[end]:
             return {}
-    return {
-        k: estimate[k] for k in ("release", "title", "epsilon", "lower", "upper") if k in estimate
-    }
+    keys = ("release", "title", "epsilon", "lower", "upper", "model")
+    return {k: estimate[k] for k in keys if k in estimate}
 
 
 def _declared_labels(column: Column) -> dict[str, dict[str, str]]:

@@ -302,6 +302,12 @@ ESTIMATED_BOUNDS = gettext_noop(
 )
 
 
+EXTRAPOLATED_BOUND = gettext_noop(
+    "The upper bound of %(name)s was extrapolated under a log-normal tail model: if the "
+    "column's upper tail is not log-normal, more values than intended may have been clipped."
+)
+
+
 def estimated_bounds_notes(spec: dict[str, Any] | None) -> list[Record]:
     """One note per column whose declared bounds a private estimate gave (frozen with the
     specification): readers must not take them for the owner's knowledge."""
@@ -317,6 +323,8 @@ def estimated_bounds_notes(spec: dict[str, Any] | None) -> list[Record]:
                     title=str(estimate.get("title") or ""),
                 )
             )
+            if estimate.get("model") == "lognormal":
+                out.append(note(EXTRAPOLATED_BOUND, name=str(domain.get("name"))))
     return out
 
 

@@ -325,7 +325,12 @@ def bounds_links(stat: dict[str, Any]) -> list[dict[str, str]]:
                     "column": b["column"],
                     "epsilon": formatting.epsilon(b.get("epsilon")),
                     "title": b.get("title", ""),
-                },
+                }
+                + (
+                    gettext(", the upper one extrapolated under a log-normal tail model")
+                    if b.get("model") == "lognormal"
+                    else ""
+                ),
                 "url": reverse("public:release", args=[release.project.slug, release.pk])
                 if release
                 else "",

@@ -128,10 +128,13 @@ def estimated_text(column: Column) -> str:
     estimate = column.bounds_estimate or {}
     if not estimate:
         return ""
-    return gettext(". Bounds estimated privately at ε = %(epsilon)s (release «%(title)s»)") % {
+    text = gettext(". Bounds estimated privately at ε = %(epsilon)s (release «%(title)s»)") % {
         "epsilon": formatting.epsilon(estimate.get("epsilon")),
         "title": estimate.get("title", ""),
     }
+    if estimate.get("model") == "lognormal":
+        text += gettext(", the upper one extrapolated under a log-normal tail model")
+    return text
 
 
 def _codes(column: Column) -> str:

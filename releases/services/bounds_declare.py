@@ -71,8 +71,11 @@ def bounds_declare(*, release: Release, position: int, actor: AbstractBaseUser) 
         "release": release.pk,
         "title": release.title,
         "epsilon": str(entry["epsilon"]),
-        "lower": None if column.lower is None else str(column.lower.normalize()),
-        "upper": None if column.upper is None else str(column.upper.normalize()),
+        # only the ends the estimate found (the other stays the owner's knowledge)
+        "lower": str(column.lower.normalize()) if "lower" in bounds else None,
+        "upper": str(column.upper.normalize()) if "upper" in bounds else None,
+        # an upper bound extrapolated under a tail model promises only what the model does
+        **({"model": str(entry["tail"])} if entry.get("tail") else {}),
     }
     column.save(update_fields=["lower", "upper", "bounds_estimate"])
     logger.info("column %s: bounds declared from release %s", column.pk, release.pk)
