@@ -1,7 +1,7 @@
 from django.urls import path
 
-from releases.public import views as public_views
 from releases.public import verify_views
+from releases.public import views as public_views
 
 app_name = "public"
 urlpatterns = [

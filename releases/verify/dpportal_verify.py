@@ -1165,6 +1165,50 @@ def crosstab_halfwidth(
     )
 
 
+def _helmert(n: int) -> np.ndarray:
+    """The (n - 1) x n integer Helmert contrasts: rows (1, ..., 1, -j, 0, ...)."""
+    h = np.zeros((n - 1, n), dtype=np.int64)
+    for j in range(1, n):
+        h[j - 1, :j] = 1
+        h[j - 1, j] = -j
+    return h
+
+
+def _along(array: np.ndarray, axis: int, matrix: np.ndarray) -> np.ndarray:
+    moved = np.moveaxis(array, axis, -1)
+    return np.moveaxis(moved @ matrix.T, -1, axis)
+
+
+def _expand(
+    term: np.ndarray, a: tuple[int, ...], marginal: tuple[int, ...], sizes: list[int]
+) -> np.ndarray:
+    out = np.asarray(term)
+    for i in marginal:
+        if i not in a:
+            out = np.multiply.outer(out, np.full(sizes[i], 1.0 / sizes[i], dtype=out.dtype))
+    order = list(a) + [i for i in marginal if i not in a]
+    return np.transpose(out, [order.index(i) for i in marginal]) if order else out
+
+
+def crosstab_table(explanation: dict, marginal: tuple[int, ...]) -> np.ndarray:
+    """A published table rebuilt from the noisy residual measurements (Helmert units):
+    x_S = sum over A within S of (kron_A H^T diag(1/||h_j||^2) kron_{S - A} 1/n_i) y_A."""
+    sizes = list(explanation["plan"]["sizes"])
+    out = np.zeros(tuple(sizes[i] for i in marginal), dtype=np.float64)
+    for measured in explanation["measurements"]:
+        a = tuple(measured["marginal"])
+        if not set(a) <= set(marginal):
+            continue
+        y = np.asarray(measured["values"], dtype=np.int64).reshape(tuple(sizes[i] - 1 for i in a))
+        term = y.astype(np.float64)
+        for axis, i in enumerate(a):
+            j = np.arange(1, sizes[i], dtype=np.int64)
+            back = _helmert(sizes[i]).T / (j * (j + 1))
+            term = _along(term, axis, back.astype(np.float64))
+        out += _expand(term, a, marginal, sizes)
+    return out
+
+
 # =====================================================================================
 # What a kind states per cell (value, interval) and the display of counts
 # =====================================================================================
@@ -1280,6 +1324,9 @@ def quantile_cells(stat: dict, level: Fraction, simultaneous: bool) -> list[Cell
     basis = stat.get("about_basis")
     basis = tuple(basis) if basis else None
     released = stat.get("interval_confidence")
+    joint = explanation.get("mechanism") == "joint_permute_and_flip"
+    if released is None and joint:
+        raise Unchecked("the record does not state the confidence its intervals were released at")
     if released is not None:
         k = len(values)
         miss, wanted = 1 - frac(released), 1 - level
@@ -1432,6 +1479,12 @@ def check_statistic(stat: dict, levels: list[str], report: Report) -> None:
                 report.not_checked(label, f"the explanation does not parse ({exc!r})")
                 continue
             expected = _expected(cells, display, clampable)
+            if kind == "crosstab" and "display_values" not in stat:
+                for key in ("rounded_lower", "rounded_upper"):
+                    expected.pop(key, None)
+                    report.not_checked(
+                        f"{label} {key}", "the record does not state the whole-number display"
+                    )
             for key, values in expected.items():
                 got = published.get(key)
                 if got is None or len(got) != len(values):
@@ -1501,9 +1554,46 @@ def check_values(stat: dict, name: str, report: Report) -> None:
         tables = explanation.get("tables") or []
         flat = [float(v) for t in tables for v in np.asarray(t["values"], dtype=float).reshape(-1)]
         report.exact(f"{name} values = the explanation's tables", flat, [float(v) for v in floats])
-        report.not_checked(
-            f"{name} tables from the residual measurements",
-            "rebuilding the tables from the noisy residuals is not ported",
+        rebuilt = [
+            float(v)
+            for t in tables
+            for v in crosstab_table(explanation, tuple(t["marginal"])).reshape(-1)
+        ]
+        for i, (mine, theirs) in enumerate(zip(rebuilt, floats, strict=True)):
+            report.number(f"{name} value[{i}] rebuilt from the residual measurements", mine, theirs)
+        plan = explanation["plan"]
+        bound = int(plan["contribution_bound"])
+        rho = (
+            bound
+            * bound
+            * sum(
+                (
+                    math.prod(
+                        (Fraction(plan["sizes"][i] - 1, plan["sizes"][i]) for i in r["marginal"]),
+                        start=Fraction(1),
+                    )
+                    / (2 * frac(r["variance"]))
+                    for r in plan["residuals"]
+                ),
+                start=Fraction(0),
+            )
+        )
+        report.exact(
+            f"{name} zCDP rho of the residual variances",
+            exact_str(rho),
+            exact_str(frac(plan["rho"])),
+        )
+        charged = 1 / (2 * frac(plan["sigma"]) ** 2)
+        report.exact(
+            f"{name} charged rho = 1 / (2 sigma^2)",
+            exact_str(charged),
+            exact_str(frac(plan["rho_charged"])),
+        )
+        report.outcome(
+            f"{name} the measurements' rho is within the charged rho",
+            exact_str(rho),
+            exact_str(charged),
+            rho <= charged,
         )
     elif kind == "quantiles":
         mine = [exact_str(frac(p["value"])) for p in explanation["quantiles"]]
@@ -1594,6 +1684,8 @@ def check_noise(stat: dict, name: str, report: Report) -> None:
     if kind == "crosstab":
         plan = stat["explanation"]["plan"]
         tables = stat.get("tables") or []
+        if not tables:
+            report.not_checked(f"{name} noise", "the record does not name its tables")
         for table in tables:
             sd = math.sqrt(crosstab_cell_variance(plan, tuple(table["marginal"])))
             part = noise.get(table.get("name")) or {}
@@ -2142,6 +2234,21 @@ def check_registry(registry: dict, record: dict | None, report: Report) -> None:
             None if stated is None else float(stated),
             None if published is None else float(published),
             discretisation,
+        )
+    committed = registry.get("committed") or {}
+    if committed.get("epsilon") == spent.get("epsilon") and committed.get("delta") == spent.get(
+        "delta"
+    ):  # no open reservation: the committed loss is the spent one
+        report.within(
+            "spend.committed_epsilon (no open reservation)",
+            None if stated is None else float(stated),
+            None if spend.get("committed_epsilon") is None else float(spend["committed_epsilon"]),
+            discretisation,
+        )
+    else:
+        report.not_checked(
+            "spend.committed_epsilon",
+            "it counts approved releases not yet computed, whose mechanisms are not listed",
         )
     if record is not None:
         release_id = (record.get("release") or {}).get("id")
