@@ -127,6 +127,14 @@ def statistic(record, kind):
     return next(s for s in record["statistics"] if s["kind"] == kind)
 
 
+def test_the_script_knows_every_registered_kind():
+    """A kind added to the registry without its intervals in the script fails here by name
+    (the script itself would say "not checked" for it, never pass it)."""
+    from releases.kinds import REGISTRY
+
+    assert sorted(verify_script.KINDS) == sorted(REGISTRY)
+
+
 def test_an_untouched_release_and_registry_pass(small, capsys):
     record, registry = small
     report, status = run(record, registry)

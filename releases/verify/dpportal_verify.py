@@ -1449,6 +1449,7 @@ def check_statistic(stat: dict, levels: list[str], report: Report) -> None:
         check_values(stat, name, report)
         check_noise(stat, name, report)
         check_epsilon(stat, name, report)
+        check_privacy(stat, name, report)
     except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
         report.not_checked(
             f"{name} values/noise/epsilon", f"the record's fields do not parse ({exc!r})"
@@ -1609,11 +1610,72 @@ def check_values(stat: dict, name: str, report: Report) -> None:
                 "hold (none above the released confidence)",
             )
     elif kind == "keys":
-        report.not_checked(f"{name} noisy counts", "the explanation holds no copy of them")
+        check_keys(stat, name, report)
     elif kind == "bounds":
         check_bounds(stat, name, report)
     elif kind == "argmax":
         report.not_checked(f"{name} selected category", "a selection: nothing to recompute")
+
+
+def laplace_tail(scale: Fraction, m: int) -> float:
+    """P[Y >= m] for Y ~ DLap(scale), integer m."""
+    a = math.exp(-1.0 / float(scale))
+    if m >= 1:
+        return math.exp(-m / float(scale)) / (1.0 + a)
+    return 1.0 - math.exp(-(1 - m) / float(scale)) / (1.0 + a)
+
+
+def laplace_threshold(eps: Fraction, dlt: Fraction, keys: int) -> int:
+    """The smallest tau with 1 - (1 - P[1 + Y >= tau])^keys <= delta, Y ~ DLap(keys / eps)."""
+    scale = Fraction(keys) / eps
+    target = float(dlt) * (1 - 1e-9)
+
+    def ok(tau: int) -> bool:
+        tail = laplace_tail(scale, tau - 1)
+        return (-math.expm1(keys * math.log1p(-tail)) if tail < 1 else 1.0) <= target
+
+    high = 1 + max(1, int(float(scale)))
+    while not ok(high):
+        high *= 2
+    low = 1
+    while low < high:
+        mid = (low + high) // 2
+        if ok(mid):
+            high = mid
+        else:
+            low = mid + 1
+    return low
+
+
+def check_keys(stat: dict, name: str, report: Report) -> None:
+    """Keys found in the data: the threshold a key's noisy count had to reach (Laplace
+    thresholding: recomputed), and every published count at or above it."""
+    ex = stat["explanation"]
+    mechanism = ex.get("mechanism")
+    threshold = ex.get("threshold")
+    if mechanism == "laplace_threshold":
+        keys = int(ex["keys_per_person"])
+        report.exact(
+            f"{name} noise scale = keys per person / epsilon",
+            exact_str(Fraction(keys) / frac(ex["epsilon"])),
+            exact_str(frac(ex["scale"])),
+        )
+        report.exact(
+            f"{name} threshold (a new key published with probability <= delta)",
+            laplace_threshold(frac(ex["epsilon"]), frac(ex["delta"]), keys),
+            threshold,
+        )
+    elif threshold is not None:
+        report.not_checked(
+            f"{name} threshold", f"the {mechanism} calibration (a joint PLD analysis) is not ported"
+        )
+    if threshold is not None and stat.get("values"):
+        report.outcome(
+            f"{name} every published count reached the threshold",
+            min(stat["values"]),
+            threshold,
+            min(stat["values"]) >= threshold,
+        )
 
 
 def check_bounds(stat: dict, name: str, report: Report) -> None:
@@ -1704,6 +1766,85 @@ def check_noise(stat: dict, name: str, report: Report) -> None:
             float(value),
             stated.get("value"),
         )
+
+
+def discrete_gaussian_delta(sigma: Fraction, epsilon: Fraction, sensitivity: Fraction) -> float:
+    """CKS 2020, Thm 7: the exact delta of the 1-D discrete Gaussian at integer sensitivity:
+    Pr[Y > x1] - e**eps Pr[Y > x2], x1,2 = eps sigma**2 / Delta -/+ Delta / 2."""
+    centre = epsilon * sigma * sigma / sensitivity
+    n1 = math.floor(centre - sensitivity / 2) + 1
+    n2 = math.floor(centre + sensitivity / 2) + 1
+    log_p, log_q = dgauss_log_sf(sigma, n1), dgauss_log_sf(sigma, n2)
+    return max(0.0, math.exp(log_p) * -math.expm1(float(epsilon) + log_q - log_p))
+
+
+def cdp_delta(rho: Fraction, epsilon: Fraction) -> float:
+    """The delta rho-zCDP implies at epsilon (CKS 2020, Cor. 13), at the optimal order."""
+    r, e = float(rho), float(epsilon)
+    if r <= 0:
+        return 0.0
+    lo, hi = 1.000001, (e + 1) / (2 * r) + 2
+    for _ in range(200):
+        alpha = (lo + hi) / 2
+        if (2 * alpha - 1) * r - e + math.log1p(-1 / alpha) < 0:
+            lo = alpha
+        else:
+            hi = alpha
+    alpha = (lo + hi) / 2
+    log_delta = (alpha - 1) * (alpha * r - e) + alpha * math.log1p(-1 / alpha)
+    return min(1.0, math.exp(log_delta) / (alpha - 1))
+
+
+def _draws(stat: dict) -> list[tuple[str, dict]]:
+    """(part, explanation) of each noise draw of a statistic."""
+    kind, ex = stat["kind"], stat["explanation"]
+    if kind in ("mean", "grouped_mean"):
+        return [("sum", ex["sum"]), ("count", ex["count"])]
+    if kind in ("stddev", "variance"):
+        return [(part, ex[part]) for part in ("count", "sum", "squares")]
+    if kind == "keys":
+        return [("counts", ex["noise"])] if ex.get("noise") else []
+    if kind in ("count", "histogram", "sum", "grouped_sum", "rows_per_person", "argmax"):
+        return [("", ex)]
+    return []
+
+
+def check_privacy(stat: dict, name: str, report: Report) -> None:
+    """Each noise draw delivers the (epsilon, delta) it states: a discrete Laplace's
+    epsilon = sensitivity / scale exactly; a discrete Gaussian's delta at its sigma (CKS
+    Thm 7 for one coordinate, Cor. 13 through zCDP for a vector) within its delta."""
+    for part, ex in _draws(stat):
+        label = f"{name}{(' ' + part) if part else ''}"
+        if ex.get("noise") == "discrete_laplace":
+            report.exact(
+                f"{label} epsilon = l1 sensitivity / scale",
+                exact_str(frac(ex["l1_sensitivity"]) / frac(ex["scale"])),
+                exact_str(frac(ex["epsilon"])),
+            )
+        elif ex.get("noise") == "discrete_gaussian":
+            sigma, eps, l2 = frac(ex["sigma"]), frac(ex["epsilon"]), frac(ex["l2_sensitivity"])
+            if ex.get("calibration") == "zcdp_cor13":
+                achieved = cdp_delta(l2 * l2 / (2 * sigma * sigma), eps)
+                how = "zCDP at rho = l2^2 / (2 sigma^2)"
+            elif l2.denominator == 1:
+                achieved = discrete_gaussian_delta(sigma, eps, l2)
+                how = "discrete Gaussian at its sigma"
+            else:
+                report.not_checked(f"{label} delta", "a fractional l2 sensitivity")
+                continue
+            if ex.get("delta_achieved") is not None:
+                report.outcome(
+                    f"{label} delta achieved ({how})",
+                    achieved,
+                    ex["delta_achieved"],
+                    math.isclose(achieved, float(ex["delta_achieved"]), rel_tol=1e-6),
+                )
+            report.outcome(
+                f"{label} delta achieved within its delta",
+                achieved,
+                exact_str(frac(ex["delta"])),
+                achieved <= float(frac(ex["delta"])),
+            )
 
 
 def check_epsilon(stat: dict, name: str, report: Report) -> None:
