@@ -135,6 +135,7 @@ LAYERS = {
     "releases.public.paging": "interface",
     "releases.public.selectors": "service",
     "releases.public.urls": "interface",
+    "releases.public.verify_views": "interface",
     "releases.public.views": "interface",
     "releases.results_text": "interface",
     "releases.retry": "service",
@@ -148,6 +149,8 @@ LAYERS = {
     "releases.review.urls": "interface",
     "releases.review.views": "interface",
     "releases.selectors": "service",
+    # the standalone verification script: numpy, scipy and dp-accounting, no project module
+    "releases.verify": "base",
     "releases.services": "service",
     "releases.tasks": "interface",
     "releases.templatetags": "interface",

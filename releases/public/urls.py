@@ -1,11 +1,16 @@
 from django.urls import path
 
+from releases.public import verify_views
 from releases.public import views as public_views
 
 app_name = "public"
 urlpatterns = [
     path("", public_views.PublicHomeView.as_view(), name="home"),
     path("favicon.ico", public_views.FaviconView.as_view(), name="favicon"),
+    path("verify/", verify_views.VerifyGuideView.as_view(), name="verify"),
+    path(
+        "verify/dpportal_verify.py", verify_views.VerifyScriptView.as_view(), name="verify-script"
+    ),
     path("p/<uslug:slug>/", public_views.ProjectDashboardView.as_view(), name="project"),
     path(
         "p/<uslug:slug>/releases/<int:release_id>/",
