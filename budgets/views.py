@@ -17,7 +17,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.http import parse_etags
+from django.utils.http import content_disposition_header, parse_etags
 from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -26,6 +26,7 @@ from budgets.forms import CapsForm, MemberAddForm, ProjectCreateForm
 from budgets.models import BudgetRequest, Membership, Project
 from dpportal import formatting
 from dpportal.errors import ApplicationError, NotFound, PermissionDenied
+from dpportal.product import product_version
 
 
 def members_post_only(view):
@@ -203,6 +204,11 @@ def registry_view(request: HttpRequest, slug: str) -> HttpResponse:
             "project": project,
             "registry": registry,
             "json_url": reverse("registry:project_json", kwargs={"slug": project.slug}),
+            "deployment_url": (
+                reverse("registry:project_deployment", kwargs={"slug": project.slug})
+                if selectors.deployment_entry_available(registry=registry)
+                else None
+            ),
         },
     )
 
@@ -217,6 +223,34 @@ def registry_json_view(request: HttpRequest, slug: str) -> HttpResponse:
     else:
         response = JsonResponse(registry)
     # public and the same for everyone: caches may keep it a minute, then revalidate
+    response["ETag"] = etag
+    response["Cache-Control"] = f"public, max-age={REGISTRY_MAX_AGE}"
+    response["Access-Control-Allow-Origin"] = "*"
+    return response
+
+
+@require_GET
+def registry_deployment_view(request: HttpRequest, slug: str) -> HttpResponse:
+    """The project's entry for the OpenDP Deployments Registry, as a JSON download.
+
+    Public like the registry it is made from (the same project lookup, the same
+    headers, its ETag the registry's version); a project with nothing published has
+    no data product to register, so no entry (404).
+    """
+    project = selectors.project_get_public(slug=slug)
+    registry, version = selectors.project_registry_cached(project=project)
+    if not selectors.deployment_entry_available(registry=registry):
+        raise NotFound(gettext("This project has published nothing yet: it has no entry."))
+    etag = f'"deployment-{version}-{product_version()}"'
+    if etag in parse_etags(request.headers.get("If-None-Match", "")):
+        response = HttpResponseNotModified()
+    else:
+        site_url = request.build_absolute_uri("/").rstrip("/")
+        entry = selectors.deployment_entry_from_registry(registry=registry, site_url=site_url)
+        response = JsonResponse(entry, json_dumps_params={"ensure_ascii": False, "indent": 2})
+        response["Content-Disposition"] = content_disposition_header(
+            True, f"opendp-deployment-{project.slug}.json"
+        )
     response["ETag"] = etag
     response["Cache-Control"] = f"public, max-age={REGISTRY_MAX_AGE}"
     response["Access-Control-Allow-Origin"] = "*"

@@ -181,6 +181,36 @@ def exact(value: Number | None, *, group: bool = False) -> str:
     return _plain(to_decimal(value), group=group)
 
 
+def exact_fraction(value: Number | None, *, group: bool = True) -> str:
+    """An exact parameter for people, however many digits it takes: its finite decimal
+    when it has one ('0.0009765625', '1,500'), else its ratio ('10/3'), each part grouped.
+
+    The exact form of what `scale` rounds to 3 significant digits: a noise scale or sigma
+    stored as an exact ratio (dpportal.privacy.params.exact_str), for a printed record."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        raise TypeError("a boolean is not a number")
+    if isinstance(value, float):
+        value = to_decimal(value)
+    try:
+        number = Fraction(value if isinstance(value, int | Fraction | Decimal) else str(value))
+    except (ValueError, ZeroDivisionError, InvalidOperation) as exc:
+        raise ValueError("not a number") from exc
+    rest, places = number.denominator, 0
+    for prime in (2, 5):
+        count = 0
+        while rest % prime == 0:
+            rest //= prime
+            count += 1
+        places = max(places, count)
+    if rest == 1:  # a finite decimal: scale to whole units of 10**-places, exactly
+        units = number.numerator * (10**places // number.denominator)
+        return _plain(Decimal(units).scaleb(-places), group=group)
+    numerator, denominator = Decimal(number.numerator), Decimal(number.denominator)
+    return f"{_plain(numerator, group=group)}/{_plain(denominator, group=group)}"
+
+
 def significant(value: Number | None, digits: int = SCALE_DIGITS, *, group: bool = True) -> str:
     """`value` to `digits` significant digits, no exponent: 44161725.0674 -> '44,200,000'."""
     if value is None:

@@ -301,6 +301,9 @@ DPPORTAL_TOKEN_LIFETIME = timedelta(days=env_int("DPPORTAL_TOKEN_LIFETIME_DAYS",
 # X-Forwarded-For. 0 (the default): the header is ignored and the connection's
 # address is the client's; with N, the N-th address from the right is.
 DPPORTAL_TRUSTED_PROXIES = env_int("DPPORTAL_TRUSTED_PROXIES", 0)
+# The organisation publishing the projects' data, as an OpenDP Deployments Registry entry
+# names its curator (budgets.selectors.deployment_entry); empty: "not stated".
+DPPORTAL_DATA_CURATOR = os.environ.get("DPPORTAL_DATA_CURATOR", "").strip()
 LOGIN_URL = "accounts:login"
 LOGIN_REDIRECT_URL = "accounts:home"
 LOGOUT_REDIRECT_URL = "public:home"

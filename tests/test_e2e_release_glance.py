@@ -116,10 +116,19 @@ def test_print_view_is_one_column_with_everything_open(browser, live_server):  #
     pages, release = _demo(browser, live_server, "en")
     page = pages.page
     try:
+        # on screen: the print button (revealed by the page's script) and the facts
+        assert page.locator("[data-print]").is_visible()
+        assert page.locator("#release-facts").is_visible()
         page.emulate_media(media="print")
         # the controls, the site's header and the download links are not printed
         assert not page.locator("#interval-controls").is_visible()
         assert not page.locator("header.site").is_visible()
+        assert not page.locator("form.languages").is_visible()
+        assert not page.locator("p.crumbs").is_visible()
+        assert not page.locator("[data-print]").is_visible()
+        # the facts of the release are printed, with each statistic's exact noise
+        assert page.locator("#release-facts dl.facts").is_visible()
+        assert page.locator("#release-facts-statistics").is_visible()
         # every explanation and every table is printed, though none was opened
         for details in page.locator("section.statistic details").all():
             assert details.get_attribute("open") is None

@@ -82,6 +82,8 @@ ALLOWED = {
     "n/a",
     "Swagger",
     "OpenAPI",
+    # the OpenDP Deployments Registry, named as it names itself
+    "OpenDP",
     "English",
     "KiB",
     "MiB",

@@ -4,7 +4,8 @@ A package by capability; every public name is importable from here:
 projects (membership and visibility), budget (totals, requests, the ledger,
 a request's budget standing), summary (the BudgetSummary value), accounting (what
 fits under the cap), review (the reviewer's inbox), audit (the invariants),
-registry (the public epsilon registry), spend_figure (the one spend figure: the
+registry (the public epsilon registry), deployment_entry (the project's entry for the
+OpenDP Deployments Registry), spend_figure (the one spend figure: the
 tight loss at the cap's delta, the basic sum beside it).
 """
 
@@ -35,6 +36,11 @@ from budgets.selectors.budget import (
     budget_summary,
     ledger_list_for_project,
 )
+from budgets.selectors.deployment_entry import (
+    deployment_entry,
+    deployment_entry_available,
+    deployment_entry_from_registry,
+)
 from budgets.selectors.projects import (
     project_get_for_member,
     project_get_public,
@@ -53,6 +59,7 @@ from budgets.selectors.registry import (
     project_registry_cached,
     project_registry_version,
 )
+from budgets.selectors.registry_accounting import accountant_description
 from budgets.selectors.review import (
     InboxEntry,
     StatisticLine,
@@ -69,6 +76,7 @@ from budgets.selectors.spend_figure import (
 
 __all__ = [
     "ACCOUNTING_RULE",
+    "accountant_description",
     "BURN_WINDOW_DAYS",
     "GROUP_SIZES",
     "RATE_PLACES",
@@ -96,6 +104,9 @@ __all__ = [
     "budget_standing",
     "budget_summaries",
     "budget_summary",
+    "deployment_entry",
+    "deployment_entry_available",
+    "deployment_entry_from_registry",
     "inbox_list_for_reviewer",
     "ledger_audit",
     "ledger_list_for_project",

@@ -43,7 +43,7 @@ from releases.public.options import (
 
 #: The shape of the cached public data: part of its cache key, so that a deploy that
 #: changes the shape never reads an entry cached by the code before it.
-FORMAT = 6
+FORMAT = 7
 
 __all__ = [
     "FORMAT",
@@ -389,6 +389,16 @@ def _frozen_unit(*, release: Release) -> dict[str, Any]:
     return {"id_column": dataset.id_column or None, "bound": int(dataset.contribution_bound)}
 
 
+def _unit_parameters(*, release: Release) -> dict[str, Any]:
+    """{"unit": "person" or "row", "id_column", "contribution_bound" (L; 1 for rows)}."""
+    frozen = _frozen_unit(release=release)
+    return {
+        "unit": "person" if frozen["id_column"] else "row",
+        "id_column": frozen["id_column"],
+        "contribution_bound": frozen["bound"] if frozen["id_column"] else 1,
+    }
+
+
 def release_public_data(
     *, release: Release, levels: tuple[str, ...] = CONFIDENCE_LEVELS
 ) -> dict[str, Any]:
@@ -435,6 +445,8 @@ def release_public_data(
         "epsilon_text": formatting.budget(release.epsilon),
         "delta_text": formatting.budget(release.delta),
         "privacy_unit": privacy_unit_text(release=release),
+        # the unit as parameters: a person (by an ID column, at most L rows) or a row
+        "privacy_unit_parameters": _unit_parameters(release=release),
         "privacy_unit_records": privacy_unit_records(release=release),
         "approval": approval,
         "published_at": day_text(release.published_at),

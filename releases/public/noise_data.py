@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from dpportal import formatting
+from dpportal.privacy.params import exact_str
 from releases import kinds
 from releases.kinds import NoisePart
 
@@ -28,6 +29,8 @@ def _noise_part(part: NoisePart) -> dict[str, Any]:
         "distribution": part.distribution,
         "parameter": symbol,
         "value": value,
+        # the parameter exactly ("p/q" where it has no finite decimal), for the record
+        "value_exact": exact_str(part.value),
         "unit": part.unit,
         "value_text": shown,
         "granularity": formatting.exact(part.factor),

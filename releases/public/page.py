@@ -299,6 +299,22 @@ def statistic_context(
         "quantile_basis": stats_text.quantile_basis(stat),
         "paging": paging_context(stat, options=options),
         "bounds_links": bounds_links(stat),
+        "exact_noise_text": exact_noise_text(stat),
+    }
+
+
+def exact_noise_text(stat: dict[str, Any]) -> str:
+    """The statistic's noise with its parameter exactly, for the release's facts
+    ('discrete Laplace distribution: scale b = 500/33'); a search with neither a noise
+    parameter nor public candidates (private bounds) is named by its mechanism."""
+    noise = stat.get("noise") or {}
+    if not noise or (
+        noise.get("distribution") == "permute_and_flip" and not noise.get("candidates_text")
+    ):
+        return words.mechanism_label(stat["mechanism"])
+    return gettext("%(part)s: %(words)s") % {
+        "part": noise["name"],
+        "words": noise["exact_parameter_text"],
     }
 
 

@@ -131,44 +131,60 @@ def value_title(kind: str, columns: list[str]) -> str:
     return titles[kind] % {"name": name} if name else titles[kind].replace("%(name)s", "").strip()
 
 
-def _part_words(part: dict[str, Any]) -> tuple[str, str]:
-    """(distribution, 'scale b = 12.3') of one noise draw."""
+def _part_words(part: dict[str, Any], *, exact: bool = False) -> tuple[str, str]:
+    """(distribution, 'scale b = 12.3') of one noise draw; with `exact`, the parameter
+    exactly ('scale b = 500/33'), as a printed record states it."""
     if part.get("distribution") == "discrete_gaussian":
         name = gettext("discrete Gaussian distribution")
-        words = gettext("parameter sigma (about its standard deviation) = %(value)s")
+        words_ = gettext("parameter sigma (about its standard deviation) = %(value)s")
     else:
         name = gettext("discrete Laplace distribution")
-        words = gettext("scale b = %(value)s")
-    shown = part.get("value_text") or gettext("not recorded")
-    return name, words % {"value": shown}
+        words_ = gettext("scale b = %(value)s")
+    if exact and part.get("value_exact"):
+        shown = words.number_text(formatting.exact_fraction(part["value_exact"]))
+    else:
+        shown = part.get("value_text") or gettext("not recorded")
+    return name, words_ % {"value": shown}
 
 
 def noise_words(noise: dict[str, Any]) -> dict[str, str]:
-    """The noise's name and parameters in the reader's language."""
+    """The noise's name and parameters in the reader's language ("parameter_text" rounded
+    as the page shows them, "exact_parameter_text" exactly)."""
     if noise.get("distribution") == "permute_and_flip":
+        text = gettext("permute-and-flip over %(m)s public candidates (no added noise)") % {
+            "m": noise.get("candidates_text", "")
+        }
         return {
             "name": gettext("exact permute-and-flip selection"),
-            "parameter_text": gettext(
-                "permute-and-flip over %(m)s public candidates (no added noise)"
-            )
-            % {"m": noise.get("candidates_text", "")},
+            "parameter_text": text,
+            "exact_parameter_text": text,
         }
     parts = [p for p in ("sum", "count", "squares") if isinstance(noise.get(p), dict)]
     if not parts:
-        name, words = _part_words(noise)
-        return {"name": name, "parameter_text": words}
+        name, shown = _part_words(noise)
+        return {
+            "name": name,
+            "parameter_text": shown,
+            "exact_parameter_text": _part_words(noise, exact=True)[1],
+        }
     labels = {
         "sum": pgettext("noise part", "sum"),
         "count": pgettext("noise part", "count"),
         "squares": pgettext("noise part", "squares"),
     }
-    texts = [
-        gettext("%(part)s: %(words)s") % {"part": labels[p], "words": _part_words(noise[p])[1]}
-        for p in parts
-    ]
+
+    def listed(exact: bool) -> str:
+        texts = [
+            gettext("%(part)s: %(words)s")
+            % {"part": labels[p], "words": _part_words(noise[p], exact=exact)[1]}
+            for p in parts
+        ]
+        return pgettext("list separator", "; ").join(texts)
+
     return {
         "name": _part_words(noise[parts[-1]] if "squares" in parts else noise[parts[0]])[0],
-        "parameter_text": pgettext("list separator", "; ").join(texts),
+        "parameter_text": listed(False),
+        "exact_parameter_text": listed(True),
     }
 
 

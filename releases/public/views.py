@@ -30,6 +30,7 @@ from django.views import View
 from budgets import selectors as budget_selectors
 from dpportal import formatting
 from dpportal.errors import ValidationFailed
+from dpportal.product import PRODUCT_NAME, product_version
 from releases.models import Release
 from releases.public import data as public_data
 from releases.public import downloads, facts, page, page_words, paging, summary
@@ -312,6 +313,9 @@ class ReleasePageView(View):
             "chart_data": {**data, "default_confidence": options.confidence},
             "chart_text": page.chart_text(),
             "registry_url": registry_url(slug=release.project.slug),
+            # the facts a printed release lists: the product that made it, its accountant
+            "product": {"name": PRODUCT_NAME, "version": product_version()},
+            "accountant": budget_selectors.accountant_description(),
             # the release's own loss by the one spend figure's rule (tight at the cap's delta)
             "release_spend": budget_selectors.release_spend_figure(
                 project=release.project, budget_request_id=release.budget_request_id
