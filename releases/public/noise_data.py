@@ -7,6 +7,7 @@ numbers (`value_text`) from which the page says the same in the reader's languag
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 from dpportal import formatting
@@ -41,6 +42,8 @@ def _noise_part(part: NoisePart) -> dict[str, Any]:
 def noise(explanation: dict, *, kind: str) -> dict[str, Any]:
     """The noise distribution(s) in words and their parameter, each in its own unit."""
     parts = kinds.get(kind).noise_parts(explanation)
+    if not parts and explanation.get("mechanism") == "above_threshold":
+        return _search(explanation)
     if not parts:
         return _selection(explanation)
     if len(parts) == 1 and not parts[0].part:
@@ -66,4 +69,28 @@ def _selection(explanation: dict) -> dict[str, Any]:
         "value": None,
         "granularity": "1",
         "parameter_text": f"permute-and-flip over {m} public candidates (no added noise)",
+    }
+
+
+def _search(explanation: dict) -> dict[str, Any]:
+    """A private bounds search: discrete Laplace noise on counts of values that is compared,
+    never published (and, for an extrapolated bound, on the published count of values)."""
+    scale = float(Fraction(explanation["scale"]))
+    shown = formatting.scale(scale)
+    text = (
+        f"AboveThreshold: discrete Laplace noise of scale b = {shown} on the threshold and "
+        "on each count of values compared (none is published)"
+    )
+    if "count_scale" in explanation:
+        count = formatting.scale(float(Fraction(explanation["count_scale"])))
+        text += f"; the count of values: discrete Laplace noise of scale b = {count}"
+    return {
+        "name": "AboveThreshold search",
+        "distribution": "discrete_laplace",
+        "parameter": "scale",
+        "value": scale,
+        "unit": "values",
+        "value_text": shown,
+        "granularity": "1",
+        "parameter_text": text,
     }

@@ -308,8 +308,10 @@ def exact_noise_text(stat: dict[str, Any]) -> str:
     ('discrete Laplace distribution: scale b = 500/33'); a search with neither a noise
     parameter nor public candidates (private bounds) is named by its mechanism."""
     noise = stat.get("noise") or {}
-    if not noise or (
-        noise.get("distribution") == "permute_and_flip" and not noise.get("candidates_text")
+    if (
+        not noise
+        or stat.get("mechanism") == "above_threshold"
+        or (noise.get("distribution") == "permute_and_flip" and not noise.get("candidates_text"))
     ):
         return words.mechanism_label(stat["mechanism"])
     return gettext("%(part)s: %(words)s") % {
