@@ -105,6 +105,7 @@ LAYERS = {
     "dpportal.messages": "base",
     "dpportal.middleware": "interface",
     "dpportal.privacy": "privacy",
+    "dpportal.product": "base",
     "dpportal.settings": "interface",
     "dpportal.statistic_names": "base",
     "dpportal.staticfiles": "interface",
