@@ -6,6 +6,11 @@ app_name = "public"
 urlpatterns = [
     path("", public_views.PublicHomeView.as_view(), name="home"),
     path("favicon.ico", public_views.FaviconView.as_view(), name="favicon"),
+    path(
+        "schemas/release-record.schema.json",
+        public_views.ReleaseRecordSchemaView.as_view(),
+        name="release-record-schema",
+    ),
     path("p/<uslug:slug>/", public_views.ProjectDashboardView.as_view(), name="project"),
     path(
         "p/<uslug:slug>/releases/<int:release_id>/",
@@ -16,6 +21,11 @@ urlpatterns = [
         "p/<uslug:slug>/releases/<int:release_id>/data.json",
         public_views.ReleaseDataJsonView.as_view(),
         name="release-json",
+    ),
+    path(
+        "p/<uslug:slug>/releases/<int:release_id>/record.json",
+        public_views.ReleaseRecordJsonView.as_view(),
+        name="release-record",
     ),
     path(
         "p/<uslug:slug>/releases/<int:release_id>/data.csv",
