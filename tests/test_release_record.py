@@ -359,6 +359,18 @@ def test_changing_any_leaf_of_the_record_is_detected(published):
     assert _detected({**record, "extra": 1})
 
 
+def test_the_record_from_the_pages_cached_levels_is_the_same(published):
+    release, _ = published
+    one_level = {}
+
+    def public_data_at(level):
+        one_level[level] = release_public_data(release=release, levels=(level,))
+        return one_level[level]
+
+    assert release_record(release, public_data_at=public_data_at) == release_record(release)
+    assert sorted(one_level) == sorted(CONFIDENCE_LEVELS)
+
+
 def test_a_change_in_the_published_facts_changes_the_record(published):
     release, _ = published
     before = release_record(release)

@@ -22,6 +22,7 @@ import copy
 import functools
 import hashlib
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -159,14 +160,39 @@ def _accountant() -> dict[str, str]:
     }
 
 
-def release_record(release: Release) -> dict[str, Any]:
+def _public_data(
+    release: Release, public_data_at: Callable[[str], dict[str, Any]] | None
+) -> dict[str, Any]:
+    """The public data with intervals at every confidence level of the page: read one
+    level at a time through `public_data_at` (the pages' cache) when given."""
+    if public_data_at is None:
+        return release_public_data(release=release, levels=CONFIDENCE_LEVELS)
+    at = {level: public_data_at(level) for level in CONFIDENCE_LEVELS}
+    first = at[CONFIDENCE_LEVELS[0]]
+    statistics = [
+        {
+            **stat,
+            "intervals": {
+                level: at[level]["statistics"][i]["intervals"][level] for level in CONFIDENCE_LEVELS
+            },
+        }
+        for i, stat in enumerate(first["statistics"])
+    ]
+    return {**first, "statistics": statistics}
+
+
+def release_record(
+    release: Release, *, public_data_at: Callable[[str], dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """The record of a published release (the caller checks that it is published).
 
     Built from the public data at every confidence level of the page, the frozen
-    specification, the release's approval and its ledger's mechanism records; the
-    last key, `record_sha256`, is the digest of all the others.
+    specification and its ledger's mechanism records; the last key, `record_sha256`,
+    is the digest of all the others. `public_data_at(level)`: the release's public data
+    with its intervals at `level` (release_public_data with that one level), where a
+    caller keeps it cached; None computes all levels here.
     """
-    data = release_public_data(release=release, levels=CONFIDENCE_LEVELS)
+    data = _public_data(release, public_data_at)
     entries = {int(e["position"]): e for e in release.result.payload.get("statistics", [])}
     frozen = frozen_statistics(release=release)
     unit = frozen_unit(release=release)

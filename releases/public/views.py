@@ -381,7 +381,14 @@ class ReleaseRecordJsonView(View):
         def build(release: Release) -> tuple[str, str, dict[str, str]]:
             filename = f"{release.project.slug}-release-{release.pk}-record.json"
             return (
-                json.dumps(record.release_record(release), indent=1),
+                json.dumps(
+                    record.release_record(
+                        release,
+                        # each level as the page and data.json read it (cached)
+                        public_data_at=lambda level: _release_data(release=release, level=level),
+                    ),
+                    indent=1,
+                ),
                 "application/json",
                 {"Content-Disposition": content_disposition_header(False, filename)},
             )
