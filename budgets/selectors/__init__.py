@@ -59,7 +59,7 @@ from budgets.selectors.registry import (
     project_registry_cached,
     project_registry_version,
 )
-from budgets.selectors.registry_accounting import accountant_description
+from budgets.selectors.registry_accounting import accountant_description, request_mechanisms
 from budgets.selectors.review import (
     InboxEntry,
     StatisticLine,
@@ -76,7 +76,6 @@ from budgets.selectors.spend_figure import (
 
 __all__ = [
     "ACCOUNTING_RULE",
-    "accountant_description",
     "BURN_WINDOW_DAYS",
     "GROUP_SIZES",
     "RATE_PLACES",
@@ -89,6 +88,7 @@ __all__ = [
     "SpendFigure",
     "SpendStanding",
     "StatisticLine",
+    "accountant_description",
     "budget_request_get_for_member",
     "CAP_CHECK_CACHE_SECONDS",
     "CostFit",
@@ -122,6 +122,7 @@ __all__ = [
     "project_spend_figure",
     "release_spend_figure",
     "remaining_after",
+    "request_mechanisms",
     "spend_standing",
     "standing_with_spend",
     "statistic_lines",

@@ -29,7 +29,7 @@ from budgets.selectors.spend_figure import spend_of, stated_epsilon
 from dpportal.privacy.mechanism_records import MechanismRecord, merge_records
 from dpportal.privacy.pld import ACCOUNTANT
 
-__all__ = ["TIGHT_RULE", "accountant_description", "registry_tight"]
+__all__ = ["TIGHT_RULE", "accountant_description", "registry_tight", "request_mechanisms"]
 
 TIGHT_RULE = gettext_noop(
     "Tight composition by privacy loss distributions (PLD): each release's noise "
@@ -62,6 +62,31 @@ def _dicts(records: list[MechanismRecord]) -> list[dict[str, object]]:
     return [r.to_dict() for r in merge_records(records)]
 
 
+def _charged_records(rows) -> dict[int, list[MechanismRecord]]:
+    """The records of CHARGE rows (request id, epsilon, delta, mechanisms), by request."""
+    by_request: dict[int, list[MechanismRecord]] = {}
+    for request_id, epsilon, delta, mechanisms in rows:
+        records = entry_records(epsilon=epsilon, delta=delta, mechanisms=mechanisms)
+        by_request.setdefault(request_id, []).extend(records)
+    return by_request
+
+
+def _charge_rows(**where: object):
+    return LedgerEntry.objects.filter(kind=LedgerEntry.Kind.CHARGE, **where).values_list(
+        "request_id", "epsilon", "delta", "mechanisms"
+    )
+
+
+def request_mechanisms(*, budget_request_id: int | None) -> list[dict]:
+    """One charged request's mechanism records exactly as the registry lists them under
+    its release ("mechanisms": MechanismRecord.to_dict, equal ones merged); empty when
+    nothing was charged."""
+    if budget_request_id is None:
+        return []
+    by_request = _charged_records(_charge_rows(request_id=budget_request_id))
+    return _dicts(by_request.get(budget_request_id, []))
+
+
 def registry_tight(
     *, project: Project, spent: tuple[Decimal, Decimal], published_request_ids: set[int]
 ) -> tuple[dict, dict[int, list[dict]], list[dict]]:
@@ -70,13 +95,7 @@ def registry_tight(
     Spent = the CHARGE rows (privacy spent when the noise was drawn), the rows
     whose exact sums are `spent` (epsilon, delta), the basic bound.
     """
-    rows = LedgerEntry.objects.filter(project=project, kind=LedgerEntry.Kind.CHARGE).values_list(
-        "request_id", "epsilon", "delta", "mechanisms"
-    )
-    by_request: dict[int, list[MechanismRecord]] = {}
-    for request_id, epsilon, delta, mechanisms in rows:
-        records = entry_records(epsilon=epsilon, delta=delta, mechanisms=mechanisms)
-        by_request.setdefault(request_id, []).extend(records)
+    by_request = _charged_records(_charge_rows(project=project))
     every = merge_records(r for records in by_request.values() for r in records)
     unpublished = [
         r for rid, records in by_request.items() if rid not in published_request_ids

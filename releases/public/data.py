@@ -49,6 +49,8 @@ __all__ = [
     "FORMAT",
     "HEATMAP_MAX_CELLS",
     "HEATMAP_MAX_LABELS",
+    "frozen_statistics",
+    "frozen_unit",
     "release_public_data",
     "statistic_texts",
 ]
@@ -370,7 +372,7 @@ def _bucket_marks(
     return buckets.cell_marks(domains, cells=len(data_cells), shape=shape)
 
 
-def _frozen_statistics(*, release: Release) -> dict[int, dict[str, Any]]:
+def frozen_statistics(*, release: Release) -> dict[int, dict[str, Any]]:
     """The frozen specification of each statistic by position (public domains, bounds)."""
     spec = release.spec if isinstance(release.spec, dict) else {}
     entries = spec.get("statistics")
@@ -379,7 +381,7 @@ def _frozen_statistics(*, release: Release) -> dict[int, dict[str, Any]]:
     return {int(e["position"]): e for e in entries if isinstance(e, dict) and "position" in e}
 
 
-def _frozen_unit(*, release: Release) -> dict[str, Any]:
+def frozen_unit(*, release: Release) -> dict[str, Any]:
     """The privacy unit the release was computed with (its spec; else the dataset's)."""
     spec = release.spec if isinstance(release.spec, dict) else {}
     unit = spec.get("privacy_unit")
@@ -391,7 +393,7 @@ def _frozen_unit(*, release: Release) -> dict[str, Any]:
 
 def _unit_parameters(*, release: Release) -> dict[str, Any]:
     """{"unit": "person" or "row", "id_column", "contribution_bound" (L; 1 for rows)}."""
-    frozen = _frozen_unit(release=release)
+    frozen = frozen_unit(release=release)
     return {
         "unit": "person" if frozen["id_column"] else "row",
         "id_column": frozen["id_column"],
@@ -413,8 +415,8 @@ def release_public_data(
         raise ValueError("levels must be confidence levels of the page")
     payload = release.result.payload
     mechanism = payload.get("mechanism") or release.mechanism
-    specs = _frozen_statistics(release=release)
-    unit_note = notes.unit_note(**_frozen_unit(release=release))
+    specs = frozen_statistics(release=release)
+    unit_note = notes.unit_note(**frozen_unit(release=release))
     statistics = [
         _statistic_data(
             entry,

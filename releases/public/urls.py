@@ -11,6 +11,11 @@ urlpatterns = [
     path(
         "verify/dpportal_verify.py", verify_views.VerifyScriptView.as_view(), name="verify-script"
     ),
+    path(
+        "schemas/release-record.schema.json",
+        public_views.ReleaseRecordSchemaView.as_view(),
+        name="release-record-schema",
+    ),
     path("p/<uslug:slug>/", public_views.ProjectDashboardView.as_view(), name="project"),
     path(
         "p/<uslug:slug>/releases/<int:release_id>/",
@@ -21,6 +26,11 @@ urlpatterns = [
         "p/<uslug:slug>/releases/<int:release_id>/data.json",
         public_views.ReleaseDataJsonView.as_view(),
         name="release-json",
+    ),
+    path(
+        "p/<uslug:slug>/releases/<int:release_id>/record.json",
+        public_views.ReleaseRecordJsonView.as_view(),
+        name="release-record",
     ),
     path(
         "p/<uslug:slug>/releases/<int:release_id>/data.csv",

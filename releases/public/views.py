@@ -33,7 +33,7 @@ from dpportal.errors import ValidationFailed
 from dpportal.product import PRODUCT_NAME, product_version
 from releases.models import Release
 from releases.public import data as public_data
-from releases.public import downloads, facts, page, page_words, paging, summary
+from releases.public import downloads, facts, page, page_words, paging, record, summary
 from releases.public import options as public_options
 from releases.public import selectors as public
 
@@ -375,6 +375,50 @@ class ReleaseDataJsonView(View):
 class ReleaseDataCsvView(View):
     def get(self, request: HttpRequest, slug: str, release_id: int) -> HttpResponse:
         return _download(request, slug, release_id, fmt="csv")
+
+
+class ReleaseRecordJsonView(View):
+    """The release record (releases.public.record): one document with every confidence
+    level, so it takes no options; found, cached and answered like data.json."""
+
+    def get(self, request: HttpRequest, slug: str, release_id: int) -> HttpResponse:
+        def build(release: Release) -> tuple[str, str, dict[str, str]]:
+            filename = f"{release.project.slug}-release-{release.pk}-record.json"
+            return (
+                json.dumps(
+                    record.release_record(
+                        release,
+                        # each level as the page and data.json read it (cached)
+                        public_data_at=lambda level: _release_data(release=release, level=level),
+                    ),
+                    indent=1,
+                ),
+                "application/json",
+                {"Content-Disposition": content_disposition_header(False, filename)},
+            )
+
+        return _cached(
+            request,
+            slug=slug,
+            release_id=release_id,
+            variant=f"record:{record.RECORD_VERSION}",
+            build=build,
+        )
+
+
+class ReleaseRecordSchemaView(View):
+    """The release record's JSON Schema: the same for everyone, cached by its digest."""
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        text, digest = record.record_schema()
+        etag = f'"{digest}"'
+        if _not_modified(request, etag):
+            response = HttpResponse(status=304)
+        else:
+            response = HttpResponse(text, content_type="application/schema+json")
+        response["ETag"] = etag
+        response["Cache-Control"] = f"public, max-age={MAX_AGE}"
+        return response
 
 
 def release_preview_html(
