@@ -109,7 +109,7 @@ def test_the_record_of_every_kind_follows_the_schema_and_the_contract(published)
     assert [s["kind"] for s in record["statistics"]] == _drawn_under(release.mechanism)
     assert record["record_version"] == 1
     assert record["schema"] == "/schemas/release-record.schema.json"
-    assert record["product"] == {"name": "dpportal", "version": product.VERSION}
+    assert record["product"] == {"name": "dpportal", "version": product.product_version()}
     assert record["project"] == {"slug": release.project.slug, "name": release.project.name}
     assert record["dataset"] == {"name": release.dataset.name}
     assert record["release"]["id"] == release.pk

@@ -8,7 +8,8 @@ virtual environment holding only numpy, scipy and dp-accounting at the product's
 on the demo's published release and on releases holding every statistic kind. The
 pages that serve it are tested last.
 
-The records are assembled by tests.verify_support from each release's public data.
+The records are the product's own (releases.public.record.release_record, what
+record.json serves).
 """
 
 from __future__ import annotations
@@ -32,9 +33,9 @@ from django.urls import reverse
 from budgets.selectors.registry import project_registry
 from releases import compute, lifecycle
 from releases.models import Release
+from releases.public.record import release_record
 from tests.kinds_support import SURVEY_STATISTICS, kinds_under
 from tests.releases_support import make_dataset, submitted
-from tests.verify_support import record_assembled_from_public_data
 
 pytestmark = pytest.mark.django_db
 
@@ -80,7 +81,7 @@ def published_release(*, project, owner, reviewer, statistics, mechanism, epsilo
 
 def documents_of(release: Release) -> tuple[dict, dict]:
     """(the release's record, its project's registry), as JSON round-trips them."""
-    record = record_assembled_from_public_data(release)
+    record = release_record(release)
     registry = project_registry(project=release.project)
     return json.loads(json.dumps(record)), json.loads(json.dumps(registry))
 

@@ -61,9 +61,12 @@ STATISTIC_KEYS = (
 #: the public data's keys the record adds to those, so that its values can be read: the
 #: cells' names, the counted category, the grouping columns, the published answer of a
 #: selection (the most common category's, the private bounds') and the confidence a
-#: quantile's intervals were released at (None where a kind has none)
+#: quantile's intervals were released at, which cells too few records make uninformative,
+#: a cross-tabulation's tables and whole-number display, and the basis a quantile's
+#: data-unit range was read with (None where a kind has none)
 STATISTIC_EXTRA_KEYS = (
     "cells", "category", "group_columns", "argmax", "bounds", "interval_confidence",
+    "uninformative_cells", "display_values", "tables", "about_basis",
 )  # fmt: skip
 
 #: the frozen specification's public keys. Left out: the dataset's and the project's
