@@ -73,24 +73,25 @@ def _selection(explanation: dict) -> dict[str, Any]:
 
 
 def _search(explanation: dict) -> dict[str, Any]:
-    """A private bounds search: discrete Laplace noise on counts of values that is compared,
-    never published (and, for an extrapolated bound, on the published count of values)."""
-    scale = float(Fraction(explanation["scale"]))
-    shown = formatting.scale(scale)
+    """A private bounds search: discrete Laplace noise on the counts of values it compares,
+    none of them published, so no noise parameter of a published value (and, for an
+    extrapolated bound, the noise on the published count of values)."""
+    scale = formatting.scale(float(Fraction(explanation["scale"])))
     text = (
-        f"AboveThreshold: discrete Laplace noise of scale b = {shown} on the threshold and "
+        f"AboveThreshold: discrete Laplace noise of scale b = {scale} on the threshold and "
         "on each count of values compared (none is published)"
     )
+    count = None
     if "count_scale" in explanation:
         count = formatting.scale(float(Fraction(explanation["count_scale"])))
         text += f"; the count of values: discrete Laplace noise of scale b = {count}"
     return {
         "name": "AboveThreshold search",
-        "distribution": "discrete_laplace",
-        "parameter": "scale",
-        "value": scale,
-        "unit": "values",
-        "value_text": shown,
+        "distribution": "above_threshold",
+        "parameter": None,
+        "value": None,
+        "scale_text": scale,
+        "count_scale_text": count,
         "granularity": "1",
         "parameter_text": text,
     }

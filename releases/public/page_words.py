@@ -150,6 +150,20 @@ def _part_words(part: dict[str, Any], *, exact: bool = False) -> tuple[str, str]
 def noise_words(noise: dict[str, Any]) -> dict[str, str]:
     """The noise's name and parameters in the reader's language ("parameter_text" rounded
     as the page shows them, "exact_parameter_text" exactly)."""
+    if noise.get("distribution") == "above_threshold":
+        text = gettext(
+            "discrete Laplace noise of scale b = %(value)s on the threshold and on each count "
+            "of values compared (none is published)"
+        ) % {"value": words.number_text(noise.get("scale_text") or "")}
+        if noise.get("count_scale_text"):
+            text += pgettext("list separator", "; ") + gettext(
+                "the count of values: discrete Laplace noise of scale b = %(value)s"
+            ) % {"value": words.number_text(noise["count_scale_text"])}
+        return {
+            "name": gettext("AboveThreshold search"),
+            "parameter_text": text,
+            "exact_parameter_text": text,
+        }
     if noise.get("distribution") == "permute_and_flip":
         text = gettext("permute-and-flip over %(m)s public candidates (no added noise)") % {
             "m": noise.get("candidates_text", "")
