@@ -148,7 +148,7 @@ def opendp_program(release: Release) -> str:
     if not release.spec:
         raise ValueError("the release has no frozen specification")
     parameters = release_parameters(release)
-    literal = pprint.pformat(parameters, width=88, sort_dicts=False)
+    literal = pprint.pformat(parameters, width=88, compact=True, sort_dicts=False)
     if ast.literal_eval(literal) != parameters:  # the literal says exactly the values
         raise ValueError("the OpenDP program's parameters do not read back")
     header = HEADER.format(
