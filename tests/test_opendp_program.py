@@ -7,11 +7,14 @@ loaded once) on the release's own data file, 50 times, with OpenDP's fresh noise
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import pytest
 from django.conf import settings
@@ -272,3 +275,28 @@ def test_every_kind_is_mapped_or_named_as_missing(project, owner, mechanism, cap
                 assert stat["mechanism"] == mechanism
     mapped = {s["kind"] for s in namespace["RELEASE"]["statistics"] if s["program"] != "missing"}
     assert mapped == {"count", "histogram", "sum", "mean", "argmax", "quantiles"}
+
+
+@pytest.mark.django_db
+def test_the_program_runs_as_a_script_on_a_csv_copy(published, tmp_path):
+    """The owner's way: the downloaded file run by Python on a CSV copy of the data."""
+    table = pq.read_table(Path(settings.MEDIA_ROOT) / published.dataset.parquet_file)
+    data = tmp_path / "survey.csv"
+    pa_csv.write_csv(table, data)
+    script = tmp_path / program_filename(published)
+    script.write_text(opendp_program(published), encoding="utf-8")
+    refused = subprocess.run([sys.executable, str(script), str(data)], capture_output=True,
+                             text=True, timeout=120, check=False)  # fmt: skip
+    assert refused.returncode == 2 and "WARNING" in refused.stderr and not refused.stdout
+    done = subprocess.run(
+        [sys.executable, str(script), str(data), "--i-understand-this-spends-privacy-budget"],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    lines = done.stdout.splitlines()
+    assert [line.split(": ", 1)[0] for line in lines] == [
+        "All rows", "Rows by region", "Mean income", "Income quartiles",
+        "not available in OpenDP",
+    ]  # fmt: skip
+    truth = _truth(published)
+    assert abs(float(lines[0].split(": ")[1]) - truth["count"]) < 50  # b = 1: |noise| < 50
+    assert len(lines[1].split(": ")[1].split(", ")) == 6
