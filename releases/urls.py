@@ -10,6 +10,7 @@ urlpatterns = [
     path("<int:release_id>/", views.release_detail_view, name="detail"),
     path("<int:release_id>/edit/", views.release_edit_view, name="edit"),
     path("<int:release_id>/status.json", views.release_status_view, name="status"),
+    path("<int:release_id>/opendp.py", views.release_opendp_view, name="opendp"),
     path("<int:release_id>/submit/", views.release_submit_view, name="submit"),
     path("<int:release_id>/withdraw/", views.release_withdraw_view, name="withdraw"),
     path("<int:release_id>/publish/", views.release_publish_view, name="publish"),

@@ -28,10 +28,11 @@ from datasets.models import Column, Dataset
 from datasets.selectors import dataset_get_for_member, dataset_usability_problems
 from dpportal import statistic_names
 from dpportal.bilingual import category_label
-from dpportal.errors import ApplicationError, ValidationFailed
+from dpportal.errors import ApplicationError, NotFound, PermissionDenied, ValidationFailed
 from releases import lifecycle, private_check, rows_tradeoff, selectors, services
 from releases.builder_text import builder_text
 from releases.models import Release
+from releases.opendp_program import opendp_program, program_filename
 from releases.presentation import results_for_display
 from releases.public import options as public_options
 from releases.public.options import page_parse
@@ -313,6 +314,26 @@ def release_detail_view(request: HttpRequest, release_id: int) -> HttpResponse:
             "status": selectors.release_status(release=release),
         },
     )
+
+
+@login_required
+@require_GET
+def release_opendp_view(request: HttpRequest, release_id: int) -> HttpResponse:
+    """The computed release as an OpenDP program (releases.opendp_program), for its project's
+    owners only: anyone else gets 404 (a reviewer too: the program is the owner's tool for
+    their own data), as does a release without results."""
+    try:
+        release = selectors.release_get_for_member(
+            release_id=release_id, user=request.user, roles=OWNER
+        )
+    except PermissionDenied:
+        raise NotFound(gettext("No such release.")) from None
+    if selectors.release_result_get(release=release) is None or not release.spec:
+        raise NotFound(gettext("No such release."))
+    response = HttpResponse(opendp_program(release), content_type="text/x-python; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{program_filename(release)}"'
+    response["Cache-Control"] = "no-store, private"
+    return response
 
 
 @login_required

@@ -129,6 +129,8 @@ LAYERS = {
     "releases.management": "interface",
     "releases.migrations": "models",
     "releases.models": "models",
+    "releases.opendp_program": "interface",
+    "releases.opendp_runner": "interface",
     "releases.plans": "service",
     "releases.private_check": "service",
     "releases.presentation": "interface",

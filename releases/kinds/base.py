@@ -422,6 +422,19 @@ class StatisticKind:
         of the stored result; None for the others."""
         return None
 
+    # --- the release as an OpenDP program (releases.opendp_program) --------------------
+
+    #: why OpenDP has no counterpart of this kind, in English (the program prints it);
+    #: read only where `opendp_parameters` gives None
+    opendp_missing: ClassVar[str] = "OpenDP has no counterpart of this statistic"
+
+    def opendp_parameters(self, entry: dict[str, Any], *, axes: list) -> dict[str, Any] | None:
+        """A frozen spec entry's parameters as the OpenDP program reads them: "program"
+        (the program's step: counts, argmax, sum, quantiles) and its typed values (floats,
+        ints, strings; releases.kinds.opendp); None where OpenDP has no counterpart.
+        `axes`: the entry's declared axes (releases.compute.Axis), as noisy_entry gets."""
+        return None
+
     def layout(self, entry: dict[str, Any]) -> str:
         """How the public page draws it: bars, grouped_bars, heatmap, crosstab, figure,
         statement or quantiles."""

@@ -72,6 +72,9 @@ def ends_of(ends: str) -> list[str]:
 
 class BoundsKind(StatisticKind):
     name = "bounds"
+    opendp_missing = (
+        "a private search for bounds by unbounded quantile estimation: OpenDP has no counterpart"
+    )
     pure = True
     fields = "bounds"
     aggregate = "grid_counts"

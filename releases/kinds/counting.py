@@ -18,6 +18,7 @@ from dpportal.privacy.accuracy import result_halfwidth
 from dpportal.privacy.noise import NoiseSpec
 from dpportal.privacy.params import Delta, Epsilon
 from dpportal.privacy.rng import RandomSource
+from releases.kinds import opendp
 from releases.kinds.base import Cell, frac, statistic_errors
 from releases.kinds.planned import PlannedKind, axis_cells
 
@@ -89,6 +90,20 @@ class CountKind(SymmetricIntervals, PlannedKind):
 
     def value_title(self, columns: list[str]) -> str:
         return "count"
+
+    def opendp_parameters(self, entry: dict[str, Any], *, axes: list) -> dict[str, Any] | None:
+        """All rows counted, or the rows of one declared cell, or every cell of a table:
+        OpenDP's count / count_by_categories, then its Laplace or Gaussian noise."""
+        category = entry.get("category")
+        cells = 1
+        for axis in axes:
+            cells *= len(axis.labels)
+        return {
+            "program": "counts",
+            "axes": opendp.axes_parameters(entry, axes),
+            "cells": cells,
+            "target": axes[0].labels.index(category) if category else None,
+        }
 
 
 class HistogramKind(CountKind):
@@ -178,6 +193,11 @@ class ArgmaxKind(PlannedKind):
 
     def selection_halfwidth(self, entry: dict[str, Any], *, confidence: object) -> float | None:
         return float(result_halfwidth(entry["explanation"], confidence=confidence))
+
+    def opendp_parameters(self, entry: dict[str, Any], *, axes: list) -> dict[str, Any] | None:
+        """Laplace noise of scale L / epsilon on each declared category's count (OpenDP's
+        count_by_categories and laplace), then only the largest one's name."""
+        return {"program": "argmax", "axes": opendp.axes_parameters(entry, axes)}
 
     def layout(self, entry: dict[str, Any]) -> str:
         return "statement"

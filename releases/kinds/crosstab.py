@@ -92,6 +92,10 @@ def stored_plan(entry: dict[str, Any]) -> MarginalPlan:
 
 class CrosstabKind(StatisticKind):
     name = "crosstab"
+    opendp_missing = (
+        "marginals measured with the optimal consistent Gaussian strategy, ResidualPlanner: "
+        "OpenDP has no counterpart"
+    )
     fields = "crosstab"
     aggregate = "marginals"
     clampable = True

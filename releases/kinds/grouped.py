@@ -72,6 +72,10 @@ class GroupedKind(StatisticKind):
     """Shared by the grouped and spread kinds: preview by planning_stats, cells by groups."""
 
     grouped = True
+    opendp_missing = (
+        "one value per declared group, composed in parallel: OpenDP's core Context API has "
+        "no parallel composition over groups, and its Polars API needs another Polars"
+    )
     bounded = True
     fields = "grouped"
 

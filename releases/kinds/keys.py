@@ -113,6 +113,10 @@ def published_order(
 
 class KeysKind(StatisticKind):
     name = "keys"
+    opendp_missing = (
+        "the portal's partition selection, with its thresholds and keys per person: OpenDP's "
+        "threshold mechanisms are calibrated differently"
+    )
     fields = "keys"
     aggregate = "keys"
     clampable = True

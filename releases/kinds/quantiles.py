@@ -32,6 +32,7 @@ from dpportal.privacy import joint_quantiles, quantile_intervals, quantile_units
 from dpportal.privacy.mechanism_records import MechanismRecord
 from dpportal.privacy.noise import NoiseSpec
 from dpportal.privacy.params import Epsilon, exact_str, round_up_sig
+from releases.kinds import opendp
 from releases.kinds.base import Cell, NoisePart, StatisticKind, frac, statistic_errors
 from releases.kinds.quantile_words import (
     basis_text,
@@ -289,6 +290,19 @@ class QuantilesKind(StatisticKind):
 
     def value_cells(self, stat: StatisticPlan) -> int:
         return len(stat.quantiles)
+
+    def opendp_parameters(self, entry: dict[str, Any], *, axes: list) -> dict[str, Any] | None:
+        """Each quantile by OpenDP's private_quantile (permute-and-flip over the same
+        candidates) at an even share of the quantiles' epsilon. The joint draw and the
+        intervals' share have no OpenDP counterpart: the intervals' share is not spent."""
+        points, _ = budget(entry["epsilon"], joint=entry.get("method") == JOINT)
+        return {
+            "program": "quantiles",
+            "column": opendp.column_parameters(entry["columns"][0]),
+            "quantiles": [float(frac(q)) for q in entry["quantiles"]],
+            "candidates": [float(c) for c in grid_of(entry)],
+            "epsilon_points": float(points),
+        }
 
     def part_units(self, *, granularity: Fraction) -> list[tuple[str, str, Fraction]]:
         return []

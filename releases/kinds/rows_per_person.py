@@ -85,6 +85,7 @@ def stat_cap(stat: StatisticPlan) -> int:
 
 class RowsPerPersonKind(SymmetricIntervals, PlannedKind):
     name = "rows_per_person"
+    opendp_missing = "a private count of rows per person: OpenDP has no counterpart"
     pure = True
     clampable = True
     bounded = True  # its cap is stored in `upper`

@@ -37,6 +37,10 @@ class SpreadKind(GroupedKind):
     """The standard deviation; VarianceKind differs only in which value it publishes."""
 
     name = "stddev"
+    opendp_missing = (
+        "OpenDP's variance needs a known number of rows; the portal's spreads its budget "
+        "over a noisy count, sum and sum of squares and inverts their joint law"
+    )
     aggregate = "spread"
     grouped = True
     value_key = "sd"

@@ -18,6 +18,7 @@ from dpportal.privacy import mechanisms, noise, sensitivity
 from dpportal.privacy.accuracy import mean_interval
 from dpportal.privacy.noise import NoiseSpec
 from dpportal.privacy.params import Delta, Epsilon, exact_str
+from releases.kinds import opendp
 from releases.kinds.base import (
     UNINFORMATIVE,
     Cell,
@@ -102,6 +103,17 @@ class SumKind(SymmetricIntervals, PlannedKind):
 
     def part_units(self, *, granularity: Fraction) -> list[tuple[str, str, Fraction]]:
         return [("", "value", granularity)]
+
+    def opendp_parameters(self, entry: dict[str, Any], *, axes: list) -> dict[str, Any] | None:
+        """OpenDP's clamp and sum of the column's values (a mean: over OpenDP's count, the
+        epsilon split as here); OpenDP's own noise on floats, not this grid's."""
+        return {
+            "program": "sum",
+            "column": opendp.column_parameters(entry["columns"][0]),
+            "lower": float(frac(entry["lower"])),
+            "upper": float(frac(entry["upper"])),
+            "sum_share": float(self.sum_share),
+        }
 
     def value_title(self, columns: list[str]) -> str:
         return f"sum of {columns[0]}" if columns else "sum"
