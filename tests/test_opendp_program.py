@@ -150,8 +150,9 @@ def test_fifty_runs_fall_within_the_published_intervals(published):
     parameters alone. For the quartiles the published interval is where the true
     quartile lies, checked as it is.
 
-    Each check must hold in >= 90 % of the runs, that is at most 5 misses in 50. False
-    failures, the binomial tail at each check's true coverage (independent runs):
+    The outputs of the 50 runs, pooled (50 counts, 300 histogram cells, 50 means, 150
+    quartiles), must fall within in >= 90 % of cases, and each statistic's in >= 80 %.
+    The true coverage of each check (independent runs):
     - count: OpenDP's discrete Laplace of scale b = L / epsilon = 1 within the published
       half-width h = 3 holds with 1 - 2 e^-(h+1)/b / (1 + e^-1/b) = 97.3 %:
       P(>= 6 misses of 50) = 0.2 %;
@@ -162,7 +163,8 @@ def test_fifty_runs_fall_within_the_published_intervals(published):
       of 50) = 3.8 % at 95 %;
     - quartiles: at these parameters OpenDP chose the true grid point in every one of
       those runs, inside the published intervals: P ~ 0.
-    In all about 4 % per run of this test, nearly all of it the mean's.
+    So the pooled coverage is about 96.5 %: >= 55 misses of 550 has probability < 1e-8;
+    a statistic below 80 % (>= 11 misses of 50 at 95 %) about 1e-4 (the mean's).
     """
     truth = _truth(published)
     public = {s["position"]: s for s in release_public_data(release=published)["statistics"]}
@@ -178,7 +180,6 @@ def test_fifty_runs_fall_within_the_published_intervals(published):
     count_h = interval(0)["halfwidths"][0]
     assert (release["statistics"][0]["epsilon"], count_h) == (2.0, 3.0)  # the docstring's
     count_hits = [abs(run[0]["values"][0] - truth["count"]) <= count_h for run in runs]
-    assert sum(count_hits) >= 0.9 * RUNS
 
     cell_h = interval(1)["halfwidths"]
     assert set(cell_h) == {8.0}
@@ -187,18 +188,22 @@ def test_fifty_runs_fall_within_the_published_intervals(published):
         for run in runs
         for value, true, h in zip(run[1]["values"], truth["histogram"], cell_h, strict=True)
     ]
-    assert sum(cell_hits) >= 0.9 * len(cell_hits)
 
     mean = public[positions[2]]
     low, high = interval(2)["lower"][0], interval(2)["upper"][0]
     mean_h = max(high - mean["values"][0], mean["values"][0] - low)
     mean_hits = [abs(run[2]["values"][0] - truth["mean"]) <= mean_h for run in runs]
-    assert sum(mean_hits) >= 0.9 * RUNS
 
     lows, highs = interval(3)["lower"], interval(3)["upper"]
-    for j in range(3):
-        hits = [lows[j] <= run[3]["values"][j] <= highs[j] for run in runs]
-        assert sum(hits) >= 0.9 * RUNS, (j, lows[j], highs[j])
+    quartile_hits = [lows[j] <= run[3]["values"][j] <= highs[j] for run in runs for j in range(3)]
+    checks = {
+        "count": count_hits, "histogram": cell_hits, "mean": mean_hits,
+        "quartiles": quartile_hits,
+    }  # fmt: skip
+    pooled = [hit for hits in checks.values() for hit in hits]
+    assert sum(pooled) >= 0.9 * len(pooled), {k: sum(v) / len(v) for k, v in checks.items()}
+    for name, hits in checks.items():
+        assert sum(hits) >= 0.8 * len(hits), (name, sum(hits), len(hits))
 
     assert all(run[4]["missing"] for run in runs)
 
