@@ -82,8 +82,10 @@ ALLOWED = {
     "n/a",
     "Swagger",
     "OpenAPI",
-    # the OpenDP Deployments Registry, named as it names itself
+    # the OpenDP Deployments Registry and library, named as they name themselves, and the
+    # language a release's OpenDP program is written in
     "OpenDP",
+    "Python",
     "English",
     "KiB",
     "MiB",
