@@ -18,7 +18,8 @@ the same plan with `SPARK`). Per row, in SQL:
   a spread's centred units w = 2 u - (lo_u + hi_u);
 - a quantile's cell of its candidate grid (the number of candidates <= v), by
   dpportal.privacy.grid_cells' checked arithmetic on an evenly spaced grid
-  (`even_grid_cells`; any other grid keeps the statistic off the plan).
+  (`even_grid_cells`; any other grid, or the Spark dialect, keeps the statistic off
+  the plan).
 
 One GROUP BY GROUPING SETS pass gives every statistic's per-cell counts and
 exact integer sums (BIGINT summed into HUGEINT / DECIMAL(38, 0)); a
@@ -580,7 +581,10 @@ def _ranks_part(
     numpy reader's aggregate, readers_stats), its layer-2 columns (the value x{i} and
     GridCells' estimate f{i}) and its layer-3 cell column b{i}; a row whose group (if
     any) is dropped, or whose value is missing, has cell -1 (no cell). None off the
-    plan: a grid not evenly spaced (counted by searchsorted), or columns not plain."""
+    plan: a grid not evenly spaced (counted by searchsorted), columns not plain, or the
+    Spark dialect (its cells are not checked against GridCells' here: the numpy readers)."""
+    if d.name != DUCKDB.name or not s.get("columns"):
+        return None
     v = value(s["columns"][0], numeric=True)
     if v is None:
         return None
