@@ -124,6 +124,10 @@ def run_stats_baseline(path: Path) -> dict:
 STATS_PARTS = {"stats-ours": run_stats_ours, "stats-baseline": run_stats_baseline}
 
 
+def _load() -> str:
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -182,6 +186,7 @@ def main() -> None:
     import statistics as st
 
     parts = args.parts.split(",")
+    load_before = _load()
     built = _child("copy-build", path, args.bound) if "copy-person" in parts else None
     runs: dict[str, list[dict]] = {p: [] for p in parts}
     for _ in range(args.repeat):
@@ -194,20 +199,29 @@ def main() -> None:
         f"rows: {args.rows:,}  (file {path.stat().st_size / 1e6:.1f} MB), person-level L = "
         f"{args.bound}, {args.repeat} interleaved rounds, medians; floor = the faster of "
         "DuckDB and Polars (plain aggregates, no bound)",
+        f"load average (1, 5, 15 min) at the start: {load_before}, at the end: {_load()}",
         f"{'part':<14} {'median s':>9} {'x floor':>8} {'x duckdb':>9} {'x polars':>9} "
-        f"{'peak RSS MB':>12}  runs",
+        f"{'x dk-pers':>9} {'peak RSS MB':>12}  runs",
     ]
+    refs = ("duckdb", "polars", "duckdb-person")
     for p in parts:
-        ratio = {f: med[p] / med[f] if f in med else float("nan") for f in ("duckdb", "polars")}
+        ratio = {f: med[p] / med[f] if f in med else float("nan") for f in refs}
         lines.append(
             f"{p:<14} {med[p]:>9.3f} {med[p] / floor:>8.2f} {ratio['duckdb']:>9.2f} "
-            f"{ratio['polars']:>9.2f} {rss[p]:>12.0f}  {[round(r['seconds'], 2) for r in runs[p]]}"
+            f"{ratio['polars']:>9.2f} {ratio['duckdb-person']:>9.2f} {rss[p]:>12.0f}  "
+            f"{[round(r['seconds'], 2) for r in runs[p]]}"
         )
     if built is not None:
         lines.append(
             f"copy-build (once per dataset, not in the rounds): {built['seconds']:.2f} s, "
             f"peak RSS {built['peak_rss_mb']:.0f} MB"
         )
+        if "duckdb-person" in med:
+            first = built["seconds"] + med["copy-person"]
+            lines.append(
+                f"first release through the copy (build + copy-person): {first:.2f} s, "
+                f"{first / med['duckdb-person']:.2f} x duckdb-person"
+            )
     sys.stdout.write("\n".join(lines) + "\n")
     if not args.no_deciles:
         _main_deciles(path, args)

@@ -1,15 +1,18 @@
 """The deciles part of bench/compute.py: a release's nine quantiles against the engines' own.
 
-- deciles-ours: the task's numpy path for a "quantiles" statistic (quantiles 0.1 ... 0.9
-  of y over the public grid 0, 1, ..., 999: 1,000 candidates): StatisticReader.from_spec,
-  aggregate_row_groups over every row group (counts per grid cell, releases.compute.
-  readers_stats), then the kind's noisy_entry (nine exact permute-and-flip draws);
+- deciles-ours: the task's path for a "quantiles" statistic (quantiles 0.1 ... 0.9 of y
+  over the public grid 0, 1, ..., 999: 1,000 candidates): the aggregation plan on DuckDB
+  (releases.compute.duckdb_engine: counts per grid cell in SQL), then the kind's
+  noisy_entry (nine exact permute-and-flip draws);
+- deciles-numpy: the numpy readers the plan replaced (StatisticReader.from_spec,
+  aggregate_row_groups: counts per grid cell, releases.compute.readers_stats), then the
+  same noisy_entry;
 - deciles-duckdb: SELECT quantile_cont(y, [0.1, ..., 0.9]) FROM read_parquet(...);
 - deciles-polars: the same nine quantiles, linear interpolation, on a lazy scan.
 
-Threads: DuckDB and Polars get `threads()` (DPPORTAL_COMPUTE_THREADS, else the machine's
-cores: what the task's DuckDB engine is given); ours counts on one Python thread while
-pyarrow decodes the Parquet pages on its own pool (same number of cores).
+Threads: DuckDB, Polars and ours get `threads()` (DPPORTAL_COMPUTE_THREADS, else the
+machine's cores: what the task's DuckDB engine is given); the numpy path counts on one
+Python thread while pyarrow decodes the Parquet pages on its own pool.
 """
 
 from __future__ import annotations
@@ -34,12 +37,39 @@ def deciles_statistic() -> dict:
             "candidates": 1000}  # fmt: skip
 
 
-def run_ours(path: Path) -> float:
+def _django(path: Path) -> None:
     import django
+    from django.conf import settings
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dpportal.settings")
     os.environ.setdefault("DEBUG", "1")
     django.setup()
+    settings.MEDIA_ROOT = str(path.parent)
+
+
+def run_ours(path: Path) -> float:
+    _django(path)
+    from releases import compute, dp
+    from releases.compute import duckdb_engine
+
+    statistic = deciles_statistic()
+    spec = {"parquet_file": path.name, "statistics": [statistic],
+            "privacy_unit": {"id_column": "", "contribution_bound": 1}}  # fmt: skip
+    compute.StatisticReader.from_spec(statistic)  # warm the lazy imports (a worker has them)
+    start = time.perf_counter()
+    plan = duckdb_engine.duckdb_plan(spec)
+    assert plan is not None
+    (aggregate,) = duckdb_engine.run_plan(spec, plan)
+    cells = compute.StatisticReader.from_spec(statistic).axes
+    entry = dp.noisy_entry(entry=statistic, aggregate=aggregate, mechanism="laplace",
+                           confidence="0.95", contribution_bound=1, cells=cells)  # fmt: skip
+    seconds = time.perf_counter() - start
+    assert int(aggregate.sum()) > 0 and entry
+    return seconds
+
+
+def run_numpy(path: Path) -> float:
+    _django(path)
     import pyarrow.parquet as pq
 
     from releases import compute, dp
@@ -86,7 +116,12 @@ def run_polars(path: Path) -> float:
     return seconds
 
 
-DECILES = {"deciles-ours": run_ours, "deciles-duckdb": run_duckdb, "deciles-polars": run_polars}
+DECILES = {
+    "deciles-ours": run_ours,
+    "deciles-numpy": run_numpy,
+    "deciles-duckdb": run_duckdb,
+    "deciles-polars": run_polars,
+}
 
 
 def run_deciles_part(name: str, path: Path) -> dict:
@@ -104,7 +139,7 @@ def deciles_table(runs: dict[str, list[dict]], rows: int) -> list[str]:
     lines = [
         f"deciles of y: {rows:,} rows, quantiles 0.1 ... 0.9, ours over 1,000 candidates; "
         f"{len(runs['deciles-ours'])} interleaved rounds, medians; DuckDB and Polars on "
-        f"{threads()} threads, ours on one Python thread (+ pyarrow's decoding pool)",
+        f"{threads()} threads, ours too (the numpy path on one Python thread)",
         f"{'part':<15} {'median s':>9} {'rows/s':>12} {'ours / it':>10} {'peak RSS MB':>12}  runs",
     ]
     for p, v in runs.items():

@@ -8,6 +8,10 @@
 - copy-person: the same through the dataset's person-rows copy (datasets.
   person_rows; made once beforehand by copy-build, which bench/compute.py times
   apart: a worker makes it once per dataset when the owner confirms the unit);
+- duckdb-person: the person-level floor, DuckDB alone (its defaults: all the memory it
+  wants): the rows with at most L per person kept by `QUALIFY row_number() OVER
+  (PARTITION BY person ORDER BY keyed hash, row) <= L` into a temporary table, then
+  the same plain aggregates as duckdb's;
 - duckdb / polars: the floors, the same four statistics as plain aggregates (no
   person bound, no grid): a 50-category histogram, a 50 x 16 2-D histogram, a
   sum clipped to [0, 1000], a mean clipped to [0, 1000].
@@ -185,6 +189,27 @@ def run_duckdb(path: Path, bound: int, person: bool) -> float:
     return time.perf_counter() - start
 
 
+def run_duckdb_person(path: Path, bound: int, person: bool) -> float:
+    import duckdb
+
+    start = time.perf_counter()
+    con = duckdb.connect()
+    src = f"read_parquet('{path}', file_row_number = true)"
+    h = "hash(person, cat50, cat16, x, y, 12345::UBIGINT)"
+    con.execute(
+        f"CREATE TEMP TABLE kept AS SELECT cat50, cat16, x, y FROM {src} "
+        f"WHERE person IS NOT NULL QUALIFY row_number() OVER "
+        f"(PARTITION BY person ORDER BY {h}, file_row_number) <= {bound}"
+    )
+    con.sql("SELECT cat50, count(*) FROM kept GROUP BY cat50").fetchall()
+    con.sql("SELECT cat50, cat16, count(*) FROM kept GROUP BY cat50, cat16").fetchall()
+    con.sql(
+        f"SELECT sum(least(greatest(x, {LOWER}), {UPPER})), "
+        f"avg(least(greatest(y, {LOWER}), {UPPER})) FROM kept"
+    ).fetchall()
+    return time.perf_counter() - start
+
+
 def run_polars(path: Path, bound: int, person: bool) -> float:
     import polars as pl
 
@@ -209,6 +234,7 @@ PARTS = {
     "before-person": (run_before, True),
     "plan-person": (run_plan, True),
     "copy-person": (run_copy, True),
+    "duckdb-person": (run_duckdb_person, True),
     "duckdb": (run_duckdb, False),
     "polars": (run_polars, False),
 }

@@ -69,6 +69,12 @@ class GridCells:
             self.fast = bool(np.isfinite(self._a) and np.isfinite(self._b) and self._a > 0)
             self.fast = self.fast and self._estimate_is_close()
 
+    def estimate_coefficients(self) -> tuple[float, float] | None:
+        """(a, b) of the checked estimate f(x) = min(max(floor(x a + b), 0), m), for an
+        engine that counts the same cells in SQL with the same float64 operations (a
+        multiply, then an add: never fused); None when the grid is counted by searchsorted."""
+        return (self._a, self._b) if self.fast else None
+
     def _estimate(self, values: np.ndarray, out: np.ndarray, cells: np.ndarray) -> None:
         """cells = f(values) (module docstring), NaN to 0; `out`: float64 scratch, same size."""
         with np.errstate(over="ignore"):  # a huge value overflows to inf: cell m, as it should

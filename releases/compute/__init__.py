@@ -15,7 +15,8 @@ The flow (`release_compute`), run by the Celery task and the benchmark alike:
    keeps the L rows with the smallest keyed hash under a per-release secret from
    the CSPRNG; rows without an ID are dropped (through the dataset's person-rows
    copy, counted once per dataset, when a fresh one exists). Kinds or columns not on the plan
-   (quantiles; dates, text missing codes, numbers stored as text) go through the
+   (quantiles on an uneven grid or on Spark; dates, text missing codes, numbers
+   stored as text) go through the
    numpy readers instead (`reading`: row-group chunks; `keep_mask` for the unit),
    which also stay the plan's test oracle. Just before the first row is read the
    release is marked as read (releases.lifecycle.release_data_read_begins): a

@@ -9,13 +9,17 @@ the same plan with `SPARK`). Per row, in SQL:
   float (non-finite -> missing; nonzero numeric missing codes -> missing), a
   categorical column stored as text or integer without missing codes. Anything
   else (dates, text codes, numbers in text) is not on the plan: `plan_or_none`
-  returns None and the release goes through the numpy readers (as do quantiles);
+  returns None and the release goes through the numpy readers;
 - a cell code per axis: declared category (its position), "Other", "Missing"
   (policy "category") or -1 (dropped); numeric bins by the declared edges
   (clamped, the last bin closed), exactly as releases.compute.readers.Axis;
 - a value in grid units: u = round_half_even(clip(v / gamma, lo_u, hi_u)) as
   BIGINT (sensitivity.to_grid_units: v / gamma is exact, gamma a power of two);
-  a spread's centred units w = 2 u - (lo_u + hi_u).
+  a spread's centred units w = 2 u - (lo_u + hi_u);
+- a quantile's cell of its candidate grid (the number of candidates <= v), by
+  dpportal.privacy.grid_cells' checked arithmetic on an evenly spaced grid
+  (`even_grid_cells`; any other grid, or the Spark dialect, keeps the statistic off
+  the plan).
 
 One GROUP BY GROUPING SETS pass gives every statistic's per-cell counts and
 exact integer sums (BIGINT summed into HUGEINT / DECIMAL(38, 0)); a
@@ -36,6 +40,7 @@ import numpy as np
 import pyarrow as pa
 from django.conf import settings
 
+from dpportal.privacy.grid_cells import GridCells
 from dpportal.privacy.sensitivity import check_granularity, grid_bounds
 from dpportal.privacy.unbounded_bounds import SearchGrid
 from releases import kinds
@@ -43,11 +48,12 @@ from releases.compute.readers import Axis, maximal_marginals
 from releases.compute.readers_bounds import grid_edges
 from releases.compute.readers_stats import Partial
 from releases.kinds.bounds import grid_of
+from releases.kinds.quantiles import grid_of as grid_of_quantiles
 
 PERSON = "__person"  # the privacy unit's ID column, carried to a keys query's rows
-#: the kinds the plan aggregates (quantiles' ranks go through the numpy readers; rows per
-#: person through its own query over the ID column, releases.compute.rows_per_person)
-OFF_PLAN = ("ranks", "persons")
+#: the kinds the plan aggregates (rows per person through its own query over the ID column,
+#: releases.compute.rows_per_person; quantiles only on an evenly spaced grid: `_ranks_part`)
+OFF_PLAN = ("persons",)
 PLAN_KINDS = tuple(n for n, kind in kinds.REGISTRY.items() if kind.aggregate not in OFF_PLAN)
 ROW = "__row"  # the source's row number (a stable row identity for the person bound)
 
@@ -152,6 +158,41 @@ def _grid_cell_sql(value: str, grid: SearchGrid, edges: list[float], d: Dialect)
     return f"CASE WHEN {value} IS NULL THEN -1 ELSE {g} + ({above}) - ({below}) END"
 
 
+@dataclass(frozen=True)
+class EvenGridCells:
+    """GridCells.cells in SQL, in two layers: `estimate` (over the value's SQL) is GridCells'
+    f, and `cell(x, f)` (over the names of the value and of f, a layer above) the number
+    of candidates <= x (searchsorted, side "right"), -1 for a missing value. Two layers:
+    spelled in one, DuckDB evaluates f (and the value's own CASE) once per use."""
+
+    estimate: str
+    below: str  # the array [-inf, c_1, ..., c_m]: below[f + 1] (1-based) is c_f
+
+    def cell(self, x: str, f: str, d: Dialect) -> str:
+        edge = d.element.format(items=self.below, i=f"{f} + 1")
+        return f"CASE WHEN {x} IS NULL THEN -1 WHEN {x} >= {edge} THEN {f} ELSE {f} - 1 END"
+
+
+def even_grid_cells(value: str, grid: GridCells, d: Dialect) -> EvenGridCells | None:
+    """The SQL of GridCells' cells over `value` (SQL), or None when the grid is not counted
+    arithmetically (searchsorted: off the plan).
+
+    The same route as GridCells on an evenly spaced grid, with its float64 operations in
+    the same order (a multiply, an add, the clamps, then the floor: clamping first keeps
+    a huge value out of the integer cast, and floor commutes with integer clamps), so
+    the estimate f is the integer numpy computes, and GridCells' construction check
+    (f - g is 0 or 1 at both ends of every cell) holds here too: g = f - 1 + [x >= c_f],
+    c_0 = -inf."""
+    coefficients = grid.estimate_coefficients()
+    if coefficients is None:
+        return None
+    a, b = (d.double(c) for c in coefficients)
+    m = grid.m
+    below = d.array.format(", ".join(d.double(float(e)) for e in [-math.inf, *grid.edges]))
+    estimate = f"CAST(floor(least(greatest({value} * {a} + {b}, 0), {m})) AS BIGINT)"
+    return EvenGridCells(estimate=estimate, below=below)
+
+
 @dataclass
 class Part:
     """One statistic's place in the plan: its grouping set and its aggregate columns.
@@ -181,12 +222,14 @@ class Plan:
     dialect: Dialect
     source_columns: list[str]  # stored columns read (the ID column excluded)
     values: dict[str, str]  # per row, layer 1: stored column read as declared -> SQL
-    selects: dict[str, str]  # per row, layer 2 (over the values): cells and grid units
+    # per row, layer 2 (over the values): cells and grid units (integers), and a quantile's
+    # value beside its grid estimate (even_grid_cells)
+    selects: dict[str, str]
     parts: list[Part]
     aggregates: dict[str, str]  # name -> aggregate SQL
-    # per row, layer 3 (over the cells): a cross-tabulation's "row in it" as 1 or NULL;
+    # per row, layer 3 (over the cells): a cross-tabulation's "row in it" as 1 or NULL,
     # counted as count(k), since a condition inside the aggregate is evaluated once per
-    # grouping set (about three times slower with 28 sets on DuckDB)
+    # grouping set (about three times slower with 28 sets on DuckDB); a quantile's cell
     flags: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -208,7 +251,7 @@ class Plan:
 
     def rows_sql(self, relation: str, extra: dict[str, str] | None = None) -> str:
         """Per row of `relation` (its stored columns): the cell codes and grid units
-        (`selects`, integers only) with the `flags` over them, then the `extra` columns
+        (`selects`) with the `flags` over them, then the `extra` columns
         (name -> SQL over the stored columns) carried through unchanged."""
         extra = extra or {}
         values = [f"{sql} AS {name}" for name, sql in [*self.values.items(), *extra.items()]]
@@ -319,7 +362,7 @@ def _shape_table(table: Part, records: list[dict[str, Any]]) -> np.ndarray:
 def _shape_part(part: Part, records: list[dict[str, Any]]) -> Any:
     kind = part.spec["kind"]
     size = int(np.prod([a.size for a in part.axes])) if part.axes else 1
-    if kinds.get(kind).aggregate == "grid_counts":
+    if kinds.get(kind).aggregate in ("grid_counts", "ranks"):
         counts = np.zeros(size, dtype=np.int64)
         for record in records:
             counts[int(record[part.grouping[0]])] = int(record[part.columns[0]] or 0)
@@ -481,6 +524,15 @@ def plan_or_none(spec: dict[str, Any], schema: pa.Schema, dialect: Dialect = DUC
             axis = GridAxis(size=len(edges) + 1)
             parts.append(Part(spec=s, axes=[axis], grouping=(f"b{i}",), columns=[f"s{i}_n"]))
             continue
+        if kinds.get(kind).aggregate == "ranks":
+            ranks = _ranks_part(i, s, value, cell, d)
+            if ranks is None:
+                return None
+            selects.update(ranks[1])
+            flags[f"b{i}"] = ranks[2]
+            aggregates[f"s{i}_n"] = "count(*)"
+            parts.append(ranks[0])
+            continue
         domains = s.get("groups", []) if kinds.get(kind).grouped else []
         if kind in ("histogram", "argmax") or (kind == "count" and s["columns"]):
             domains = s["columns"]
@@ -520,6 +572,38 @@ def plan_or_none(spec: dict[str, Any], schema: pa.Schema, dialect: Dialect = DUC
         aggregates=aggregates,
         flags=flags,
     )
+
+
+def _ranks_part(
+    i: int, s: dict[str, Any], value, cell, d: Dialect
+) -> tuple[Part, dict[str, str], str] | None:
+    """A quantiles statistic's part: the count per cell of its candidate grid (the
+    numpy reader's aggregate, readers_stats), its layer-2 columns (the value x{i} and
+    GridCells' estimate f{i}) and its layer-3 cell column b{i}; a row whose group (if
+    any) is dropped, or whose value is missing, has cell -1 (no cell). None off the
+    plan: a grid not evenly spaced (counted by searchsorted), columns not plain, or the
+    Spark dialect (its cells are not checked against GridCells' here: the numpy readers)."""
+    if d.name != DUCKDB.name or not s.get("columns"):
+        return None
+    v = value(s["columns"][0], numeric=True)
+    if v is None:
+        return None
+    edges = np.array([float(c) for c in grid_of_quantiles(s)], dtype=np.float64)
+    if edges.size == 0 or np.any(np.diff(edges) <= 0) or not np.all(np.isfinite(edges)):
+        return None
+    sql = even_grid_cells(v, GridCells(edges), d)
+    found = [cell(dom) for dom in s.get("groups") or []]
+    if sql is None or any(f is None for f in found):
+        return None
+    x, f = f"x{i}", f"f{i}"
+    selects = {x: v, f: sql.estimate}
+    cell_sql = sql.cell(x, f, d)
+    kept = [f"{name} >= 0" for _, name in found]
+    if kept:
+        cell_sql = f"CASE WHEN {' AND '.join(kept)} THEN {cell_sql} ELSE -1 END"
+    axis = GridAxis(size=edges.size + 1)
+    part = Part(spec=s, axes=[axis], grouping=(f"b{i}",), columns=[f"s{i}_n"])
+    return part, selects, cell_sql
 
 
 def _on_plan(kind: str) -> bool:

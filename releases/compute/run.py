@@ -110,7 +110,8 @@ def release_aggregate(*, release: Release, row_groups: list[int] | None = None) 
 
     On the aggregation plan (releases.compute.plan, run on Spark or DuckDB as
     `compute_backend` says) when every statistic and column is on it; otherwise
-    (quantiles, dates, text codes, numbers in text) through the numpy readers.
+    (quantiles on an uneven grid or on Spark, dates, text codes, numbers in text) through
+    the numpy readers.
 
     The data is opened first (the plan reads the stored schema: a missing or unreachable
     copy fails here, before any row is read); then `_reading` marks the release as read
