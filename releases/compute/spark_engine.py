@@ -22,10 +22,9 @@ smallest keyed hash `plan.row_hash_sql` (SHA-256 over a canonical text of the
 secret K, the person and the row's read columns: the hash any engine computes
 identically), ties broken by the row number; K a per-release 64-bit secret from
 the CSPRNG (dpportal.privacy.rng.uniform_keys), bound as a query parameter,
-never in SQL text. As in DuckDB's plan, only heavy persons are ranked: a count
-per person, joined to the rows (one shuffle of the rows by person); a person
-with at most L rows keeps them all, only the rows of persons with more go through
-the window (which reuses the join's partitioning), and only they are hashed.
+never in SQL text. As in DuckDB's plan, only heavy persons' rows are hashed: the
+rows are shuffled by person once, counted per person (a window aggregate), and
+ranked (`bound_relation`); a person with at most L rows keeps them all.
 
 What a cluster operator can see: the dataset's rows and task-level intermediate
 rows (partial aggregates, counts per person, the shuffled rows of the person
@@ -233,20 +232,24 @@ def native_frame(session, paths: list[str], columns: list[str]):
 
 
 def bound_relation(view: str, columns: list[str], id_column: str, bound: int, order: str) -> str:
-    """The rows the person bound keeps, as a relation `s` of the view's columns: the rows
-    of persons with at most `bound` rows as they are, and of the others (found by a
-    count per person) the `bound` first by `order` -- only they are sorted."""
+    """The rows the person bound keeps, as a relation `s` of the view's columns.
+
+    One shuffle of the rows by person: each row gets its person's row count (a window
+    aggregate), then its rank by (`order`, row number) -- `order`, the keyed hash, only
+    computed for the rows of persons with more than `bound` rows; a lighter person's
+    rows rank by row number alone and are all kept (rank <= count <= bound). Measured
+    at 10M rows (local[2]), this took about half the time of counting per person by a
+    GROUP BY and joining the counts back (two shuffles and sorts of the rows)."""
     person = SPARK.ident(id_column)
     names = ", ".join(SPARK.ident(c) for c in [*columns, ROW])
+    key = f"CASE WHEN s.__n > {bound} THEN {order} END"
     counted = (
-        f"(SELECT v.*, c.__n FROM {view} AS v JOIN (SELECT {person} AS __p, count(*) AS __n "  # noqa: S608 - names quoted (Dialect.ident)
-        f"FROM {view} WHERE {person} IS NOT NULL GROUP BY {person}) AS c ON v.{person} = c.__p)"
+        f"(SELECT s.*, count(*) OVER (PARTITION BY s.{person}) AS __n FROM {view} AS s "  # noqa: S608 - names quoted (Dialect.ident)
+        f"WHERE s.{person} IS NOT NULL)"
     )
     return (
-        f"(SELECT {names} FROM {counted} WHERE __n <= {bound} UNION ALL "  # noqa: S608 - names quoted (Dialect.ident)
-        f"SELECT {names} FROM (SELECT s.*, row_number() OVER (PARTITION BY s.{person} "
-        f"ORDER BY {order}, s.{ROW}) AS __rank FROM {counted} AS s WHERE s.__n > {bound}) "
-        f"WHERE __rank <= {bound}) AS s"
+        f"(SELECT {names} FROM (SELECT s.*, row_number() OVER (PARTITION BY s.{person} "  # noqa: S608 - names quoted (Dialect.ident)
+        f"ORDER BY {key}, s.{ROW}) AS __rank FROM {counted} AS s) WHERE __rank <= {bound}) AS s"
     )
 
 
