@@ -281,3 +281,24 @@ def test_spark_and_duckdb_keep_the_same_rows_for_the_same_key(media, monkeypatch
     people = Counter(p for p in data["person"] if p is not None)
     assert sum(on_spark[0]) == sum(min(2, c) for c in people.values())
     assert max(people.values()) > 2  # some persons were ranked
+
+
+def test_a_worker_process_keeps_its_session_across_releases(media, spark):
+    """A second release in the same process runs on the same session (no new JVM start)."""
+    data = {"cat": ["a", "b"], "k": [1, 2], "x": [1.0, 2.0], "y": [1, 2], "person": ["p", "p"]}
+    spec = {
+        "parquet_file": write(media, data),
+        "privacy_unit": {"id_column": "person", "contribution_bound": 1},
+        "statistics": [{"kind": "count", "columns": []}],
+    }
+    for _ in range(2):
+        assert spark_engine.run_plan(spec, spark_engine.spark_plan(spec)) == [1]
+        assert spark_engine.spark_session() is spark
+        assert spark_engine.spark_session().sparkContext is spark.sparkContext
+
+
+def test_a_cluster_session_gives_idle_executors_back():
+    conf = spark_engine.cluster_conf("spark://spark-master:7077")
+    assert conf["spark.dynamicAllocation.enabled"] == "true"
+    assert conf["spark.dynamicAllocation.shuffleTracking.enabled"] == "true"
+    assert spark_engine.cluster_conf("local[2]") == {}
