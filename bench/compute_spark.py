@@ -1,19 +1,23 @@
-"""Benchmark: a person-level release on the Spark backend (local[2]) against DuckDB's.
+"""Benchmark: a person-level release on the Spark backend against DuckDB's, at equal cores.
 
-    .venv/bin/python bench/compute_spark.py --rows 10000000 --repeat 3 --bound 1
+    .venv/bin/python bench/compute_spark.py --rows 10000000 --repeat 3 --bound 1 --cores 1 2
 
 The same data and statistics as bench/compute.py (bench/compute_parts.py: a
 50-category histogram, a 50 x 16 2-D histogram, a clipped sum and a mean; a
 person ID, about 0.77 N people), each run in its own child process, the parts
-interleaved round by round; medians and the ratio of medians:
+interleaved round by round (the order rotated each round); medians and the
+ratios of medians. For each number of cores c in --cores:
 
-- plan-person: the DuckDB engine the worker runs by default (releases.compute.
-  duckdb_engine.run_plan) plus the noise;
-- spark-person: the Spark engine (releases.compute.spark_engine.run_plan) on
-  --master plus the noise, timed after the session is up (a worker keeps its
-  session, warmed by a 10,000-row release); the session's start is reported
-  apart, with the driver JVM's peak RSS.
-No database is touched.
+- plan-person@c: the DuckDB engine the worker runs by default (releases.compute.
+  duckdb_engine.run_plan, DPPORTAL_COMPUTE_THREADS = c) plus the noise;
+- spark-person@c: the Spark engine (releases.compute.spark_engine.run_plan) on
+  local[c] (or --master) plus the noise, timed after the session is up (a worker
+  keeps its session, warmed by a 10,000-row release); the session's start and the
+  warm-up release are reported apart, with the driver JVM's peak RSS.
+
+Every child reports the 1-minute load average when it starts and ends: on a
+shared machine a speed-up between core counts means little under a load above
+the cores. No database is touched.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ def _vm_hwm_mb(pid: int) -> float:
 
 
 def run_spark(path: Path, bound: int, master: str) -> dict:
+    load = os.getloadavg()[0]
     spec = _spec(path, bound, person=True)
     from django.conf import settings
 
@@ -56,7 +61,9 @@ def run_spark(path: Path, bound: int, master: str) -> dict:
     warm = path.with_name("rows16-warm.parquet")  # a worker's session has run releases before
     if not warm.exists():
         generate(warm, 10_000)
+    start = time.perf_counter()
     spark_engine.run_plan({**spec, "parquet_file": warm.name}, spark_engine.spark_plan(spec))
+    warmed = time.perf_counter() - start
     start = time.perf_counter()
     plan = spark_engine.spark_plan(spec)
     assert plan is not None
@@ -66,16 +73,22 @@ def run_spark(path: Path, bound: int, master: str) -> dict:
     return {
         "seconds": seconds,
         "session_start_seconds": started,
+        "warm_up_seconds": warmed,
+        "load_start": load,
+        "load_end": os.getloadavg()[0],
         "peak_rss_mb": _vm_hwm_mb(os.getpid()),
         "jvm_peak_rss_mb": _vm_hwm_mb(jvm),
     }
 
 
-def _child(part: str, path: Path, bound: int, master: str) -> dict:
+def _child(part: str, path: Path, bound: int, master: str, cores: int) -> dict:
     cmd = [sys.executable, __file__, "--part", part, "--file", str(path),
            "--bound", str(bound), "--master", master]  # fmt: skip
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=ROOT)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    env = {**os.environ, "DPPORTAL_COMPUTE_THREADS": str(cores)}
+    load = os.getloadavg()[0]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=ROOT, env=env)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    return {"load_start": load, **result, "load_end": os.getloadavg()[0]}
 
 
 def main() -> None:
@@ -84,7 +97,8 @@ def main() -> None:
     parser.add_argument("--dir", default="/tmp/dpportal-bench")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--bound", type=int, default=1, help="L of the person-level unit")
-    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--cores", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--master", help="a cluster's URL (default: local[c] for each c)")
     parser.add_argument("--part", help=argparse.SUPPRESS)
     parser.add_argument("--file", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -100,18 +114,28 @@ def main() -> None:
     path = folder / f"rows16-{args.rows}.parquet"  # the file bench/compute.py uses
     if not path.exists():
         generate(path, args.rows)
-    parts = ["plan-person", "spark-person"]
+    parts = [f"{p}@{c}" for c in args.cores for p in ("plan-person", "spark-person")]
     runs: dict[str, list[dict]] = {p: [] for p in parts}
     for round_ in range(args.repeat):
-        for part in parts if round_ % 2 == 0 else parts[::-1]:
-            runs[part].append(_child(part, path, args.bound, args.master))
+        shift = round_ % len(parts)
+        for part in parts[shift:] + parts[:shift]:
+            name, cores = part.split("@")
+            master = args.master or f"local[{cores}]"
+            runs[part].append(_child(name, path, args.bound, master, int(cores)))
             print(part, json.dumps(runs[part][-1]), flush=True)
     med = {p: st.median(r["seconds"] for r in runs[p]) for p in parts}
-    print(f"rows={args.rows} bound={args.bound} master={args.master} repeat={args.repeat}")
+    print(f"rows={args.rows} bound={args.bound} cores={args.cores} repeat={args.repeat}")
     for p in parts:
         extra = {k: round(st.median(r[k] for r in runs[p]), 1) for k in runs[p][0]}
-        print(f"{p:13s} median {med[p]:.2f} s  {extra}")
-    print(f"spark / duckdb (ratio of medians): {med['spark-person'] / med['plan-person']:.2f}")
+        print(f"{p:16s} median {med[p]:.2f} s  {extra}")
+    for c in args.cores:
+        ratio = med[f"spark-person@{c}"] / med[f"plan-person@{c}"]
+        print(f"{c} core(s): spark / duckdb (ratio of medians) {ratio:.2f}")
+    low, high = min(args.cores), max(args.cores)
+    if low != high:
+        for p in ("spark-person", "plan-person"):
+            speedup = med[f"{p}@{low}"] / med[f"{p}@{high}"]
+            print(f"{p}: {high} cores vs {low}: {speedup:.2f}x faster")
 
 
 if __name__ == "__main__":

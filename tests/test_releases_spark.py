@@ -16,8 +16,11 @@ from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 
+import duckdb
 import numpy as np
+import pyarrow as pa
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 import pytest
 from django.conf import settings as django_settings
 from hypothesis import HealthCheck, given, settings
@@ -28,6 +31,8 @@ from datasets.models import Dataset
 from dpportal.privacy.rng import SeededTestRandom
 from releases import lifecycle
 from releases.compute import duckdb_engine, spark_engine
+from releases.compute import person_rows as compute_person_rows
+from releases.compute import plan as plan_module
 from releases.compute.run import compute_backend, release_aggregate_numpy
 from releases.models import Release, ReleaseResult
 from tests.conftest import wait_for
@@ -199,3 +204,101 @@ def test_spark_reads_the_bucket_and_agrees_with_the_local_path(
     assert [normal(a) for a in on_spark] == [normal(a) for a in local]
     assert [normal(a) for a in on_duckdb] == [normal(a) for a in local]
     assert on_spark[0] == 3000  # the count of every row: nothing was left unread
+
+
+def test_the_keyed_row_hash_is_the_same_on_spark_and_duckdb(media):
+    """plan.row_hash_sql gives the same 64 bits on both engines for the same key and row:
+    floats of every kind (subnormal, the largest, powers of two, -0.0, NaN, inf), text
+    of several UTF-8 lengths, integers of several widths and missing values."""
+    floats = [0.1, -0.0, 0.0, 5e-324, 2.0**-1022, 2.225073858507201e-308, 1.7976931348623157e308]
+    floats += [8.0, 0.5, 4.0 - 2**-50, -2.5, 1e-300, 2.0**53 + 2, 123456.789, math.pi, math.nan]
+    floats += [math.inf, -math.inf, None, 1.0]
+    n = len(floats)
+    hash_rows = pa.table(
+        {
+            "x": pa.array(floats, pa.float64()),
+            "f": pa.array([None if v is None else v for v in floats], pa.float32()),
+            "t": pa.array(["", "ab", "北京", None, "a|b;c:", "x" * 40, *["q"] * (n - 6)]),
+            "i": pa.array([*range(-5, n - 5)], pa.int16()),
+            "u": pa.array([2**64 - 1 - i for i in range(n)], pa.uint64()),
+        }
+    )
+    pq.write_table(hash_rows, media / "h.parquet", row_group_size=5)
+    typed = [(f.name, f.type) for f in hash_rows.schema]
+    key = 2**64 - 3
+    duck = duckdb.connect()
+    hashed = plan_module.row_hash_sql(plan_module.DUCKDB, typed, "CAST($key::UBIGINT AS VARCHAR)")
+    found = duck.execute(f"SELECT {hashed} FROM hash_rows AS s", {"key": key}).fetchall()
+    expected = [h for (h,) in found]
+    session = spark_engine.spark_session()
+    frame = spark_engine.native_frame(session, [str(media / "h.parquet")], hash_rows.column_names)
+    frame.createOrReplaceTempView("hashed_rows")
+    sql = plan_module.row_hash_sql(plan_module.SPARK, typed, ":key")
+    got = session.sql(
+        f"SELECT {sql} AS h FROM hashed_rows AS s ORDER BY s.__row", args={"key": str(key)}
+    ).collect()
+    assert [r["h"] for r in got] == expected
+    assert len(set(expected)) == n
+
+
+def test_spark_and_duckdb_keep_the_same_rows_for_the_same_key(media, monkeypatch):
+    """The same spec and key on both engines: the same rows kept per person (a histogram
+    cell per row shows them) and the same sums, exactly. DuckDB is given the engine-
+    neutral hash (plan.row_hash_sql) in place of its own hash(): what its side must use."""
+    rng = np.random.default_rng(5)
+    n = 300
+    data = {
+        "cat": [["a", "北", "c|d", ""][i % 4] for i in range(n)],
+        "k": list(range(n)),
+        "x": (rng.standard_normal(n) * 10.0 ** rng.integers(-5, 5, n)).tolist(),
+        "y": rng.integers(-3, 3, n).tolist(),
+        "person": [None if i % 17 == 0 else f"p{int(v)}" for i, v in enumerate(rng.zipf(1.6, n))],
+    }
+    edges = [str(e) for e in range(n + 1)]
+    k = {"name": "k", "kind": "numeric", "missing": "drop", "bin_edges": edges}
+    x = {"name": "x", "kind": "numeric", "missing": "drop"}
+    cat = {"name": "cat", "kind": "categorical", "missing": "drop", "categories": ["a", "北"]}
+    spec = {
+        "parquet_file": write(media, data),
+        "privacy_unit": {"id_column": "person", "contribution_bound": 2},
+        "statistics": [
+            {"kind": "histogram", "columns": [k]},
+            {"kind": "sum", "columns": [x], "lower": "-8", "upper": "8", "granularity": "1/64"},
+            {"kind": "histogram", "columns": [cat]},
+        ],
+    }
+    schema = pq.read_schema(media / spec["parquet_file"])
+
+    def canonical(d, id_column, columns):
+        typed = [(c, schema.field(c).type) for c in [id_column, *columns]]
+        return plan_module.row_hash_sql(d, typed, "CAST($key::UBIGINT AS VARCHAR)")
+
+    monkeypatch.setattr(compute_person_rows, "keyed_hash_sql", canonical)
+    on_spark = spark_engine.run_plan(spec, spark_engine.spark_plan(spec), rng=SeededTestRandom(3))
+    plan = duckdb_engine.duckdb_plan(spec)
+    on_duckdb = duckdb_engine.run_plan(spec, plan, rng=SeededTestRandom(3))
+    assert [normal(v) for v in on_spark] == [normal(v) for v in on_duckdb]
+    people = Counter(p for p in data["person"] if p is not None)
+    assert sum(on_spark[0]) == sum(min(2, c) for c in people.values())
+    assert max(people.values()) > 2  # some persons were ranked
+
+
+def test_a_worker_process_keeps_its_session_across_releases(media, spark):
+    """A second release in the same process runs on the same session (no new JVM start)."""
+    data = {"cat": ["a", "b"], "k": [1, 2], "x": [1.0, 2.0], "y": [1, 2], "person": ["p", "p"]}
+    spec = {
+        "parquet_file": write(media, data),
+        "privacy_unit": {"id_column": "person", "contribution_bound": 1},
+        "statistics": [{"kind": "count", "columns": []}],
+    }
+    for _ in range(2):
+        assert spark_engine.run_plan(spec, spark_engine.spark_plan(spec)) == [1]
+        assert spark_engine.spark_session() is spark
+        assert spark_engine.spark_session().sparkContext is spark.sparkContext
+
+
+def test_a_cluster_session_gives_idle_executors_back():
+    conf = spark_engine.cluster_conf("spark://spark-master:7077")
+    assert conf["spark.dynamicAllocation.enabled"] == "true"
+    assert conf["spark.dynamicAllocation.shuffleTracking.enabled"] == "true"
+    assert spark_engine.cluster_conf("local[2]") == {}

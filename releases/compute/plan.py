@@ -72,6 +72,8 @@ class Dialect:
     string: str  # the text type
     anti_join: str  # rows of the left side with no match on the right
     quote: str
+    sha256: str  # the lower-case hex SHA-256 of the UTF-8 text {x}
+    octets: str  # the length of the text {x} in UTF-8 bytes
     element: str = "{items}[{i}]"  # the {i}-th (1-based) element of the array {items}
 
     def ident(self, name: str) -> str:
@@ -99,6 +101,8 @@ DUCKDB = Dialect(
     string="VARCHAR",
     anti_join="ANTI JOIN",
     quote='"',
+    sha256="sha256({x})",
+    octets="strlen({x})",
 )
 SPARK = Dialect(
     name="spark",
@@ -111,8 +115,58 @@ SPARK = Dialect(
     string="STRING",
     anti_join="LEFT ANTI JOIN",
     quote="`",
+    sha256="sha2(CAST({x} AS BINARY), 256)",
+    octets="octet_length({x})",
     element="element_at({items}, CAST({i} AS INT))",
 )
+
+
+def row_hash_sql(d: Dialect, typed: list[tuple[str, pa.DataType]], key: str) -> str | None:
+    """A keyed 64-bit hash of a row of the relation `s` that every dialect computes
+    identically: the first 16 hex digits (64 bits; as text, their order is the number's)
+    of SHA-256 over a canonical text of the secret `key` (SQL of its decimal text) and
+    the columns `typed` (stored name, stored Arrow type), so two engines choose the
+    same rows for the same key. Each value is a self-delimiting token: `n` (missing),
+    `i<decimal>;` (an integer of any width), `s<bytes>:<text>` (text, its UTF-8 length
+    first), `f...;` (a float: `_float_token`). None for another stored type (its text
+    differs between engines)."""
+    tokens = []
+    for name, kind in typed:
+        x = f"s.{d.ident(name)}"
+        if pa.types.is_integer(kind):
+            token = f"'i' || CAST({x} AS {d.string}) || ';'"
+        elif pa.types.is_string(kind) or pa.types.is_large_string(kind):
+            token = f"'s' || CAST({d.octets.format(x=x)} AS {d.string}) || ':' || {x}"
+        elif pa.types.is_floating(kind):
+            token = _float_token(f"CAST({x} AS DOUBLE)", d)
+        else:
+            return None
+        tokens.append(f"coalesce({token}, 'n')")
+    text = " || ".join([f"{key} || '|'", *tokens])
+    return f"substr({d.sha256.format(x=text)}, 1, 16)"
+
+
+def _float_token(v: str, d: Dialect) -> str:
+    """A double's exact canonical text, from arithmetic both engines do exactly (their
+    float-to-text conversions differ): `f<sign><m>e<p>;` with |v| = m * 2**p, m < 2**53 an
+    integer and p the exponent of v's binary64 form less 52 (at least -1074: subnormals);
+    `f0;` for zero (either sign), `fnan;`, `f+inf;`, `f-inf;`. floor(log2) may be one off
+    near a power of two: the comparisons with powers of two (exact) correct it, and the
+    division by one is exact."""
+    a = f"abs({v})"
+    guess = f"CAST(floor(log2({a})) AS BIGINT)"
+    exponent = (
+        f"(greatest({guess} + CASE WHEN {a} >= pow(2, {guess} + 1) THEN 1 "
+        f"WHEN {a} < pow(2, {guess}) THEN -1 ELSE 0 END, -1022) - 52)"
+    )
+    mantissa = f"CAST({a} / pow(2, {exponent}) AS BIGINT)"
+    return (
+        f"CASE WHEN isnan({v}) THEN 'fnan;' "
+        f"WHEN NOT {d.finite.format(x=v)} THEN CASE WHEN {v} > 0 THEN 'f+inf;' ELSE 'f-inf;' END "
+        f"WHEN {v} = 0 THEN 'f0;' "
+        f"ELSE 'f' || CASE WHEN {v} < 0 THEN '-' ELSE '' END || CAST({mantissa} AS {d.string}) "
+        f"|| 'e' || CAST({exponent} AS {d.string}) || ';' END"
+    )
 
 
 @dataclass(frozen=True)
