@@ -75,9 +75,7 @@ def test_registry_json_after_the_first_request_makes_no_query(client, published)
 
 
 @pytest.mark.parametrize("name", ["public:release", "public:release-json", "public:release-record"])
-def test_release_page_and_downloads_after_the_first_request_make_no_query(
-    client, published, name
-):
+def test_release_page_and_downloads_after_the_first_request_make_no_query(client, published, name):
     first = _page(client, published, name)
     assert first.status_code == 200
     first_body = b"".join(first) if first.streaming else first.content
@@ -190,8 +188,9 @@ def test_a_cap_change_shows_at_once_on_the_registry_and_the_release_page(
     assert after["caps"] != before["caps"]
     assert _page(client, published, HTTP_IF_NONE_MATCH=page_etag).status_code == 200
     assert (
-        _page(client, published, "public:release-record", HTTP_IF_NONE_MATCH=record_etag)
-        .status_code
+        _page(
+            client, published, "public:release-record", HTTP_IF_NONE_MATCH=record_etag
+        ).status_code
         == 200
     )
 
