@@ -236,3 +236,14 @@ def test_the_token_is_renewed_again_when_the_transaction_commits(
         during = public_version.project_public_version_peek(slug=project.slug)
         assert during is not None
     assert public_version.project_public_version_peek(slug=project.slug) not in (None, during)
+
+
+def test_local_copies_keep_the_most_recent_within_their_bounds():
+    copies = public_version.LocalCopies(max_entries=2, max_bytes=800)
+    copies.put("a", 1, size=10)
+    copies.put("b", 2, size=10)
+    assert copies.get("a") == 1  # now the most recent
+    copies.put("c", 3, size=10)
+    assert (copies.get("a"), copies.get("b"), copies.get("c")) == (1, None, 3)
+    copies.put("big", 4, size=101)  # over an eighth of the bytes allowed: not kept
+    assert copies.get("big") is None

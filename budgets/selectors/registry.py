@@ -16,7 +16,11 @@ from django.utils.translation import gettext_noop
 
 from budgets import amounts
 from budgets.models import BudgetRequest, LedgerEntry, Project
-from budgets.public_version import project_public_version, project_public_version_peek
+from budgets.public_version import (
+    local_copies,
+    project_public_version,
+    project_public_version_peek,
+)
 from budgets.selectors.budget import budget_summary
 from budgets.selectors.projects import project_get_public
 from budgets.selectors.registry_accounting import registry_tight
@@ -271,8 +275,10 @@ def project_registry_json_cached(*, slug: str) -> tuple[bytes, str]:
     token = project_public_version_peek(slug=slug)
     if token is not None:
         version = _cached_version(slug=slug, token=token)
-        entry = cache.get(_document_key(version))
+        key = _document_key(version)
+        entry = local_copies.get(key) or cache.get(key)
         if entry is not None:
+            local_copies.put(key, entry, size=2 * len(entry["body"]))
             return entry["body"], version
     project = project_get_public(slug=slug)
     token = project_public_version(slug=slug)  # before the data is read

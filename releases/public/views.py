@@ -28,7 +28,7 @@ from django.utils.translation import get_language
 from django.views import View
 
 from budgets import selectors as budget_selectors
-from budgets.public_version import project_public_version, public_version_key
+from budgets.public_version import local_copies, project_public_version, public_version_key
 from dpportal import formatting
 from dpportal.errors import ValidationFailed
 from dpportal.product import PRODUCT_NAME, product_version
@@ -118,16 +118,23 @@ def _cached(
     release_id: int,
     variant: str,
     build: Callable[[Release], tuple[str | Iterable[str], str, dict[str, str]]],
+    version: str | None = None,
 ) -> HttpResponse:
-    """Answer from the cache (or build once): 304 on a matching If-None-Match."""
-    version = _published_version(slug=slug, release_id=release_id)
+    """Answer from the cache (or build once): 304 on a matching If-None-Match.
+
+    `version`: the release's `_published_version`, when the caller has read it.
+    """
+    if version is None:
+        version = _published_version(slug=slug, release_id=release_id)
     # the same release in each language; FORMAT: pages made from data of an older shape go
     variant = f"{variant}|{get_language()}|{public_data.FORMAT}"
     etag = _etag(version, variant)
     if _not_modified(request, etag):
         return _public_headers(HttpResponse(status=304), etag)
     key = "public:" + hashlib.sha256(f"{version}|{variant}".encode()).hexdigest()
-    entry = cache.get(key)
+    entry = local_copies.get(key) or cache.get(key)
+    if entry is not None and isinstance(entry[0], str):
+        local_copies.put(key, entry, size=len(entry[0]))
     if entry is None:
         release = public.release_get_published(slug=slug, release_id=release_id)
         fresh = public.release_version_key(release=release) + "|" + version.split("|")[-1]
@@ -267,7 +274,7 @@ class ReleasePageView(View):
             response = HttpResponse(self._render(request, release=release, options=options))
             response["Cache-Control"] = "private, no-cache"
             return response
-        _published_version(slug=slug, release_id=release_id)  # 404 before 400
+        version = _published_version(slug=slug, release_id=release_id)  # 404 before 400
         options = self._options(request)
         if isinstance(options, HttpResponse):
             return options
@@ -275,6 +282,7 @@ class ReleasePageView(View):
             request,
             slug=slug,
             release_id=release_id,
+            version=version,
             variant="page:" + options.cache_variant,
             build=lambda release: (
                 self._render(request, release=release, options=options),
@@ -344,7 +352,7 @@ def _page_data(data: dict[str, Any], *, page: int) -> dict[str, Any]:
 
 
 def _download(request: HttpRequest, slug: str, release_id: int, *, fmt: str) -> HttpResponse:
-    _published_version(slug=slug, release_id=release_id)  # 404 before 400
+    version = _published_version(slug=slug, release_id=release_id)  # 404 before 400
     try:
         confidence = public_options.confidence_parse(value=request.GET.get("confidence"))
         bom = fmt == "csv" and downloads.bom_parse(
@@ -371,7 +379,12 @@ def _download(request: HttpRequest, slug: str, release_id: int, *, fmt: str) -> 
         )
 
     return _cached(
-        request, slug=slug, release_id=release_id, variant=f"{fmt}:{confidence}:{bom}", build=build
+        request,
+        slug=slug,
+        release_id=release_id,
+        version=version,
+        variant=f"{fmt}:{confidence}:{bom}",
+        build=build,
     )
 
 
