@@ -192,6 +192,10 @@ def open_line_after(data, limit: int, line: int = 0) -> int:
     return size - last - 1 if last >= 0 else line + size - position
 
 
+#: bytes per read when decompressing a gzip upload into its plain copy
+COPY_CHUNK = 4 << 20
+
+
 def check_decompressed(path: Path, limits: IngestLimits) -> None:
     """Decompress a gzip upload once, keeping nothing, and refuse it if it is over the
     limits: a gzip bomb is refused in the time it takes zlib to expand the limit's
@@ -202,6 +206,27 @@ def check_decompressed(path: Path, limits: IngestLimits) -> None:
             stream.drain()
     finally:
         stream.close()
+
+
+def decompress_to(path: Path, limits: IngestLimits, destination: Path) -> bool:
+    """Decompress a gzip upload once, as a stream, into the plain file `destination`,
+    refusing it as check_decompressed does (nothing is left behind then). Every later
+    pass (header, sample, the fast path, the careful reader) reads the plain copy, so
+    the upload is decompressed once instead of once per pass. False, and nothing
+    written, when `path` is not gzip."""
+    stream = GuardedStream(path, limits=limits, encoding=None)
+    try:
+        if not stream.gzipped:
+            return False
+        with open(destination, "wb") as out:
+            while chunk := stream.read(COPY_CHUNK):
+                out.write(chunk)
+    except BaseException:
+        destination.unlink(missing_ok=True)
+        raise
+    finally:
+        stream.close()
+    return True
 
 
 def read_header_and_sample(
