@@ -1,7 +1,7 @@
-"""A gzip CSV is decompressed once, as a stream, into a plain copy that the fast path
-(and, when it hands the file back, the careful reader) reads; it stores what the
-careful reader alone stores from the gzip, is refused the same way when hostile, and
-the plain copy never outlives the ingest."""
+"""A gzip CSV, or text in another encoding, is decompressed and decoded once, as a
+stream, into a plain UTF-8 copy that the fast path (and, when it hands the file back,
+the careful reader) reads; it stores what the careful reader alone stores from the
+original, is refused the same way when hostile, and the copy never outlives the ingest."""
 
 from __future__ import annotations
 
@@ -83,4 +83,26 @@ def test_a_damaged_gzip_is_refused_with_its_message_and_leaves_no_copy(tmp_path)
             dialect=CsvDialect(),
         )
     assert "gzip" in str(refused.value.records)
+    assert _leftovers(tmp_path) == []
+
+
+GB = CsvDialect(encoding="gb18030", delimiter=";")
+
+
+def _gb18030(rows: int = 300) -> bytes:
+    text = census(rows).decode("utf-8").replace(",", ";").replace("Zürich", "广东")
+    return text.encode("gb18030")
+
+
+def test_a_gb18030_csv_is_transcoded_once_into_the_fast_path(tmp_path):
+    assert both(tmp_path, _gb18030(), dialect=GB) == "polars"
+    assert both(tmp_path, gzip.compress(_gb18030()), dialect=GB) == "polars"
+    assert _leftovers(tmp_path) == []
+
+
+def test_undecodable_gb18030_is_refused_as_the_careful_reader_refuses_it(tmp_path):
+    broken = _gb18030(200) + b"9;\xff\xff\xff;x;1;2\n"
+    assert both(tmp_path, broken, dialect=GB) == "refused"
+    # a header problem before the broken byte is still the one stated
+    assert both(tmp_path, b"a;a\n" + broken, dialect=GB) == "refused"
     assert _leftovers(tmp_path) == []

@@ -13,6 +13,7 @@ import io
 import os
 import zipfile
 import zlib
+from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -208,25 +209,48 @@ def check_decompressed(path: Path, limits: IngestLimits) -> None:
         stream.close()
 
 
-def decompress_to(path: Path, limits: IngestLimits, destination: Path) -> bool:
-    """Decompress a gzip upload once, as a stream, into the plain file `destination`,
-    refusing it as check_decompressed does (nothing is left behind then). Every later
-    pass (header, sample, the fast path, the careful reader) reads the plain copy, so
-    the upload is decompressed once instead of once per pass. False, and nothing
-    written, when `path` is not gzip."""
+def plain_copy(
+    path: Path, limits: IngestLimits, dialect: CsvDialect, destination: Path, *, transcode: bool
+) -> CsvDialect | None:
+    """Write the upload once, as a stream, as the plain UTF-8 file `destination`, and
+    return the dialect to read it with; None, and nothing written, when there is
+    nothing to undo (a plain UTF-8 file, or text not to transcode).
+
+    Undoes a gzip compression (refusing a bomb as check_decompressed does) and, when
+    `transcode`, decodes the text from `dialect.encoding` as the careful reader would
+    (datasets.ingest.decoding.Transcoder: the same UTF-8 bytes, the BOM dropped).
+    Every later pass (header, sample, the fast path, the careful reader) then reads
+    the copy: the upload is decompressed and decoded once instead of once per pass.
+    Text that cannot be decoded is left to the careful reader (None: it refuses the
+    upload with the line of the first undecodable byte, after the checks that come
+    before), so what is refused, and with which message, does not change.
+    """
     stream = GuardedStream(path, limits=limits, encoding=None)
+    transcoder = Transcoder(dialect.encoding) if transcode else None
+    if transcoder is not None and transcoder.passthrough:
+        transcoder = None
     try:
-        if not stream.gzipped:
-            return False
+        if not stream.gzipped and transcoder is None:
+            return None
         with open(destination, "wb") as out:
-            while chunk := stream.read(COPY_CHUNK):
-                out.write(chunk)
+            while True:
+                chunk = stream.read(COPY_CHUNK)
+                if transcoder is not None:
+                    try:
+                        out.write(transcoder.feed(chunk, final=not chunk))
+                    except IngestRejected:
+                        destination.unlink(missing_ok=True)
+                        return None
+                else:
+                    out.write(chunk)
+                if not chunk:
+                    break
     except BaseException:
         destination.unlink(missing_ok=True)
         raise
     finally:
         stream.close()
-    return True
+    return replace(dialect, encoding="utf-8") if transcoder is not None else dialect
 
 
 def read_header_and_sample(

@@ -6,7 +6,7 @@ import os
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +37,8 @@ from datasets.ingest.reader import (
     RaggedRows,
     check_decompressed,
     csv_options,
-    decompress_to,
     inspect_sample,
+    plain_copy,
     read_header_and_sample,
 )
 from datasets.ingest.sink import LocalSink, ParquetSink
@@ -95,18 +95,22 @@ def ingest_csv(
         )
     sink = sink or LocalSink(destination)
     local = fast and isinstance(sink, LocalSink)
+    # text the child could read once in UTF-8 is transcoded for it (plain_copy)
+    readable = dialect_eligible(replace(dialect, encoding="utf-8"))
     # started first: Polars loads while the upload is decompressed and checked
-    child = FastConversion.ready(limits) if local and dialect_eligible(dialect) else None
+    child = FastConversion.ready(limits) if local and readable else None
     unpacked = None
     try:
         if local:
-            # a gzip upload is decompressed once, into a plain copy that every pass
-            # reads (a temporary name the caller's clean-up finds: temporary_parquet_paths)
+            # a gzip upload is decompressed, text in another encoding decoded, once, into
+            # a plain UTF-8 copy that every pass reads (a temporary name the caller's
+            # clean-up finds: temporary_parquet_paths)
             unpacked = destination.with_name(
                 f".{destination.name}.{os.getpid()}-{uuid.uuid4().hex}.csv.tmp"
             )
-            if decompress_to(source, limits, unpacked):
-                source = unpacked
+            copied = plain_copy(source, limits, dialect, unpacked, transcode=readable)
+            if copied is not None:
+                source, dialect = unpacked, copied
             else:
                 unpacked = None
         if child is not None and not eligible(source, dialect):
