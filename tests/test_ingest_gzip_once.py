@@ -106,3 +106,13 @@ def test_undecodable_gb18030_is_refused_as_the_careful_reader_refuses_it(tmp_pat
     # a header problem before the broken byte is still the one stated
     assert both(tmp_path, b"a;a\n" + broken, dialect=GB) == "refused"
     assert _leftovers(tmp_path) == []
+
+
+def test_a_line_over_the_limit_in_a_gzip_is_seen_on_the_copy_and_refused_alike(tmp_path):
+    limits = IngestLimits(
+        max_upload_bytes=1 << 26, max_decompressed_bytes=1 << 27, max_columns=50,
+        max_row_bytes=4096,
+    )  # fmt: skip
+    content = census(300) + b'1,2,"' + b"x" * 5000 + b'",4,5\n'
+    assert both(tmp_path, gzip.compress(content), limits=limits) == "refused"
+    assert both(tmp_path, gzip.compress(census(300)), limits=limits) == "polars"

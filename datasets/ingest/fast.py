@@ -106,12 +106,19 @@ class FastConversion:
         limits: IngestLimits,
         row_group_rows: int,
         on_progress: Callable[[float], None] | None,
+        long_line: bool | None = None,
     ) -> list[ColumnProfile] | None:
         """The profiles if the child wrote `temporary` as the careful reader would have;
-        None (the caller discards `temporary` and reads the careful way) otherwise."""
+        None (the caller discards `temporary` and reads the careful way) otherwise.
+
+        `long_line`: whether a line is over the limit, when the caller saw it writing
+        `source` (otherwise searched here: the pages of a file just written may be
+        mapped whole, as much memory as the file)."""
         if len(names) < 2 or any(("\n" in n or "\r" in n) for n in names):
             return None  # one column: a blank line is a row to Polars, skipped by pyarrow
-        if _longest_line_over(source, limits.max_row_bytes):
+        if long_line is None:
+            long_line = _longest_line_over(source, limits.max_row_bytes)
+        if long_line:
             logger.info("ingest: the careful reader reads this file (a line over the limit)")
             return None
         job = {

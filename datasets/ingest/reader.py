@@ -211,10 +211,12 @@ def check_decompressed(path: Path, limits: IngestLimits) -> None:
 
 def plain_copy(
     path: Path, limits: IngestLimits, dialect: CsvDialect, destination: Path, *, transcode: bool
-) -> CsvDialect | None:
+) -> tuple[CsvDialect, bool] | None:
     """Write the upload once, as a stream, as the plain UTF-8 file `destination`, and
-    return the dialect to read it with; None, and nothing written, when there is
-    nothing to undo (a plain UTF-8 file, or text not to transcode).
+    return the dialect to read it with and whether a line of it is longer than
+    `limits.max_row_bytes` (seen on the way: the fast path need not search the copy);
+    None, and nothing written, when there is nothing to undo (a plain UTF-8 file, or
+    text not to transcode).
 
     Undoes a gzip compression (refusing a bomb as check_decompressed does) and, when
     `transcode`, decodes the text from `dialect.encoding` as the careful reader would
@@ -232,17 +234,20 @@ def plain_copy(
     try:
         if not stream.gzipped and transcoder is None:
             return None
+        line = 0  # bytes of the line still open; -1 once a line was over the limit
         with open(destination, "wb") as out:
             while True:
                 chunk = stream.read(COPY_CHUNK)
+                data = chunk
                 if transcoder is not None:
                     try:
-                        out.write(transcoder.feed(chunk, final=not chunk))
+                        data = transcoder.feed(chunk, final=not chunk)
                     except IngestRejected:
                         destination.unlink(missing_ok=True)
                         return None
-                else:
-                    out.write(chunk)
+                out.write(data)
+                if line >= 0:
+                    line = open_line_after(data, limits.max_row_bytes, line)
                 if not chunk:
                     break
     except BaseException:
@@ -250,7 +255,8 @@ def plain_copy(
         raise
     finally:
         stream.close()
-    return replace(dialect, encoding="utf-8") if transcoder is not None else dialect
+    copied = replace(dialect, encoding="utf-8") if transcoder is not None else dialect
+    return copied, line < 0
 
 
 def read_header_and_sample(

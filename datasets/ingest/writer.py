@@ -100,6 +100,7 @@ def ingest_csv(
     # started first: Polars loads while the upload is decompressed and checked
     child = FastConversion.ready(limits) if local and readable else None
     unpacked = None
+    long_line: bool | None = None  # a line over the limit, if the copy saw
     try:
         if local:
             # a gzip upload is decompressed, text in another encoding decoded, once, into
@@ -110,13 +111,13 @@ def ingest_csv(
             )
             copied = plain_copy(source, limits, dialect, unpacked, transcode=readable)
             if copied is not None:
-                source, dialect = unpacked, copied
+                source, (dialect, long_line) = unpacked, copied
             else:
                 unpacked = None
         if child is not None and not eligible(source, dialect):
             child.close()
             child = None
-        return _ingest(source, sink, limits, on_progress, dialect, child)
+        return _ingest(source, sink, limits, on_progress, dialect, child, long_line)
     finally:
         if child is not None:
             child.close()
@@ -126,7 +127,7 @@ def ingest_csv(
             keep_spare(limits)  # for the next conversion in this process
 
 
-def _ingest(source, sink, limits, on_progress, dialect, child) -> IngestResult:
+def _ingest(source, sink, limits, on_progress, dialect, child, long_line) -> IngestResult:
     check_decompressed(source, limits)
     names, sample = read_header_and_sample(source, limits, dialect)
     types, warnings = inspect_sample(
@@ -136,7 +137,7 @@ def _ingest(source, sink, limits, on_progress, dialect, child) -> IngestResult:
         profiles = None if child is None else child.run(
             source=source, temporary=sink.open(), names=names, types=types,
             dialect=dialect, limits=limits, row_group_rows=ROW_GROUP_ROWS,
-            on_progress=on_progress,
+            on_progress=on_progress, long_line=long_line,
         )  # fmt: skip
         reader = "pyarrow" if profiles is None else "polars"
         if profiles is None:
