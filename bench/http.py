@@ -37,6 +37,7 @@ import re
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import tempfile
 import time
@@ -55,10 +56,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def build_fixture(env: dict[str, str]) -> tuple[str, str, int]:
+def build_fixture(env: dict[str, str]) -> tuple[str, str, int, int]:
     """Migrate, create a project with a published release.
 
-    Returns the release page's path, the registry JSON's path and its size in bytes.
+    Returns the release page's path, the registry JSON's path and their sizes in bytes.
     """
     code = r"""
 import sys, time
@@ -79,25 +80,25 @@ project = services.project_create(
 )
 services.membership_add(project=project, user=reviewer, role="reviewer")
 release = build_release(project=project, owner=owner, reviewer=reviewer)
-from django.http import JsonResponse
-from budgets.selectors import project_registry
-size = len(JsonResponse(project_registry(project=project)).content)
-sys.stdout.write(f"/p/{project.slug}/releases/{release.pk}/ /registry/{project.slug}.json {size}\n")
+from django.test import Client
+page, registry = f"/p/{project.slug}/releases/{release.pk}/", f"/registry/{project.slug}.json"
+sizes = [len(Client().get(path).content) for path in (page, registry)]
+sys.stdout.write(f"{page} {registry} {sizes[0]} {sizes[1]}\n")
 """
     result = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
     )
     if result.returncode != 0:
         sys.exit(f"could not build the benchmark release:\n{result.stderr[-3000:]}")
-    page, registry, size = result.stdout.strip().splitlines()[-1].split()
-    return page, registry, int(size)
+    page, registry, page_size, registry_size = result.stdout.strip().splitlines()[-1].split()
+    return page, registry, int(page_size), int(registry_size)
 
 
-def write_floor(static_root: Path, size: int) -> str:
+def write_floor(static_root: Path, size: int, name: str = "bench-floor.json") -> str:
     """A static JSON file of `size` bytes, served by whitenoise: the floor to compare with."""
     body = '{"padding": "' + "x" * max(0, size - 15) + '"}'
-    (static_root / "bench-floor.json").write_text(body[:size] if len(body) > size else body)
-    return "/static/bench-floor.json"
+    (static_root / name).write_text(body[:size] if len(body) > size else body)
+    return f"/static/{name}"
 
 
 def wait_until_up(base: str, proc: subprocess.Popen, timeout: float = 60) -> None:
@@ -155,6 +156,7 @@ def main() -> int:
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--workers", type=int, default=(os.cpu_count() or 1) * 2)
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (medians)")
     parser.add_argument("--check", action="store_true", help="exit 1 if the goal is missed")
     args = parser.parse_args()
 
@@ -176,7 +178,7 @@ def main() -> int:
         CACHE_KEY_PREFIX="bench-http",
         DEBUG="0",
         SECRET_KEY="bench-only-secret-" + "x" * 40,
-        ALLOWED_HOSTS="127.0.0.1,localhost",
+        ALLOWED_HOSTS="127.0.0.1,localhost,testserver",
         SECURE_SSL_REDIRECT="0",
         SECURE_HSTS_SECONDS="0",
         STATIC_ROOT=str(static_root),
@@ -187,8 +189,9 @@ def main() -> int:
         [sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"],
         cwd=ROOT, env=env, check=True, timeout=300,
     )  # fmt: skip
-    page, registry, registry_size = build_fixture(env)
+    page, registry, page_size, registry_size = build_fixture(env)
     floor = write_floor(static_root, registry_size)
+    page_floor = write_floor(static_root, page_size, "bench-floor-page.json")
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     gunicorn = [
@@ -201,6 +204,7 @@ def main() -> int:
         wait_until_up(base, proc)
         targets = [
             ("cached release page", base + page),
+            (f"static file of {page_size} B (page floor)", base + page_floor),
             ("cached release JSON", base + page + "data.json"),
             ("cached registry JSON", base + registry),
             (f"static file of {registry_size} B (floor)", base + floor),
@@ -210,13 +214,26 @@ def main() -> int:
             for _ in range(args.workers * 2):
                 with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310
                     assert response.status == 200, url
+        # rounds interleave the targets, so that a change in the machine's load during
+        # the run weighs on each alike; each figure is the median of its rounds
+        runs: dict[str, list[dict]] = {label: [] for label, _ in targets}
+        loads = []
+        for _ in range(args.rounds):
+            for label, url in targets:
+                result = run_wrk(
+                    url, duration=args.duration, connections=args.connections, threads=args.threads
+                )
+                runs[label].append(result)
+            loads.append(os.getloadavg()[0])
         results = []
-        for label, url in targets:
-            result = run_wrk(
-                url, duration=args.duration, connections=args.connections, threads=args.threads
-            )
-            result["label"] = label
-            results.append(result)
+        for label, _ in targets:
+            rounds = runs[label]
+            median = dict(rounds[0])
+            for field in ("rps", "p50_ms", "p99_ms"):
+                median[field] = statistics.median(r[field] for r in rounds)
+            median["non_2xx"] = sum(r["non_2xx"] for r in rounds)
+            median["label"] = label
+            results.append(median)
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
@@ -224,6 +241,7 @@ def main() -> int:
 
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"\nload average (1, 5, 15 min) after the runs: {load}; other processes skew the figures")
+    print("1-min load after each round: " + ", ".join(f"{x:.2f}" for x in loads))
     print(
         f"\ngunicorn: {args.workers} sync workers; wrk: {args.threads} threads, "
         f"{args.connections} connections, {args.duration} s per run; {os.cpu_count()} CPUs"
@@ -234,8 +252,19 @@ def main() -> int:
             f"{r['label']:36} {r['rps']:9.0f} {r['p50_ms']:8.2f} {r['p99_ms']:8.2f} "
             f"{r['non_2xx']:8d}"
         )
+    by_label = {r["label"]: r for r in results}
+    ratios = {
+        "release page / static file of its size": by_label["cached release page"]["rps"]
+        / by_label[f"static file of {page_size} B (page floor)"]["rps"],
+        "registry JSON / static file of its size": by_label["cached registry JSON"]["rps"]
+        / by_label[f"static file of {registry_size} B (floor)"]["rps"],
+    }
+    print(f"medians of {args.rounds} interleaved rounds; goal: each ratio >= 0.5")
+    for name, ratio in ratios.items():
+        print(f"  {name}: {ratio:.2f}x")
     for r in results:
         print(json.dumps({"bench": "http", **r}))
+    print(json.dumps({"bench": "http", "ratios": ratios, "load_after_rounds": loads}))
     page_result = results[0]
     met = (
         page_result["rps"] >= GOAL_RPS

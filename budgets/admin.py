@@ -1,6 +1,7 @@
 from django.contrib import admin
 
 from budgets.models import BudgetRequest, CapChange, LedgerEntry, Membership, Project
+from budgets.public_version import project_public_changed
 
 
 @admin.register(Project)
@@ -14,6 +15,14 @@ class ProjectAdmin(admin.ModelAdmin):
 
     def get_prepopulated_fields(self, request, obj=None):
         return {} if obj is not None else self.prepopulated_fields
+
+    def save_model(self, request, obj, form, change) -> None:
+        """Saved as usual; the public pages of the project (under its old and new
+        slug) are then renewed (budgets.public_version)."""
+        before = Project.objects.filter(pk=obj.pk).values_list("slug", flat=True).first()
+        super().save_model(request, obj, form, change)
+        for slug in {before, obj.slug} - {None}:
+            project_public_changed(slug=slug)
 
 
 @admin.register(Membership)

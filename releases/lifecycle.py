@@ -22,6 +22,7 @@ from django.utils.translation import gettext, gettext_noop
 
 from budgets import services as budget_services
 from budgets.models import Membership
+from budgets.public_version import project_public_changed
 from budgets.selectors import project_roles, role_required
 from dpportal import messages
 from dpportal.errors import InvalidTransition, NotFound, PermissionDenied
@@ -81,6 +82,8 @@ def release_transition(
         )
     release.status = to_status
     release.save(update_fields=["status", *extra_fields])
+    # the registry counts and lists releases by status (and publishing adds a page)
+    project_public_changed(slug=release.project.slug)
     ReleaseEvent.objects.create(
         release=release,
         actor=actor if actor is not None and actor.is_authenticated else None,

@@ -57,6 +57,7 @@ LAYERS = {
     "budgets.migrations": "models",
     "budgets.models": "models",
     "budgets.public_urls": "interface",
+    "budgets.public_version": "base",
     "budgets.selectors": "service",
     "budgets.services": "service",
     "budgets.urls": "interface",

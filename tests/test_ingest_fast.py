@@ -150,11 +150,18 @@ def test_extremes_and_counts_of_unordered_numbers_over_many_groups(tmp_path, mon
     [
         (b"a\n1\n\n2\n", CsvDialect()),  # one column: a blank line is not a row to pyarrow
         (b"a;b\n1,5;x\n", CsvDialect(delimiter=";", decimal_comma=True)),
-        ("a;b\n1;北京\n".encode("gb18030"), CsvDialect(delimiter=";", encoding="gb18030")),
     ],
 )
 def test_files_the_fast_path_does_not_take(tmp_path, content, dialect):
     assert both(tmp_path, content, dialect=dialect) == "pyarrow"
+
+
+def test_text_in_another_encoding_takes_the_fast_path_once_decoded(tmp_path):
+    """Decoded once into a UTF-8 copy (datasets.ingest.reader.plain_copy), as the
+    careful reader decodes it: the same outcome (tests/test_ingest_gzip_once.py)."""
+    content = "a;b\n1;北京\n".encode("gb18030")
+    dialect = CsvDialect(delimiter=";", encoding="gb18030")
+    assert both(tmp_path, content, dialect=dialect) == "polars"
 
 
 # --- any file: hypothesis writes hostile ones ------------------------------------------

@@ -57,7 +57,7 @@ from budgets.selectors.registry import (
     REGISTRY_VERSION,
     project_registry,
     project_registry_cached,
-    project_registry_version,
+    project_registry_json_cached,
 )
 from budgets.selectors.registry_accounting import accountant_description, request_mechanisms
 from budgets.selectors.review import (
@@ -116,7 +116,7 @@ __all__ = [
     "project_list_for_user",
     "project_registry",
     "project_registry_cached",
-    "project_registry_version",
+    "project_registry_json_cached",
     "project_roles",
     "role_required",
     "project_spend_figure",

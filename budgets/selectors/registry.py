@@ -10,13 +10,19 @@ from fractions import Fraction
 
 from django.apps import apps
 from django.core.cache import cache
-from django.db import connection
+from django.core.serializers.json import DjangoJSONEncoder
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
 from budgets import amounts
 from budgets.models import BudgetRequest, LedgerEntry, Project
+from budgets.public_version import (
+    local_copies,
+    project_public_version,
+    project_public_version_peek,
+)
 from budgets.selectors.budget import budget_summary
+from budgets.selectors.projects import project_get_public
 from budgets.selectors.registry_accounting import registry_tight
 from budgets.selectors.spend_figure import project_spend_figure
 from dpportal.bilingual import Bilingual
@@ -222,73 +228,64 @@ def project_registry(*, project: Project, now: datetime | None = None) -> dict:
     }
 
 
-# The document changes only with what the version below reads, or with the day.
+# A document is rebuilt when the project's public token or the day changes; kept a day.
 REGISTRY_CACHE_SECONDS = 24 * 3600
 
 
-def _version_sql() -> str:
-    """One statement reading what the registry depends on (table names from the models).
-
-    Hand-written because the same query through the ORM costs more to compile
-    than the cached document saves (measured with bench/http.py).
-    """
-    ledger = LedgerEntry._meta.db_table
-    release = apps.get_model("releases", "Release")._meta.db_table
-    dataset = apps.get_model("datasets", "Dataset")._meta.db_table
-    return f"""
-        SELECT p.name, p.slug, p.description, p.privacy_unit_description, p.epsilon_cap,
-               p.delta_cap, p.name_zh, p.description_zh, p.privacy_unit_description_zh,
-               (SELECT COUNT(*) FROM {ledger} l WHERE l.project_id = p.id),
-               (SELECT MAX(l.id) FROM {ledger} l WHERE l.project_id = p.id),
-               (SELECT COUNT(*) FROM {release} r
-                 WHERE r.project_id = p.id AND r.status = 'published'),
-               (SELECT MAX(r.published_at) FROM {release} r
-                 WHERE r.project_id = p.id AND r.status = 'published'),
-               (SELECT COUNT(*) FROM {dataset} d WHERE d.project_id = p.id),
-               (SELECT MAX(d.id) FROM {dataset} d WHERE d.project_id = p.id),
-               (SELECT SUM(d.contribution_bound) FROM {dataset} d WHERE d.project_id = p.id),
-               (SELECT COUNT(*) FROM {dataset} d WHERE d.project_id = p.id AND d.id_column <> ''),
-               (SELECT COUNT(*) FROM {dataset} d WHERE d.project_id = p.id AND d.status = 'ready'
-                   AND d.declared),
-               (SELECT COUNT(*) FROM {dataset} d WHERE d.project_id = p.id
-                   AND d.unit_confirmed_at IS NOT NULL),
-               (SELECT MAX(d.unit_confirmed_at) FROM {dataset} d WHERE d.project_id = p.id)
-          FROM {Project._meta.db_table} p WHERE p.id = %s
-    """  # noqa: S608 (table names from the models; the only value is a parameter)
-
-
-def project_registry_version(*, project: Project, now: datetime | None = None) -> str:
-    """A key that changes whenever the registry document of `project` can change.
-
-    Read in one query: the project's public fields and caps, its ledger (every
-    reservation, charge and release of budget appends an entry), its published
-    releases and its datasets' privacy units; plus the UTC day (the 30-day window)
-    and the accountant's version. Mechanism records live on the ledger rows, so
-    the ledger's count and last id cover them.
-    """
+def _cached_version(*, slug: str, token: str, now: datetime | None = None) -> str:
+    """The document's version (its HTTP ETag): the project's public token, the UTC day
+    (the 30-day window), the document's shape and the accountant's version (another
+    dp-accounting may state another PLD epsilon)."""
     today = timezone.localdate(now or timezone.now(), timezone=UTC)
-    with connection.cursor() as cursor:
-        cursor.execute(_version_sql(), [project.pk])
-        row = cursor.fetchone()
-    # the accountant's version too: another dp-accounting may state another PLD epsilon
-    key = [*row, today.isoformat(), REGISTRY_VERSION, ACCOUNTANT["version"]]
-    text = json.dumps(key, default=str)
+    text = json.dumps([slug, token, today.isoformat(), REGISTRY_VERSION, ACCOUNTANT["version"]])
     return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _document_key(version: str) -> str:
+    return f"registry:doc:{version}"
 
 
 def project_registry_cached(*, project: Project) -> tuple[dict, str]:
     """(document, version): the registry from the cache, built once per version.
 
     The document is public and identical for everyone, like a published release
-    page; the version is also the HTTP ETag.
+    page; the version is also the HTTP ETag. It changes with the project's public
+    token (budgets.public_version), which every change to what the document shows
+    renews, and with the day.
     """
-    version = project_registry_version(project=project)
-    key = f"registry:{project.pk}:{version}"
-    document = cache.get(key)
-    if document is None:
-        document = project_registry(project=project)
-        cache.set(key, document, REGISTRY_CACHE_SECONDS)
-    return document, version
+    token = project_public_version(slug=project.slug)  # before the data is read
+    version = _cached_version(slug=project.slug, token=token)
+    entry = cache.get(_document_key(version))
+    if entry is None:
+        entry = _registry_entry(project=project)
+        cache.set(_document_key(version), entry, REGISTRY_CACHE_SECONDS)
+    return entry["document"], version
+
+
+def _registry_entry(*, project: Project) -> dict:
+    document = project_registry(project=project)
+    # the JSON body too, made once: a cached answer then needs no encoding
+    return {"document": document, "body": json.dumps(document, cls=DjangoJSONEncoder).encode()}
+
+
+def project_registry_json_cached(*, slug: str) -> tuple[bytes, str]:
+    """(JSON body, version) of the project's registry, without a database query when
+    it is cached under the project's current token; otherwise the project is looked
+    up (NotFound) and the document built and cached."""
+    token = project_public_version_peek(slug=slug)
+    if token is not None:
+        version = _cached_version(slug=slug, token=token)
+        key = _document_key(version)
+        entry = local_copies.get(key) or cache.get(key)
+        if entry is not None:
+            local_copies.put(key, entry, size=2 * len(entry["body"]))
+            return entry["body"], version
+    project = project_get_public(slug=slug)
+    token = project_public_version(slug=slug)  # before the data is read
+    version = _cached_version(slug=slug, token=token)
+    entry = _registry_entry(project=project)
+    cache.set(_document_key(version), entry, REGISTRY_CACHE_SECONDS)
+    return entry["body"], version
 
 
 def _day(moment: datetime) -> date:

@@ -12,6 +12,7 @@ from django.db import IntegrityError, transaction
 from django.utils.translation import gettext
 
 from budgets.models import BudgetRequest, LedgerEntry, Membership, Project
+from budgets.public_version import project_public_changed
 from budgets.services.validation import _check_note
 from dpportal.errors import InvalidTransition, NotFound
 
@@ -120,6 +121,7 @@ def _settle(
 ) -> LedgerEntry:
     try:
         with transaction.atomic():
+            project_public_changed(slug=project.slug)  # the registry's figures
             return LedgerEntry.objects.create(
                 project=project,
                 request=budget_request,

@@ -12,6 +12,7 @@ from django.utils.translation import gettext
 
 from budgets.amounts import text as _text
 from budgets.models import CapChange, Membership, Project
+from budgets.public_version import project_public_changed
 from budgets.selectors import budget_summary as _ledger_totals
 from budgets.selectors import committed_records
 from budgets.services.ledger import _user_roles
@@ -151,6 +152,7 @@ def project_caps_update(
         locked.epsilon_cap = new_eps
         locked.delta_cap = new_delta
         locked.save(update_fields=["epsilon_cap", "delta_cap"])
+        project_public_changed(slug=locked.slug)  # the registry and the release pages
     logger.info("caps of project %s changed", locked.pk)
     project.epsilon_cap, project.delta_cap = new_eps, new_delta
     return locked

@@ -16,6 +16,7 @@ from django.utils.translation import gettext
 
 from budgets.amounts import text as _text
 from budgets.models import BudgetRequest, LedgerEntry, Membership, Project
+from budgets.public_version import project_public_changed
 from budgets.selectors import budget_summary as _ledger_totals
 from budgets.selectors import cost_fits, entry_records
 from budgets.services.ledger import _lock_request, _open_reservation, _settle, _user_roles
@@ -162,6 +163,7 @@ def _record_decision(
     budget_request.decided_at = timezone.now()
     budget_request.comment = comment
     budget_request.save(update_fields=["status", "decided_by", "decided_at", "comment"])
+    project_public_changed(slug=budget_request.project.slug)  # the registry's figures
 
 
 def budget_request_approve(
@@ -276,5 +278,6 @@ def budget_request_withdraw(*, budget_request_id: int, actor: AbstractBaseUser) 
             )
         budget_request.status = BudgetRequest.Status.WITHDRAWN
         budget_request.save(update_fields=["status"])
+        project_public_changed(slug=budget_request.project.slug)  # the registry's figures
     logger.info("budget request %s withdrawn", budget_request.pk)
     return budget_request

@@ -20,6 +20,7 @@ import mmap
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -43,39 +44,56 @@ BOM = b"\xef\xbb\xbf"
 CSV_CHUNK_BYTES = 2 << 20
 
 
-def eligible(source: Path, dialect: CsvDialect) -> bool:
-    """Whether the child can read this file at all: plain (not compressed) UTF-8 with
-    a one-character separator and quote, numbers written plainly."""
-    with open(source, "rb") as handle:
-        head = handle.read(4)
+def dialect_eligible(dialect: CsvDialect) -> bool:
+    """Whether the child can read text in this dialect: UTF-8 with a one-character
+    separator and quote, numbers written plainly."""
     return (
-        head[:2] != GZIP_MAGIC
-        and head != ZIP_MAGIC
-        and dialect.encoding in ("utf-8", "utf8")
+        dialect.encoding in ("utf-8", "utf8")
         and len(dialect.delimiter) == 1
         and dialect.delimiter not in '\r\n"'
         and len(dialect.quote_char or "x") == 1
         and not dialect.decimal_comma
         and not dialect.thousands
+    )
+
+
+def eligible(source: Path, dialect: CsvDialect) -> bool:
+    """Whether the child can read this file at all: plain (not compressed) text in a
+    dialect it reads (`dialect_eligible`)."""
+    with open(source, "rb") as handle:
+        head = handle.read(4)
+    return (
+        head[:2] != GZIP_MAGIC
+        and head != ZIP_MAGIC
+        and dialect_eligible(dialect)
         and (dialect.header or not head.startswith(BOM))
     )
 
 
 class FastConversion:
-    """The child process, started at once; `run` gives it the job and waits."""
+    """The child process; `run` gives it the job and waits.
 
-    def __init__(self, limits: IngestLimits) -> None:
-        # Polars reads a CSV ahead in chunks of 32 MiB by default, some 400 MB in flight
-        # at 10M rows; in chunks of 2 MiB its memory is ~185 MB at any size, as fast
-        chunk = max(CSV_CHUNK_BYTES, 2 * limits.max_row_bytes)
-        self._process = subprocess.Popen(  # noqa: S603 - our own script, no shell
+    Its interpreter and Polars take a third of a second to load, the time Polars needs
+    for a million rows: `ready` hands over the process's spare child (started, idle on
+    its stdin, once the previous conversion was done, or by `keep_spare`) when there
+    is one, else starts one at once.
+    """
+
+    def __init__(self, limits: IngestLimits, *, process: subprocess.Popen | None = None) -> None:
+        self._process = process or subprocess.Popen(  # noqa: S603 - our own script, no shell
             [sys.executable, "-P", str(CHILD)],  # -P: not its folder (numbers.py) on the path
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            env={**os.environ, "POLARS_SKIP_CPU_CHECK": "1", "POLARS_CSV_CHUNK_SIZE": str(chunk)},
+            env=_child_environment(limits),
         )
         self.peak_rss_mb: float | None = None  # the child's, once it has answered
+
+    @classmethod
+    def ready(cls, limits: IngestLimits) -> FastConversion:
+        """The spare child if one is alive for these limits in this process, else a new one."""
+        spare = _spare.take(_child_environment(limits))
+        return cls(limits, process=spare)
 
     def run(
         self,
@@ -88,12 +106,19 @@ class FastConversion:
         limits: IngestLimits,
         row_group_rows: int,
         on_progress: Callable[[float], None] | None,
+        long_line: bool | None = None,
     ) -> list[ColumnProfile] | None:
         """The profiles if the child wrote `temporary` as the careful reader would have;
-        None (the caller discards `temporary` and reads the careful way) otherwise."""
+        None (the caller discards `temporary` and reads the careful way) otherwise.
+
+        `long_line`: whether a line is over the limit, when the caller saw it writing
+        `source` (otherwise searched here: the pages of a file just written may be
+        mapped whole, as much memory as the file)."""
         if len(names) < 2 or any(("\n" in n or "\r" in n) for n in names):
             return None  # one column: a blank line is a row to Polars, skipped by pyarrow
-        if _longest_line_over(source, limits.max_row_bytes):
+        if long_line is None:
+            long_line = _longest_line_over(source, limits.max_row_bytes)
+        if long_line:
             logger.info("ingest: the careful reader reads this file (a line over the limit)")
             return None
         job = {
@@ -147,12 +172,75 @@ class FastConversion:
 
     def close(self) -> None:
         """Stop the child if it is still running (an ingest refused before the job)."""
-        if self._process.poll() is None:
-            self._process.kill()
-            self._process.wait()
-        for stream in (self._process.stdin, self._process.stdout):
-            if stream is not None and not stream.closed:
-                stream.close()
+        _stop(self._process)
+
+
+def _child_environment(limits: IngestLimits) -> dict[str, str]:
+    # Polars reads a CSV ahead in chunks of 32 MiB by default, some 400 MB in flight
+    # at 10M rows; in chunks of 2 MiB its memory is ~185 MB at any size, as fast
+    chunk = max(CSV_CHUNK_BYTES, 2 * limits.max_row_bytes)
+    return {**os.environ, "POLARS_SKIP_CPU_CHECK": "1", "POLARS_CSV_CHUNK_SIZE": str(chunk)}
+
+
+class _Spare:
+    """At most one idle child per process, kept for the next conversion.
+
+    Only a process's main thread keeps one: the child dies with the thread that
+    started it (PR_SET_PDEATHSIG), and a request thread ends. A child inherited
+    across a fork belongs to the parent and is never used. Idle, it waits on its
+    stdin (no CPU; some 50 MB, Polars loaded).
+    """
+
+    def __init__(self) -> None:
+        self._process: subprocess.Popen | None = None
+        self._environment: dict[str, str] | None = None
+        self._pid = 0
+        self._lock = threading.Lock()
+
+    def take(self, environment: dict[str, str]) -> subprocess.Popen | None:
+        with self._lock:
+            process, self._process = self._process, None
+            if process is None:
+                return None
+            if (
+                self._pid != os.getpid()
+                or self._environment != environment
+                or process.poll() is not None
+            ):
+                _stop(process)
+                return None
+            return process
+
+    def keep(self, limits: IngestLimits) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        with self._lock:
+            if self._process is not None and self._pid == os.getpid():
+                if self._process.poll() is None:
+                    return
+            try:
+                self._process = FastConversion(limits)._process
+            except OSError:
+                self._process = None
+                return
+            self._environment, self._pid = _child_environment(limits), os.getpid()
+
+
+_spare = _Spare()
+
+
+def keep_spare(limits: IngestLimits) -> None:
+    """Start an idle child for the next conversion in this process, if none is waiting."""
+    _spare.keep(limits)
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+    for stream in (process.stdin, process.stdout):
+        if stream is not None and not stream.closed:
+            stream.close()
 
 
 def _longest_line_over(source: Path, limit: int) -> bool:

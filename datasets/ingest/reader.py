@@ -13,6 +13,7 @@ import io
 import os
 import zipfile
 import zlib
+from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -192,6 +193,10 @@ def open_line_after(data, limit: int, line: int = 0) -> int:
     return size - last - 1 if last >= 0 else line + size - position
 
 
+#: bytes per read when decompressing a gzip upload into its plain copy
+COPY_CHUNK = 4 << 20
+
+
 def check_decompressed(path: Path, limits: IngestLimits) -> None:
     """Decompress a gzip upload once, keeping nothing, and refuse it if it is over the
     limits: a gzip bomb is refused in the time it takes zlib to expand the limit's
@@ -202,6 +207,56 @@ def check_decompressed(path: Path, limits: IngestLimits) -> None:
             stream.drain()
     finally:
         stream.close()
+
+
+def plain_copy(
+    path: Path, limits: IngestLimits, dialect: CsvDialect, destination: Path, *, transcode: bool
+) -> tuple[CsvDialect, bool] | None:
+    """Write the upload once, as a stream, as the plain UTF-8 file `destination`, and
+    return the dialect to read it with and whether a line of it is longer than
+    `limits.max_row_bytes` (seen on the way: the fast path need not search the copy);
+    None, and nothing written, when there is nothing to undo (a plain UTF-8 file, or
+    text not to transcode).
+
+    Undoes a gzip compression (refusing a bomb as check_decompressed does) and, when
+    `transcode`, decodes the text from `dialect.encoding` as the careful reader would
+    (datasets.ingest.decoding.Transcoder: the same UTF-8 bytes, the BOM dropped).
+    Every later pass (header, sample, the fast path, the careful reader) then reads
+    the copy: the upload is decompressed and decoded once instead of once per pass.
+    Text that cannot be decoded is left to the careful reader (None: it refuses the
+    upload with the line of the first undecodable byte, after the checks that come
+    before), so what is refused, and with which message, does not change.
+    """
+    stream = GuardedStream(path, limits=limits, encoding=None)
+    transcoder = Transcoder(dialect.encoding) if transcode else None
+    if transcoder is not None and transcoder.passthrough:
+        transcoder = None
+    try:
+        if not stream.gzipped and transcoder is None:
+            return None
+        line = 0  # bytes of the line still open; -1 once a line was over the limit
+        with open(destination, "wb") as out:
+            while True:
+                chunk = stream.read(COPY_CHUNK)
+                data = chunk
+                if transcoder is not None:
+                    try:
+                        data = transcoder.feed(chunk, final=not chunk)
+                    except IngestRejected:
+                        destination.unlink(missing_ok=True)
+                        return None
+                out.write(data)
+                if line >= 0:
+                    line = open_line_after(data, limits.max_row_bytes, line)
+                if not chunk:
+                    break
+    except BaseException:
+        destination.unlink(missing_ok=True)
+        raise
+    finally:
+        stream.close()
+    copied = replace(dialect, encoding="utf-8") if transcoder is not None else dialect
+    return copied, line < 0
 
 
 def read_header_and_sample(

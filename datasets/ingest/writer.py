@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +28,7 @@ from datasets.ingest.common import (
     IngestRejected,
     human_size,
 )
-from datasets.ingest.fast import FastConversion, eligible
+from datasets.ingest.fast import FastConversion, dialect_eligible, eligible, keep_spare
 from datasets.ingest.numbers import plain_numbers
 from datasets.ingest.profile import ColumnProfile, profile_update
 from datasets.ingest.reader import (
@@ -36,6 +38,7 @@ from datasets.ingest.reader import (
     check_decompressed,
     csv_options,
     inspect_sample,
+    plain_copy,
     read_header_and_sample,
 )
 from datasets.ingest.sink import LocalSink, ParquetSink
@@ -74,8 +77,9 @@ def ingest_csv(
     success; on any failure it is discarded and IngestRejected (or the unexpected
     error) propagates. A process killed midway leaves its temporary file behind: the
     caller removes it before a restart.
-    A gzip upload is first decompressed once without parsing (check_decompressed), so
-    a bomb is refused in seconds, before any CSV is parsed or Parquet written.
+    A gzip upload is first decompressed once without parsing (into a plain copy that
+    every later pass reads, or, through another sink, only checked: check_decompressed),
+    so a bomb is refused in seconds, before any CSV is parsed or Parquet written.
     `dialect` says how to read the text (encoding, delimiter, quote, decimal mark,
     header): every byte is decoded in its encoding on the way through.
     `fast`: a plain UTF-8 file is first converted by Polars in a child process
@@ -90,32 +94,57 @@ def ingest_csv(
             size=human_size(limits.max_upload_bytes),
         )
     sink = sink or LocalSink(destination)
-    child = (
-        FastConversion(limits)
-        if fast and isinstance(sink, LocalSink) and eligible(source, dialect)
-        else None
-    )  # started now: Polars loads while the header and sample are checked
+    local = fast and isinstance(sink, LocalSink)
+    # text the child could read once in UTF-8 is transcoded for it (plain_copy)
+    readable = dialect_eligible(replace(dialect, encoding="utf-8"))
+    # started first: Polars loads while the upload is decompressed and checked
+    child = FastConversion.ready(limits) if local and readable else None
+    unpacked = None
+    long_line: bool | None = None  # a line over the limit, if the copy saw
     try:
-        check_decompressed(source, limits)
-        names, sample = read_header_and_sample(source, limits, dialect)
-        types, warnings = inspect_sample(
-            names, sample, dialect=dialect, max_row_bytes=limits.max_row_bytes
-        )
-        try:
-            profiles = None if child is None else child.run(
-                source=source, temporary=sink.open(), names=names, types=types,
-                dialect=dialect, limits=limits, row_group_rows=ROW_GROUP_ROWS,
-                on_progress=on_progress,
-            )  # fmt: skip
-            reader = "pyarrow" if profiles is None else "polars"
-            if profiles is None:
-                profiles = _careful(source, sink, names, types, limits, on_progress, dialect)
-            sink.commit()
-        finally:
-            sink.discard()
+        if local:
+            # a gzip upload is decompressed, text in another encoding decoded, once, into
+            # a plain UTF-8 copy that every pass reads (a temporary name the caller's
+            # clean-up finds: temporary_parquet_paths)
+            unpacked = destination.with_name(
+                f".{destination.name}.{os.getpid()}-{uuid.uuid4().hex}.csv.tmp"
+            )
+            copied = plain_copy(source, limits, dialect, unpacked, transcode=readable)
+            if copied is not None:
+                source, (dialect, long_line) = unpacked, copied
+            else:
+                unpacked = None
+        if child is not None and not eligible(source, dialect):
+            child.close()
+            child = None
+        return _ingest(source, sink, limits, on_progress, dialect, child, long_line)
     finally:
         if child is not None:
             child.close()
+        if unpacked is not None:
+            unpacked.unlink(missing_ok=True)
+        if child is not None:
+            keep_spare(limits)  # for the next conversion in this process
+
+
+def _ingest(source, sink, limits, on_progress, dialect, child, long_line) -> IngestResult:
+    check_decompressed(source, limits)
+    names, sample = read_header_and_sample(source, limits, dialect)
+    types, warnings = inspect_sample(
+        names, sample, dialect=dialect, max_row_bytes=limits.max_row_bytes
+    )
+    try:
+        profiles = None if child is None else child.run(
+            source=source, temporary=sink.open(), names=names, types=types,
+            dialect=dialect, limits=limits, row_group_rows=ROW_GROUP_ROWS,
+            on_progress=on_progress, long_line=long_line,
+        )  # fmt: skip
+        reader = "pyarrow" if profiles is None else "polars"
+        if profiles is None:
+            profiles = _careful(source, sink, names, types, limits, on_progress, dialect)
+        sink.commit()
+    finally:
+        sink.discard()
     return IngestResult(profiles=profiles, warnings=warnings, reader=reader)
 
 

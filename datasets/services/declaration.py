@@ -24,6 +24,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext, gettext_lazy, ngettext
 
+from budgets.public_version import project_public_changed
 from datasets.models import Column, Dataset
 from datasets.selectors import dataset_is_frozen
 from datasets.services.codebook import parse_codebook
@@ -133,6 +134,7 @@ def _set_unit(*, dataset: Dataset, id_column: str, bound: int, confirm_by) -> No
     confirmed person-level unit asks for the person-rows copy (after the commit)."""
     changed = (dataset.id_column, dataset.contribution_bound) != (id_column, bound)
     id_column_before = dataset.id_column
+    project_public_changed(slug=dataset.project.slug)  # the registry states each unit
     dataset.id_column, dataset.contribution_bound = id_column, bound
     if confirm_by is not None:
         dataset.unit_confirmed_at, dataset.unit_confirmed_by = timezone.now(), confirm_by

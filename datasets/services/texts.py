@@ -8,6 +8,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils.translation import gettext
 
+from budgets.public_version import project_public_changed
 from datasets.models import Dataset
 from datasets.services.common import require_owner
 from dpportal.bidi import bidi_controls_in
@@ -58,5 +59,6 @@ def dataset_texts_update(
     dataset.description = _checked(description, limit=DESCRIPTION_MAX)
     dataset.description_zh = _checked(description_zh, limit=DESCRIPTION_MAX)
     dataset.save(update_fields=["name", "name_zh", "description", "description_zh"])
+    project_public_changed(slug=dataset.project.slug)  # the registry names the dataset
     logger.info("dataset %s: texts updated by user %s", dataset.pk, actor.pk)
     return dataset

@@ -28,6 +28,7 @@ from django.utils.translation import get_language
 from django.views import View
 
 from budgets import selectors as budget_selectors
+from budgets.public_version import local_copies, project_public_version, public_version_key
 from dpportal import formatting
 from dpportal.errors import ValidationFailed
 from dpportal.product import PRODUCT_NAME, product_version
@@ -87,20 +88,27 @@ def _lookup_key(*, slug: str, release_id: int) -> str:
 
 
 def _published_version(*, slug: str, release_id: int) -> str:
-    """The version key of a published release, looked up in the cache for a minute.
+    """The version key of a published release and of its project's public pages.
 
-    Publication is final (the lifecycle has no move out of "published") and the
-    key includes the publication time, so a cached lookup can only be as stale as
-    a release that was never unpublished. Anything not published is looked up in
-    the database every time (NotFound), so a new publication shows at once.
+    The release's part (its publication) is looked up in the cache for a minute:
+    publication is final (the lifecycle has no move out of "published") and the key
+    includes the publication time, so a cached lookup can only be as stale as a
+    release that was never unpublished. Anything not published is looked up in the
+    database every time (NotFound), so a new publication shows at once. The project's
+    part is its public token (budgets.public_version), renewed by every change a
+    page shows beside the release (the project's texts, caps and ledger). Both come
+    in one round trip to the cache: a request when nothing changed makes no query.
     """
     key = _lookup_key(slug=slug, release_id=release_id)
-    version = cache.get(key)
+    found = cache.get_many([key, public_version_key(slug=slug)])
+    version, token = found.get(key), found.get(public_version_key(slug=slug))
     if version is None:
         release = public.release_get_published(slug=slug, release_id=release_id)
         version = public.release_version_key(release=release)
         cache.set(key, version, LOOKUP_SECONDS)
-    return version
+    if token is None:  # read before the page's data is
+        token = project_public_version(slug=slug)
+    return f"{version}|{token}"
 
 
 def _cached(
@@ -110,19 +118,26 @@ def _cached(
     release_id: int,
     variant: str,
     build: Callable[[Release], tuple[str | Iterable[str], str, dict[str, str]]],
+    version: str | None = None,
 ) -> HttpResponse:
-    """Answer from the cache (or build once): 304 on a matching If-None-Match."""
-    version = _published_version(slug=slug, release_id=release_id)
+    """Answer from the cache (or build once): 304 on a matching If-None-Match.
+
+    `version`: the release's `_published_version`, when the caller has read it.
+    """
+    if version is None:
+        version = _published_version(slug=slug, release_id=release_id)
     # the same release in each language; FORMAT: pages made from data of an older shape go
     variant = f"{variant}|{get_language()}|{public_data.FORMAT}"
     etag = _etag(version, variant)
     if _not_modified(request, etag):
         return _public_headers(HttpResponse(status=304), etag)
     key = "public:" + hashlib.sha256(f"{version}|{variant}".encode()).hexdigest()
-    entry = cache.get(key)
+    entry = local_copies.get(key) or cache.get(key)
+    if entry is not None and isinstance(entry[0], str):
+        local_copies.put(key, entry, size=len(entry[0]))
     if entry is None:
         release = public.release_get_published(slug=slug, release_id=release_id)
-        fresh = public.release_version_key(release=release)
+        fresh = public.release_version_key(release=release) + "|" + version.split("|")[-1]
         if fresh != version:  # published again since the lookup was cached
             cache.delete(_lookup_key(slug=slug, release_id=release_id))
             version, etag = fresh, _etag(fresh, variant)
@@ -259,7 +274,7 @@ class ReleasePageView(View):
             response = HttpResponse(self._render(request, release=release, options=options))
             response["Cache-Control"] = "private, no-cache"
             return response
-        _published_version(slug=slug, release_id=release_id)  # 404 before 400
+        version = _published_version(slug=slug, release_id=release_id)  # 404 before 400
         options = self._options(request)
         if isinstance(options, HttpResponse):
             return options
@@ -267,6 +282,7 @@ class ReleasePageView(View):
             request,
             slug=slug,
             release_id=release_id,
+            version=version,
             variant="page:" + options.cache_variant,
             build=lambda release: (
                 self._render(request, release=release, options=options),
@@ -336,7 +352,7 @@ def _page_data(data: dict[str, Any], *, page: int) -> dict[str, Any]:
 
 
 def _download(request: HttpRequest, slug: str, release_id: int, *, fmt: str) -> HttpResponse:
-    _published_version(slug=slug, release_id=release_id)  # 404 before 400
+    version = _published_version(slug=slug, release_id=release_id)  # 404 before 400
     try:
         confidence = public_options.confidence_parse(value=request.GET.get("confidence"))
         bom = fmt == "csv" and downloads.bom_parse(
@@ -363,7 +379,12 @@ def _download(request: HttpRequest, slug: str, release_id: int, *, fmt: str) -> 
         )
 
     return _cached(
-        request, slug=slug, release_id=release_id, variant=f"{fmt}:{confidence}:{bom}", build=build
+        request,
+        slug=slug,
+        release_id=release_id,
+        version=version,
+        variant=f"{fmt}:{confidence}:{bom}",
+        build=build,
     )
 
 
