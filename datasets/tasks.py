@@ -20,29 +20,19 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
-from celery.signals import worker_process_init
 
-from datasets.ingest.fast import keep_spare
 from datasets.services import (
     dataset_cleanup_awaiting,
     dataset_cleanup_failed,
     dataset_ingest,
     dataset_person_rows_build,
     dataset_redispatch_stale,
-    ingest_limits,
 )
 from dpportal.tasklimits import SoftTimeLimitExceeded, task_limits
 
 logger = logging.getLogger(__name__)
 
 MAX_RETRIES = 3
-
-
-@worker_process_init.connect
-def _ingest_child_ready(**_kwargs) -> None:
-    """Each worker process starts with an idle Polars child for its first CSV
-    (datasets.ingest.fast): the child's start is not on that ingest's clock."""
-    keep_spare(ingest_limits())
 
 
 class IngestRetry(Exception):
