@@ -32,6 +32,8 @@ _STRIP = [
     re.compile(r"{%\s*comment\s*%}.*?{%\s*endcomment\s*%}", re.S),
     re.compile(r"<script\b.*?</script>", re.S | re.I),
     re.compile(r"<style\b.*?</style>", re.S | re.I),
+    # commands and file names a reader types as they are: code, never prose
+    re.compile(r"<code\b.*?</code>", re.S | re.I),
     re.compile(r"{%\s*blocktranslate\b.*?{%\s*endblocktranslate\s*%}", re.S),
 ]
 _ATTRIBUTE = re.compile(r'\b(?:title|aria-label|placeholder|alt)="([^"]*)"')

@@ -43,6 +43,7 @@ from scipy import stats
 
 from dpportal.privacy.rng import SeededTestRandom
 from releases import results_text
+from releases.compute import duckdb_engine, reading
 from releases.kinds.crosstab import entry_workload, table_name
 from releases.public import noise_data
 from tests.kinds_support import (
@@ -364,6 +365,14 @@ def truths(project, owner, reviewer, monkeypatch):
     person-level survey file (3000 rows, 1200 people, L = 2), kept for the module's tests
     (plain data: nothing refers to the database rows, rolled back after the first test)."""
     memoize_public_math(monkeypatch)
+    # the rows each person keeps are chosen by keys from the CSPRNG: seeded here, so the
+    # truths (and the power tests' p-values) are the same in every run
+    keys = SeededTestRandom(SEED + 1)
+    for module in (duckdb_engine, reading):
+        real = module.uniform_keys
+        monkeypatch.setattr(
+            module, "uniform_keys", lambda n, rng=None, real=real: real(n, rng or keys)
+        )
 
     def get(mechanism: str) -> dict[str, Truth]:
         if mechanism not in _TRUTHS:
