@@ -47,7 +47,7 @@ from dpportal.privacy.params import check_epsilon
 from dpportal.privacy.rng import RandomSource
 from dpportal.privacy.samplers import discrete_laplace
 from dpportal.privacy.search_grid import SearchGrid, exact_text
-from dpportal.privacy.unbounded_bounds import first_crossing
+from dpportal.privacy.unbounded_bounds import check_contribution_bound, first_crossing
 
 __all__ = [
     "COUNT_SHARE",
@@ -74,12 +74,6 @@ def epsilon_parts(epsilon: object) -> tuple[Fraction, Fraction]:
     eps = check_epsilon(epsilon)
     count = eps * COUNT_SHARE
     return count, (eps - count) / 2
-
-
-def _check_positive_int(value: object, message: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise PrivacyParameterError(gettext_noop(message), value=repr(value))
-    return value
 
 
 @dataclass(frozen=True)
@@ -163,12 +157,15 @@ def estimate_tail_upper(
 ) -> TailEstimate:
     """The mechanism of the module docstring on the counts of the values in the cells of
     grid.edges() ((-inf, e_0], ..., (e_last, +inf): len(edges) + 1 integers)."""
-    target_beyond = _check_positive_int(
-        beyond, "the values expected above the bound must be a whole number >= 1, got %(value)s"
-    )
-    bound = _check_positive_int(
-        contribution_bound, "the contribution bound L must be a whole number >= 1, got %(value)s"
-    )
+    if isinstance(beyond, bool) or not isinstance(beyond, int) or beyond < 1:
+        raise PrivacyParameterError(
+            gettext_noop(
+                "the values expected above the bound must be a whole number >= 1, got %(value)s"
+            ),
+            value=repr(beyond),
+        )
+    target_beyond = beyond
+    bound = check_contribution_bound(contribution_bound)
     eps = check_epsilon(epsilon)
     eps_count, eps_search = epsilon_parts(eps)
     steps = grid.steps()

@@ -68,6 +68,7 @@ from dpportal.privacy.tails import dlap_tail
 
 __all__ = [
     "ENDS",
+    "check_contribution_bound",
     "MAX_STEPS",
     "DEFAULT_OUTSIDE",
     "DEFAULT_RATIO",
@@ -108,7 +109,8 @@ def _check_outside(outside: object) -> int:
     return outside
 
 
-def _check_bound(contribution_bound: object) -> int:
+def check_contribution_bound(contribution_bound: object) -> int:
+    """L as a whole number >= 1, or a PrivacyParameterError."""
     if (
         isinstance(contribution_bound, bool)
         or not isinstance(contribution_bound, int)
@@ -129,7 +131,7 @@ def end_epsilon(epsilon: object, ends: str) -> Fraction:
 
 def noise_scale(*, epsilon: object, ends: str, contribution_bound: int) -> Fraction:
     """b = 2 L / epsilon_end: the scale of the threshold's and each query's discrete Laplace."""
-    return Fraction(2 * _check_bound(contribution_bound)) / end_epsilon(epsilon, ends)
+    return Fraction(2 * check_contribution_bound(contribution_bound)) / end_epsilon(epsilon, ends)
 
 
 def _margin(scale: Fraction, steps: int, beta: Fraction) -> int:
@@ -240,7 +242,7 @@ def estimate_bounds(
     """
     _check_ends(ends)
     k = _check_outside(outside)
-    bound = _check_bound(contribution_bound)
+    bound = check_contribution_bound(contribution_bound)
     eps = check_epsilon(epsilon)
     steps = grid.steps()
     counts = np.asarray(cell_counts, dtype=np.int64)
