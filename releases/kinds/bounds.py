@@ -264,6 +264,14 @@ def _tail_entry(
     }  # fmt: skip
 
 
+def extrapolated_text(estimate: dict[str, Any]) -> str:
+    """What a declared estimate's provenance adds when its upper bound came from the tail
+    model ("" otherwise), appended to the "estimated privately" wording of each surface."""
+    if estimate.get("model") != "lognormal":
+        return ""
+    return gettext(", the upper one extrapolated under a log-normal tail model")
+
+
 def tail_accuracy_text(beyond: object) -> str:
     """What an extrapolated upper bound promises, before any data."""
     return gettext(

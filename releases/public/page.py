@@ -16,6 +16,7 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext
 
 from dpportal import formatting, words
+from releases.kinds.bounds import extrapolated_text
 from releases.models import Release
 from releases.public import crosstab_page, notes, page_words, stats_text
 from releases.public.options import CONFIDENCE_LABELS, ViewOptions
@@ -344,11 +345,7 @@ def bounds_links(stat: dict[str, Any]) -> list[dict[str, str]]:
                     "epsilon": formatting.epsilon(b.get("epsilon")),
                     "title": b.get("title", ""),
                 }
-                + (
-                    gettext(", the upper one extrapolated under a log-normal tail model")
-                    if b.get("model") == "lognormal"
-                    else ""
-                ),
+                + extrapolated_text(b),
                 "url": reverse("public:release", args=[release.project.slug, release.pk])
                 if release
                 else "",

@@ -18,6 +18,7 @@ from django.utils.translation import gettext, ngettext
 from datasets.models import Column, Dataset
 from dpportal import formatting
 from dpportal.bilingual import EN, ZH
+from releases.kinds.bounds import extrapolated_text
 from releases.services.plan import StatisticPlan
 
 
@@ -128,13 +129,10 @@ def estimated_text(column: Column) -> str:
     estimate = column.bounds_estimate or {}
     if not estimate:
         return ""
-    text = gettext(". Bounds estimated privately at ε = %(epsilon)s (release «%(title)s»)") % {
+    return gettext(". Bounds estimated privately at ε = %(epsilon)s (release «%(title)s»)") % {
         "epsilon": formatting.epsilon(estimate.get("epsilon")),
         "title": estimate.get("title", ""),
-    }
-    if estimate.get("model") == "lognormal":
-        text += gettext(", the upper one extrapolated under a log-normal tail model")
-    return text
+    } + extrapolated_text(estimate)
 
 
 def _codes(column: Column) -> str:
