@@ -120,7 +120,7 @@ class _LocalCopies:
     """This process's copies of kept answers, checked against the cache's current
     values like the cache's own copy; least recently used out first. Thread-safe."""
 
-    def __init__(self, *, max_entries: int = 256, max_bytes: int = 64 << 20) -> None:
+    def __init__(self, *, max_entries: int = 256, max_bytes: int = 32 << 20) -> None:
         self._entries: OrderedDict[str, tuple[dict, int]] = OrderedDict()
         self._bytes = 0
         self._max_entries, self._max_bytes = max_entries, max_bytes
