@@ -211,6 +211,20 @@ def test_early_answers_equal_the_normal_path(release, reader, compressed):
         assert "Accept-Encoding" in page["Vary"]
 
 
+def test_each_encoding_is_kept_apart(release):
+    """A reader who accepts gzip gets the compressed answer, one who does not the plain
+    one, whichever was kept first."""
+    for url in _urls(release).values():
+        client = Client()
+        plain = client.get(url).content
+        first = client.get(url, **GZIP)
+        with no_view():
+            assert client.get(url).content == plain
+            compressed = client.get(url, **GZIP)
+        assert compressed["Content-Encoding"] == first["Content-Encoding"] == "gzip"
+        assert gzip.decompress(compressed.content) == plain
+
+
 def test_headers_of_the_early_page(release, settings):
     """The security headers of the normal path, SecurityMiddleware's included."""
     settings.SECURE_HSTS_SECONDS = 3600
