@@ -3,7 +3,9 @@ public page of the project shows may have changed.
 
 The public registry (its JSON, page and API) and the project's cached release pages
 and downloads are cached under this token, so that a request when nothing changed is
-answered from the cache without a database query. Every service that changes what
+answered from the cache without a database query (and, for an anonymous reader,
+before the middleware stack: dpportal.public_cache, which serves a kept answer only
+while this token holds the value its view read). Every service that changes what
 they show calls `project_public_changed` (the ledger: approvals, charges, refunds;
 publications; the caps; project and dataset texts; the privacy unit), which puts a
 fresh token in place at once and again when its transaction commits: a reader between

@@ -10,6 +10,7 @@ errors (NotFound, PermissionDenied) become the 404/403 pages in the middleware.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, time, timedelta
 from functools import wraps
 
 from django.contrib import messages
@@ -17,6 +18,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.http import content_disposition_header, parse_etags
 from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -24,7 +26,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from budgets import selectors, services
 from budgets.forms import CapsForm, MemberAddForm, ProjectCreateForm
 from budgets.models import BudgetRequest, Membership, Project
-from dpportal import formatting
+from dpportal import formatting, public_cache
 from dpportal.errors import ApplicationError, NotFound, PermissionDenied
 from dpportal.product import product_version
 
@@ -216,9 +218,10 @@ def registry_view(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 def registry_json_view(request: HttpRequest, slug: str) -> HttpResponse:
     # from the cache without a query when nothing changed (budgets.public_version)
-    body, version = selectors.project_registry_json_cached(slug=slug)
+    now = timezone.now()
+    body, version, depends = selectors.project_registry_json_cached(slug=slug, now=now)
     etag = f'"{version}"'
-    if etag in parse_etags(request.headers.get("If-None-Match", "")):
+    if public_cache.not_modified(request.headers.get("If-None-Match"), etag):
         response = HttpResponseNotModified()
     else:
         response = HttpResponse(body, content_type="application/json")
@@ -226,7 +229,12 @@ def registry_json_view(request: HttpRequest, slug: str) -> HttpResponse:
     response["ETag"] = etag
     response["Cache-Control"] = f"public, max-age={REGISTRY_MAX_AGE}"
     response["Access-Control-Allow-Origin"] = "*"
-    return response
+    # the version names the UTC day: answered early until that day ends
+    day = timezone.localdate(now, timezone=UTC)
+    midnight = datetime.combine(day + timedelta(days=1), time.min, tzinfo=UTC)
+    return public_cache.offer(
+        response, depends=depends, etag=etag, valid_until=midnight.timestamp()
+    )
 
 
 @require_GET

@@ -75,6 +75,10 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # a public page its view offered (release page, data.json, record.json, registry
+    # JSON) answered from the cache as the stack below finished it, when the request
+    # carries nothing that changes it: no session, no query (dpportal/public_cache.py)
+    "dpportal.public_cache.PublicAnswerMiddleware",
     # HTML and JSON compressed too (static files arrive compressed from whitenoise,
     # which answers before this). BREACH: Django's GZipMiddleware pads every response
     # with random bytes ("Heal the Breach") and CSRF tokens are masked per response;

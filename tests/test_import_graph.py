@@ -107,6 +107,7 @@ LAYERS = {
     "dpportal.middleware": "interface",
     "dpportal.privacy": "privacy",
     "dpportal.product": "base",
+    "dpportal.public_cache": "interface",
     "dpportal.settings": "interface",
     "dpportal.statistic_names": "base",
     "dpportal.staticfiles": "interface",

@@ -20,6 +20,7 @@ from budgets.public_version import (
     local_copies,
     project_public_version,
     project_public_version_peek,
+    public_version_key,
 )
 from budgets.selectors.budget import budget_summary
 from budgets.selectors.projects import project_get_public
@@ -268,24 +269,31 @@ def _registry_entry(*, project: Project) -> dict:
     return {"document": document, "body": json.dumps(document, cls=DjangoJSONEncoder).encode()}
 
 
-def project_registry_json_cached(*, slug: str) -> tuple[bytes, str]:
-    """(JSON body, version) of the project's registry, without a database query when
-    it is cached under the project's current token; otherwise the project is looked
-    up (NotFound) and the document built and cached."""
+def project_registry_json_cached(
+    *, slug: str, now: datetime | None = None
+) -> tuple[bytes, str, dict[str, str]]:
+    """(JSON body, version, what the version was read from) of the project's registry,
+    without a database query when it is cached under the project's current token;
+    otherwise the project is looked up (NotFound) and the document built and cached.
+
+    `now`: the moment whose UTC day the version names. The third part maps the
+    token's cache key to the token the version was made of: the document may be
+    answered early while the key holds it, that day (dpportal.public_cache).
+    """
     token = project_public_version_peek(slug=slug)
     if token is not None:
-        version = _cached_version(slug=slug, token=token)
+        version = _cached_version(slug=slug, token=token, now=now)
         key = _document_key(version)
         entry = local_copies.get(key) or cache.get(key)
         if entry is not None:
             local_copies.put(key, entry, size=2 * len(entry["body"]))
-            return entry["body"], version
+            return entry["body"], version, {public_version_key(slug=slug): token}
     project = project_get_public(slug=slug)
     token = project_public_version(slug=slug)  # before the data is read
-    version = _cached_version(slug=slug, token=token)
+    version = _cached_version(slug=slug, token=token, now=now)
     entry = _registry_entry(project=project)
     cache.set(_document_key(version), entry, REGISTRY_CACHE_SECONDS)
-    return entry["body"], version
+    return entry["body"], version, {public_version_key(slug=slug): token}
 
 
 def _day(moment: datetime) -> date:

@@ -23,13 +23,13 @@ from django.template.loader import render_to_string
 from django.templatetags.static import static
 from django.urls import NoReverseMatch, reverse
 from django.utils.cache import patch_vary_headers
-from django.utils.http import content_disposition_header, parse_etags
+from django.utils.http import content_disposition_header
 from django.utils.translation import get_language
 from django.views import View
 
 from budgets import selectors as budget_selectors
 from budgets.public_version import local_copies, project_public_version, public_version_key
-from dpportal import formatting
+from dpportal import formatting, public_cache
 from dpportal.errors import ValidationFailed
 from dpportal.product import PRODUCT_NAME, product_version
 from releases.models import Release
@@ -67,11 +67,8 @@ def _etag(version: str, variant: str) -> str:
 
 
 def _not_modified(request: HttpRequest, etag: str) -> bool:
-    header = request.headers.get("If-None-Match")
-    if not header:
-        return False
-    tags = parse_etags(header)
-    return "*" in tags or etag in tags or etag.strip('"') in tags
+    # the rule the early answers use too (dpportal.public_cache)
+    return public_cache.not_modified(request.headers.get("If-None-Match"), etag)
 
 
 def _public_headers(response: HttpResponse, etag: str) -> HttpResponse:
@@ -87,8 +84,9 @@ def _lookup_key(*, slug: str, release_id: int) -> str:
     return f"public:lookup:{release_id}:" + hashlib.sha256(slug.encode()).hexdigest()[:32]
 
 
-def _published_version(*, slug: str, release_id: int) -> str:
-    """The version key of a published release and of its project's public pages.
+def _published_version(*, slug: str, release_id: int) -> tuple[str, dict[str, str]]:
+    """(version, what it was read from): the version key of a published release and of
+    its project's public pages.
 
     The release's part (its publication) is looked up in the cache for a minute:
     publication is final (the lifecycle has no move out of "published") and the key
@@ -98,17 +96,21 @@ def _published_version(*, slug: str, release_id: int) -> str:
     part is its public token (budgets.public_version), renewed by every change a
     page shows beside the release (the project's texts, caps and ledger). Both come
     in one round trip to the cache: a request when nothing changed makes no query.
+
+    The second part maps the two cache keys to the values the version was made of:
+    a page built under this version may be answered early while both hold them
+    (dpportal.public_cache).
     """
-    key = _lookup_key(slug=slug, release_id=release_id)
-    found = cache.get_many([key, public_version_key(slug=slug)])
-    version, token = found.get(key), found.get(public_version_key(slug=slug))
+    key, token_key = _lookup_key(slug=slug, release_id=release_id), public_version_key(slug=slug)
+    found = cache.get_many([key, token_key])
+    version, token = found.get(key), found.get(token_key)
     if version is None:
         release = public.release_get_published(slug=slug, release_id=release_id)
         version = public.release_version_key(release=release)
         cache.set(key, version, LOOKUP_SECONDS)
     if token is None:  # read before the page's data is
         token = project_public_version(slug=slug)
-    return f"{version}|{token}"
+    return f"{version}|{token}", {key: version, token_key: token}
 
 
 def _cached(
@@ -118,19 +120,21 @@ def _cached(
     release_id: int,
     variant: str,
     build: Callable[[Release], tuple[str | Iterable[str], str, dict[str, str]]],
-    version: str | None = None,
+    published: tuple[str, dict[str, str]] | None = None,
 ) -> HttpResponse:
     """Answer from the cache (or build once): 304 on a matching If-None-Match.
 
-    `version`: the release's `_published_version`, when the caller has read it.
+    `published`: the release's `_published_version`, when the caller has read it.
+    A non-streamed answer is offered to the early path (dpportal.public_cache) under
+    the cache values its version was made of.
     """
-    if version is None:
-        version = _published_version(slug=slug, release_id=release_id)
+    version, depends = published or _published_version(slug=slug, release_id=release_id)
     # the same release in each language; FORMAT: pages made from data of an older shape go
     variant = f"{variant}|{get_language()}|{public_data.FORMAT}"
     etag = _etag(version, variant)
     if _not_modified(request, etag):
-        return _public_headers(HttpResponse(status=304), etag)
+        response = _public_headers(HttpResponse(status=304), etag)
+        return public_cache.offer(response, depends=depends, etag=etag)
     key = "public:" + hashlib.sha256(f"{version}|{variant}".encode()).hexdigest()
     entry = local_copies.get(key) or cache.get(key)
     if entry is not None and isinstance(entry[0], str):
@@ -141,6 +145,7 @@ def _cached(
         if fresh != version:  # published again since the lookup was cached
             cache.delete(_lookup_key(slug=slug, release_id=release_id))
             version, etag = fresh, _etag(fresh, variant)
+            depends = {}  # not what the cache holds: offered to no early answer
             key = "public:" + hashlib.sha256(f"{version}|{variant}".encode()).hexdigest()
         entry = build(release)
         if not isinstance(entry[0], str):  # chunks: streamed, and cached as they go
@@ -156,7 +161,7 @@ def _cached(
         response = StreamingHttpResponse(_slices(body), content_type=content_type)
     for name, value in headers.items():
         response[name] = value
-    return _public_headers(response, etag)
+    return public_cache.offer(_public_headers(response, etag), depends=depends, etag=etag)
 
 
 class Streamed(str):
@@ -274,7 +279,7 @@ class ReleasePageView(View):
             response = HttpResponse(self._render(request, release=release, options=options))
             response["Cache-Control"] = "private, no-cache"
             return response
-        version = _published_version(slug=slug, release_id=release_id)  # 404 before 400
+        published = _published_version(slug=slug, release_id=release_id)  # 404 before 400
         options = self._options(request)
         if isinstance(options, HttpResponse):
             return options
@@ -282,7 +287,7 @@ class ReleasePageView(View):
             request,
             slug=slug,
             release_id=release_id,
-            version=version,
+            published=published,
             variant="page:" + options.cache_variant,
             build=lambda release: (
                 self._render(request, release=release, options=options),
@@ -352,7 +357,7 @@ def _page_data(data: dict[str, Any], *, page: int) -> dict[str, Any]:
 
 
 def _download(request: HttpRequest, slug: str, release_id: int, *, fmt: str) -> HttpResponse:
-    version = _published_version(slug=slug, release_id=release_id)  # 404 before 400
+    published = _published_version(slug=slug, release_id=release_id)  # 404 before 400
     try:
         confidence = public_options.confidence_parse(value=request.GET.get("confidence"))
         bom = fmt == "csv" and downloads.bom_parse(
@@ -382,7 +387,7 @@ def _download(request: HttpRequest, slug: str, release_id: int, *, fmt: str) -> 
         request,
         slug=slug,
         release_id=release_id,
-        version=version,
+        published=published,
         variant=f"{fmt}:{confidence}:{bom}",
         build=build,
     )
