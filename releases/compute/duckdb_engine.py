@@ -11,7 +11,11 @@ secret from the CSPRNG (dpportal.privacy.rng.uniform_keys; passed as a query
 parameter, never in SQL text). Rows without an ID are dropped. The choice for a
 person depends only on that person's rows and K (DESIGN.md section 7); rows equal
 in every read column tie and are interchangeable (the row number breaks the tie).
-h is DuckDB's 64-bit hash() combined with K: keyed, but not a cryptographic PRF.
+h is the engine-neutral `plan.row_hash_sql` (64 bits of SHA-256 over a canonical text
+of K, the ID and the read columns; an ID type without one, e.g. a date, is left out of
+the text), the hash Spark's plan orders by: for the same K both engines keep the same
+rows, and so give the same true aggregates. It is computed for heavy persons' rows
+only. A keys statistic's choice of a person's keys uses the same K (plan.keys_sql).
 
 With a fresh person-rows copy of the dataset (datasets.person_rows: made once,
 when the owner confirms the unit) the bound needs no grouping by person at all
@@ -113,10 +117,14 @@ def run_plan(
     rng: RandomSource | None = None,
 ) -> list[Any]:
     """The true aggregates of `spec` by `plan` (memory only). on_pass(done) after each pass."""
-    path, _, filesystem = open_source(spec)
+    path, schema, filesystem = open_source(spec)
     unit = spec["privacy_unit"]
     id_column = unit["id_column"]
     d = plan.dialect
+    # what h hashes: the ID and the read columns, with their stored types (row_hash_sql)
+    typed = (
+        [(c, schema.field(c).type) for c in [id_column, *plan.source_columns]] if id_column else []
+    )
     columns = list(plan.source_columns)
     if id_column and id_column not in columns:
         columns.append(id_column)
@@ -141,7 +149,7 @@ def run_plan(
         if copy is not None:
             with _connection(spill, ordered=True) as con:
                 try:
-                    rows, names = _through_copy(con, plan, spec, copy, rng)
+                    rows, names = _through_copy(con, plan, spec, copy, typed, rng)
                 except person_rows.OutOfOrder:
                     # never an aggregate from a misread copy: the dataset itself, as without one
                     logger.warning(
@@ -151,7 +159,7 @@ def run_plan(
         if rows is None:
             with _connection(spill) as con:
                 reader = con if stream is None else arrow_source.FreshSource(con, stream)
-                rows, names, keys = _through_source(reader, plan, source, unit, rng, report)
+                rows, names, keys = _through_source(reader, plan, source, unit, typed, rng, report)
     finally:
         shutil.rmtree(spill, ignore_errors=True)
     report(3 if id_column else 1)
@@ -167,39 +175,42 @@ def _connection(spill: str, *, ordered: bool = False) -> Iterator[duckdb.DuckDBP
         con.close()
 
 
-def _through_source(con, plan: Plan, source: str, unit, rng, report):
-    """The plan over the dataset itself (the person bound, if any, by `_bound_rows`)."""
+def _through_source(con, plan: Plan, source: str, unit, typed, rng, report):
+    """The plan over the dataset itself (the person bound, if any, by `_bound_rows`); one
+    key K for the bound and the keys statistics, as on Spark (the same choices)."""
     relation = f"{source} AS s"
+    params: dict[str, int] = {}
     if unit["id_column"]:
         bound = int(unit["contribution_bound"])
-        relation = _bound_rows(
-            con, source, unit["id_column"], plan.source_columns, bound, plan.dialect, rng, report
-        )
-    rows, names = [], []
-    if plan.groupings:
-        cursor = con.execute(plan.aggregate_sql(relation))
-        rows, names = cursor.fetchall(), [c[0] for c in cursor.description]
-    return rows, names, _keys(con, plan, relation, unit["id_column"], rng)
+        params["key"] = int(uniform_keys(1, rng)[0])
+        relation = _bound_rows(con, source, unit["id_column"], typed, bound, params, report)
+    try:
+        rows, names = [], []
+        if plan.groupings:
+            cursor = con.execute(plan.aggregate_sql(relation))
+            rows, names = cursor.fetchall(), [c[0] for c in cursor.description]
+        return rows, names, _keys(con, plan, relation, unit["id_column"], params)
+    finally:
+        params.clear()
 
 
-def _keys(con, plan: Plan, relation: str, id_column: str | None, rng) -> dict[int, dict[str, int]]:
+def _keys(
+    con, plan: Plan, relation: str, id_column: str | None, params
+) -> dict[int, dict[str, int]]:
     """Each keys statistic's counts over the kept rows (plan.keys_sql), by its place; the
-    choice of a person's keys keyed by a fresh secret from the CSPRNG."""
+    choice of a person's keys keyed by the release's K (`params`)."""
     out: dict[int, dict[str, int]] = {}
     for i, part in enumerate(plan.parts):
         if part.keys is None:
             continue
-        params = {"key": int(uniform_keys(1, rng)[0])} if id_column else {}
-        cursor = con.execute(plan.keys_sql(part, relation, id_column), params)
+        cursor = con.execute(plan.keys_sql(part, relation, id_column), params if id_column else {})
         out[i] = {str(k): int(n) for k, n in cursor.fetchall()}
-        params.clear()
     return out
 
 
-def _through_copy(con, plan: Plan, spec: dict[str, Any], path: str, rng):
+def _through_copy(con, plan: Plan, spec: dict[str, Any], path: str, typed, rng):
     """The plan over the dataset's person-rows copy (releases.compute.person_rows)."""
-    unit = spec["privacy_unit"]
-    keyed = person_rows.keyed_hash_sql(plan.dialect, unit["id_column"], plan.source_columns)
+    keyed = person_rows.keyed_hash_sql(plan.dialect, typed)
     key = int(uniform_keys(1, rng)[0])
     try:
         return person_rows.aggregate(con, plan, spec, path, key=key, keyed_hash=keyed)
@@ -207,10 +218,10 @@ def _through_copy(con, plan: Plan, spec: dict[str, Any], path: str, rng):
         del key
 
 
-def _bound_rows(con, source: str, id_column: str, columns: list[str], bound: int, d, rng, report):
-    """Steps 1 and 2 (module docstring); the relation of the rows the unit keeps."""
-    person = d.ident(id_column)
-    key = int(uniform_keys(1, rng)[0])
+def _bound_rows(con, source: str, id_column: str, typed, bound: int, params, report):
+    """Steps 1 and 2 (module docstring); the relation of the rows the unit keeps. h is
+    computed only in step 2, for the heavy persons' rows."""
+    person = DUCKDB.ident(id_column)
     con.execute(
         f"CREATE TEMP TABLE heavy AS SELECT hash({person}) AS hp FROM {source} "  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
         f"WHERE {person} IS NOT NULL GROUP BY hash({person}) HAVING count(*) > {bound}"
@@ -218,17 +229,16 @@ def _bound_rows(con, source: str, id_column: str, columns: list[str], bound: int
     report(1)
     # the order depends on the person's own rows alone (not on row positions); rows
     # identical in every read column are interchangeable, so the position only breaks ties
-    order = person_rows.keyed_hash_sql(d, id_column, columns) + f", s.{ROW}"
+    order = person_rows.keyed_hash_sql(DUCKDB, typed) + f", s.{ROW}"
     con.execute(
         f"CREATE TEMP TABLE dropped AS SELECT {ROW} FROM ("  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
         f"SELECT s.{ROW}, row_number() OVER (PARTITION BY s.{person} ORDER BY {order}) AS rn "
         f"FROM {source} AS s WHERE s.{person} IS NOT NULL "
         f"AND hash(s.{person}) IN (SELECT hp FROM heavy)) AS ranked WHERE rn > {bound}",
-        {"key": key},
+        params,
     )
-    del key
     report(2)
     return (
-        f"{source} AS s {d.anti_join} dropped AS x ON x.{ROW} = s.{ROW} "  # noqa: S608 - names quoted
+        f"{source} AS s {DUCKDB.anti_join} dropped AS x ON x.{ROW} = s.{ROW} "  # noqa: S608 - names quoted
         f"WHERE s.{person} IS NOT NULL"
     )

@@ -6,8 +6,9 @@ with bound L needs no grouping of all rows by person:
 
 1. the rows with N > L (one contiguous run of the file, since it is in N order)
    are read IN FILE ORDER (DuckDB's preserve_insertion_order), only three narrow
-   columns: PID, the keyed hash h(person, the row's read columns, K) and the row's
-   position in the copy. Per person (a run of equal PID) numpy keeps the L rows
+   columns: PID, the keyed hash h(person, the row's read columns, K) -- SHA-256 over
+   their canonical text (`keyed_hash_sql`), computed for these rows only -- and the
+   row's position in the copy. Per person (a run of equal PID) numpy keeps the L rows
    with the smallest (h, position) -- within a person the position follows the
    row number, so this is the three-pass path's ORDER BY h, row number. The order
    is checked, not assumed: a PID going back, or positions not following one
@@ -17,8 +18,8 @@ with bound L needs no grouping of all rows by person:
    reads the copy once more, in parallel, keeping a row when N <= L or its bit is
    set: no join, no window, no hash table keyed by person.
 
-The choice is the same as duckdb_engine's without the copy (same h, same K, same
-tie-break), so it depends only on the person's own rows and K; rows without an
+The choice is the same as duckdb_engine's without the copy and Spark's (same h,
+same K, same tie-break), so it depends only on the person's own rows and K; rows without an
 ID have no N and are dropped. The copy must not change between the two reads:
 its file identity (inode, size, modification time) is compared before and after
 (a rebuilt copy is a new file), and a change falls back like OutOfOrder. Memory:
@@ -31,9 +32,10 @@ import os
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from datasets import person_rows
-from releases.compute.plan import Dialect, Plan
+from releases.compute.plan import Dialect, Plan, row_hash_sql
 
 BATCH_ROWS = 262_144
 
@@ -178,8 +180,11 @@ def keep_lowest(pid: np.ndarray, h: np.ndarray, bound: int, *, rounds: int = 16)
     return taken
 
 
-def keyed_hash_sql(d: Dialect, id_column: str, columns: list[str]) -> str:
+def keyed_hash_sql(d: Dialect, typed: list[tuple[str, pa.DataType]]) -> str:
     """h(person, the row's read columns, K) over the relation `s`, the key as $key: the
-    one spelling both paths use, so they choose the same rows."""
-    values = ", ".join(f"s.{d.ident(c)}" for c in [id_column, *columns])
-    return d.keyed_hash.format(values=values, key="$key::UBIGINT")
+    engine-neutral `row_hash_sql` (the same 64 bits Spark's plan orders by) as UBIGINT --
+    its 16 hex digits read as a number, ordered as their text is -- over `typed` (the ID
+    column and the read columns with their stored types; one without a canonical text is
+    left out). The one spelling both DuckDB paths use, so they choose the same rows."""
+    hashed = row_hash_sql(d, typed, "CAST($key::UBIGINT AS VARCHAR)", skip_others=True)
+    return f"CAST('0x' || {hashed} AS UBIGINT)"
