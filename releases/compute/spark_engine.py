@@ -1,11 +1,10 @@
 """Running the aggregation plan (releases.compute.plan, `SPARK` dialect) on Apache Spark.
 
 The same plan as releases.compute.duckdb_engine; only where the rows are read and
-aggregated differs. Without a privacy unit both give the same true aggregates. With one,
-the rows each keeps per person are an equally valid keyed choice, but not yet the same:
-Spark orders a person's rows by the engine-neutral `plan.row_hash_sql`, DuckDB's plan
-still by its own hash() (tests/test_releases_spark.py shows the two agree once DuckDB
-uses the neutral hash too). The session
+aggregated differs. Both give the same true aggregates, with a privacy unit too: for the
+same key both keep the same rows per person (both order them by the engine-neutral
+`plan.row_hash_sql`) and the same keys per person (`Plan.keys_sql`); tests/
+test_releases_spark.py runs the two. The session
 comes from settings (DPPORTAL_SPARK_MASTER, default "local[*]") with the web UI
 and the event log off and log level WARN; it is made once per process and kept
 (a Celery worker process pays the JVM start once, not per release); nothing is
