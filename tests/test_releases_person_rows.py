@@ -263,7 +263,7 @@ def test_a_copy_no_longer_fresh_when_read_is_not_used(media):
 
 @pytest.mark.parametrize("bound", [1, 2])
 def test_an_id_without_a_canonical_text_is_left_out_of_the_hash(media, bound):
-    """A date ID (no text every engine spells alike): h hashes the read columns alone, so the
+    """A date ID (no text every engine spells alike): h hashes the row's place n alone, so the
     choice is still the person's own rows' and the key's. Each person keeps min(L, rows),
     the same rows through the copy, and another key chooses other rows."""
     gen = np.random.default_rng(7)  # test DATA, not noise
@@ -287,6 +287,6 @@ def test_an_id_without_a_canonical_text_is_left_out_of_the_hash(media, bound):
     assert runs[0] == runs[1]
     kept = np.bincount(days[np.flatnonzero(runs[0])], minlength=15)
     assert kept.tolist() == np.minimum(np.bincount(days, minlength=15), bound).tolist()
-    # 15 persons of about 8 rows: the same choice for another key has odds below 8**-15
+    # 9 distinct row counts (4 to 12): another key's choice is the same with odds < 1e-7
     other = duckdb_engine.run_plan(spec, plan, rng=SeededTestRandom(3))[0].tolist()
     assert other != runs[0]

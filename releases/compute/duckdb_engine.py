@@ -6,16 +6,16 @@ needs more. True aggregates come back only as the small per-cell result rows,
 in this process's memory; nothing is written but DuckDB's own spill files.
 
 Privacy unit (an ID column and a bound L): per person at most L rows, the ones
-with the smallest keyed hash h(person, the row's read columns, K), K a per-release 64-bit
-secret from the CSPRNG (dpportal.privacy.rng.uniform_keys; passed as a query
-parameter, never in SQL text). Rows without an ID are dropped. The choice for a
-person depends only on that person's rows and K (DESIGN.md section 7); rows equal
-in every read column tie and are interchangeable (the row number breaks the tie).
-h is the engine-neutral `plan.row_hash_sql` (64 bits of SHA-256 over a canonical text
-of K, the ID and the read columns; an ID type without one, e.g. a date, is left out of
-the text), the hash Spark's plan orders by: for the same K both engines keep the same
-rows, and so give the same true aggregates. It is computed for heavy persons' rows
-only. A keys statistic's choice of a person's keys uses the same K (plan.keys_sql).
+with the smallest keyed hash h(K, person, n), n the row's place among its person's
+rows (1, 2, ... in row-number order), K a per-release 64-bit secret from the CSPRNG
+(dpportal.privacy.rng.uniform_keys; passed as a query parameter, never in SQL text).
+Rows without an ID are dropped. The choice for a person depends only on that
+person's rows and K (DESIGN.md section 7): n counts only the person's own rows, never
+another's. h is the engine-neutral `plan.bound_hash_sql` (64 bits of SHA-256 over a
+canonical text of K, the ID and n; an ID type without one, e.g. a date, is left out),
+the hash Spark's plan orders by: for the same K both engines keep the same rows, and
+so give the same true aggregates. It is computed for heavy persons' rows only. A keys
+statistic's choice of a person's keys uses the same K (plan.keys_sql).
 
 With a fresh person-rows copy of the dataset (datasets.person_rows: made once,
 when the owner confirms the unit) the bound needs no grouping by person at all
@@ -53,7 +53,7 @@ from django.conf import settings
 from datasets import storage
 from dpportal.privacy.rng import RandomSource, uniform_keys
 from releases.compute import arrow_source, person_rows
-from releases.compute.plan import DUCKDB, ROW, Plan, plan_or_none
+from releases.compute.plan import DUCKDB, NTH, ROW, Plan, plan_or_none
 
 logger = logging.getLogger(__name__)
 
@@ -121,10 +121,7 @@ def run_plan(
     unit = spec["privacy_unit"]
     id_column = unit["id_column"]
     d = plan.dialect
-    # what h hashes: the ID and the read columns, with their stored types (row_hash_sql)
-    typed = (
-        [(c, schema.field(c).type) for c in [id_column, *plan.source_columns]] if id_column else []
-    )
+    id_type = schema.field(id_column).type if id_column else None  # h hashes the ID
     columns = list(plan.source_columns)
     if id_column and id_column not in columns:
         columns.append(id_column)
@@ -149,7 +146,7 @@ def run_plan(
         if copy is not None:
             with _connection(spill, ordered=True) as con:
                 try:
-                    rows, names = _through_copy(con, plan, spec, copy, typed, rng)
+                    rows, names = _through_copy(con, plan, spec, copy, id_type, rng)
                 except person_rows.OutOfOrder:
                     # never an aggregate from a misread copy: the dataset itself, as without one
                     logger.warning(
@@ -159,7 +156,9 @@ def run_plan(
         if rows is None:
             with _connection(spill) as con:
                 reader = con if stream is None else arrow_source.FreshSource(con, stream)
-                rows, names, keys = _through_source(reader, plan, source, unit, typed, rng, report)
+                rows, names, keys = _through_source(
+                    reader, plan, source, unit, id_type, rng, report
+                )
     finally:
         shutil.rmtree(spill, ignore_errors=True)
     report(3 if id_column else 1)
@@ -175,7 +174,7 @@ def _connection(spill: str, *, ordered: bool = False) -> Iterator[duckdb.DuckDBP
         con.close()
 
 
-def _through_source(con, plan: Plan, source: str, unit, typed, rng, report):
+def _through_source(con, plan: Plan, source: str, unit, id_type, rng, report):
     """The plan over the dataset itself (the person bound, if any, by `_bound_rows`); one
     key K for the bound and the keys statistics, as on Spark (the same choices)."""
     relation = f"{source} AS s"
@@ -183,7 +182,7 @@ def _through_source(con, plan: Plan, source: str, unit, typed, rng, report):
     if unit["id_column"]:
         bound = int(unit["contribution_bound"])
         params["key"] = int(uniform_keys(1, rng)[0])
-        relation = _bound_rows(con, source, unit["id_column"], typed, bound, params, report)
+        relation = _bound_rows(con, source, unit["id_column"], id_type, bound, params, report)
     try:
         rows, names = [], []
         if plan.groupings:
@@ -208,9 +207,9 @@ def _keys(
     return out
 
 
-def _through_copy(con, plan: Plan, spec: dict[str, Any], path: str, typed, rng):
+def _through_copy(con, plan: Plan, spec: dict[str, Any], path: str, id_type, rng):
     """The plan over the dataset's person-rows copy (releases.compute.person_rows)."""
-    keyed = person_rows.keyed_hash_sql(plan.dialect, typed)
+    keyed = person_rows.keyed_hash_sql(plan.dialect, spec["privacy_unit"]["id_column"], id_type)
     key = int(uniform_keys(1, rng)[0])
     try:
         return person_rows.aggregate(con, plan, spec, path, key=key, keyed_hash=keyed)
@@ -218,7 +217,7 @@ def _through_copy(con, plan: Plan, spec: dict[str, Any], path: str, typed, rng):
         del key
 
 
-def _bound_rows(con, source: str, id_column: str, typed, bound: int, params, report):
+def _bound_rows(con, source: str, id_column: str, id_type, bound: int, params, report):
     """Steps 1 and 2 (module docstring); the relation of the rows the unit keeps. h is
     computed only in step 2, for the heavy persons' rows."""
     person = DUCKDB.ident(id_column)
@@ -227,14 +226,16 @@ def _bound_rows(con, source: str, id_column: str, typed, bound: int, params, rep
         f"WHERE {person} IS NOT NULL GROUP BY hash({person}) HAVING count(*) > {bound}"
     )
     report(1)
-    # the order depends on the person's own rows alone (not on row positions); rows
-    # identical in every read column are interchangeable, so the position only breaks ties
-    order = person_rows.keyed_hash_sql(DUCKDB, typed) + f", s.{ROW}"
+    # h(K, person, n): n, the row's place among its person's rows, depends on that person's
+    # rows alone (not on the rows of others before it); the row number breaks ties in h
+    order = person_rows.keyed_hash_sql(DUCKDB, id_column, id_type) + f", s.{ROW}"
+    nth = f"row_number() OVER (PARTITION BY s.{person} ORDER BY s.{ROW}) AS {NTH}"
     con.execute(
         f"CREATE TEMP TABLE dropped AS SELECT {ROW} FROM ("  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
         f"SELECT s.{ROW}, row_number() OVER (PARTITION BY s.{person} ORDER BY {order}) AS rn "
-        f"FROM {source} AS s WHERE s.{person} IS NOT NULL "
-        f"AND hash(s.{person}) IN (SELECT hp FROM heavy)) AS ranked WHERE rn > {bound}",
+        f"FROM (SELECT s.{ROW}, s.{person}, {nth} FROM {source} AS s "
+        f"WHERE s.{person} IS NOT NULL AND hash(s.{person}) IN (SELECT hp FROM heavy)) AS s"
+        f") AS ranked WHERE rn > {bound}",
         params,
     )
     report(2)
