@@ -31,13 +31,12 @@ from datasets.models import Dataset
 from dpportal.privacy.rng import SeededTestRandom
 from releases import lifecycle
 from releases.compute import duckdb_engine, spark_engine
-from releases.compute import person_rows as compute_person_rows
 from releases.compute import plan as plan_module
 from releases.compute.run import compute_backend, release_aggregate_numpy
 from releases.models import Release, ReleaseResult
 from tests.conftest import wait_for
 from tests.releases_support import make_dataset, submitted, true_values
-from tests.test_releases_plan import datasets, normal, oracle, statistics, write
+from tests.test_releases_plan import VIAS, datasets, normal, oracle, prepare, statistics, write
 
 pytestmark = pytest.mark.spark
 
@@ -241,46 +240,78 @@ def test_the_keyed_row_hash_is_the_same_on_spark_and_duckdb(media):
     assert len(set(expected)) == n
 
 
-def test_spark_and_duckdb_keep_the_same_rows_for_the_same_key(media, monkeypatch):
-    """The same spec and key on both engines: the same rows kept per person (a histogram
-    cell per row shows them) and the same sums, exactly. DuckDB is given the engine-
-    neutral hash (plan.row_hash_sql) in place of its own hash(): what its side must use."""
-    rng = np.random.default_rng(5)
+@pytest.mark.parametrize("person_type", [pa.string(), pa.int64()])
+def test_spark_and_duckdb_keep_the_same_rows_for_the_same_key(media, person_type):
+    """The same spec and key on both engines, as they run: the same rows kept per person (a
+    histogram cell per row shows them), the same sums, means, spreads and histograms, and
+    the same keys per person, exactly -- DuckDB over the dataset and through its
+    person-rows copy. (Quantiles are not on Spark's plan: nothing to compare.)"""
+    rng = np.random.default_rng(5)  # test DATA, not noise
     n = 300
+    x = (rng.standard_normal(n) * 10.0 ** rng.integers(-5, 5, n)).tolist()
+    ids = [None if i % 17 == 0 else int(v) for i, v in enumerate(rng.zipf(1.6, n))]
+    people = [None if p is None or pa.types.is_integer(person_type) else f"p{p}" for p in ids]
     data = {
-        "cat": [["a", "北", "c|d", ""][i % 4] for i in range(n)],
+        "cat": [["a", "北", "c|d", "", None, "s4:"][i % 6] for i in range(n)],
         "k": list(range(n)),
-        "x": (rng.standard_normal(n) * 10.0 ** rng.integers(-5, 5, n)).tolist(),
-        "y": rng.integers(-3, 3, n).tolist(),
-        "person": [None if i % 17 == 0 else f"p{int(v)}" for i, v in enumerate(rng.zipf(1.6, n))],
+        "x": [None if i % 23 == 0 else math.nan if i % 29 == 0 else v for i, v in enumerate(x)],
+        "y": [None if i % 13 == 0 else int(v) for i, v in enumerate(rng.integers(-3, 3, n))],
+        "person": ids if pa.types.is_integer(person_type) else people,
     }
+    schema = pa.schema(
+        [("cat", pa.string()), ("k", pa.int64()), ("x", pa.float64()), ("y", pa.int32()),
+         ("person", person_type)]
+    )  # fmt: skip
+    pq.write_table(pa.table(data, schema=schema), media / "same.parquet", row_group_size=40)
     edges = [str(e) for e in range(n + 1)]
     k = {"name": "k", "kind": "numeric", "missing": "drop", "bin_edges": edges}
     x = {"name": "x", "kind": "numeric", "missing": "drop"}
-    cat = {"name": "cat", "kind": "categorical", "missing": "drop", "categories": ["a", "北"]}
+    y = {"name": "y", "kind": "numeric", "missing": "drop"}
+    cat = {"name": "cat", "kind": "categorical", "missing": "category", "categories": ["a", "北"]}
+    grid = {"lower": "-8", "upper": "8", "granularity": "1/64"}
+    common = {"epsilon": "1", "delta": "0", "label": "", "category": None}
+    stats = [
+        {"kind": "histogram", "columns": [k]},
+        {"kind": "sum", "columns": [x], **grid},
+        {"kind": "mean", "columns": [y], **grid},
+        {"kind": "histogram", "columns": [cat]},
+        {"kind": "grouped_mean", "columns": [x], "groups": [cat], **grid},
+        {"kind": "variance", "columns": [x], "groups": [], **grid},
+    ]
     spec = {
-        "parquet_file": write(media, data),
+        "parquet_file": "same.parquet",
         "privacy_unit": {"id_column": "person", "contribution_bound": 2},
-        "statistics": [
-            {"kind": "histogram", "columns": [k]},
-            {"kind": "sum", "columns": [x], "lower": "-8", "upper": "8", "granularity": "1/64"},
-            {"kind": "histogram", "columns": [cat]},
-        ],
+        "statistics": [{**common, **s, "position": i} for i, s in enumerate(stats)],
     }
-    schema = pq.read_schema(media / spec["parquet_file"])
-
-    def canonical(d, id_column, columns):
-        typed = [(c, schema.field(c).type) for c in [id_column, *columns]]
-        return plan_module.row_hash_sql(d, typed, "CAST($key::UBIGINT AS VARCHAR)")
-
-    monkeypatch.setattr(compute_person_rows, "keyed_hash_sql", canonical)
     on_spark = spark_engine.run_plan(spec, spark_engine.spark_plan(spec), rng=SeededTestRandom(3))
+    on_spark = [normal(v) for v in on_spark]
+    for via in VIAS:
+        prepare(spec, media, via)
+        plan = duckdb_engine.duckdb_plan(spec)
+        on_duckdb = duckdb_engine.run_plan(spec, plan, rng=SeededTestRandom(3))
+        assert [normal(v) for v in on_duckdb] == on_spark, via
+    # another key: other rows (C(rows, 2) choices for each of the heavy persons)
+    other = duckdb_engine.run_plan(spec, plan, rng=SeededTestRandom(4))
+    assert normal(other[0]) != on_spark[0]
+    counts = Counter(p for p in data["person"] if p is not None)
+    assert sum(on_spark[0]) == sum(min(2, c) for c in counts.values())
+    assert sum(c > 2 for c in counts.values()) >= 5  # several persons were ranked
+    # a keys statistic: each person's keys (at most one) chosen by the same key on both
+    tag = {**cat, "categories": [], "missing": "drop", "type": "string"}
+    keys = {**common, "kind": "keys", "columns": [tag], "delta": "0.00001",
+            "keys_per_person": 1, "with_counts": True, "max_keys": 100}  # fmt: skip
+    spec["statistics"] = [{**keys, "position": 0}, {**common, **stats[0], "position": 1}]
+    plan = spark_engine.spark_plan(spec)
+    on_spark = spark_engine.run_plan(spec, plan, rng=SeededTestRandom(3))
     plan = duckdb_engine.duckdb_plan(spec)
     on_duckdb = duckdb_engine.run_plan(spec, plan, rng=SeededTestRandom(3))
     assert [normal(v) for v in on_spark] == [normal(v) for v in on_duckdb]
-    people = Counter(p for p in data["person"] if p is not None)
-    assert sum(on_spark[0]) == sum(min(2, c) for c in people.values())
-    assert max(people.values()) > 2  # some persons were ranked
+    # each person with a key among their kept rows counted once, in one of their keys
+    kept = np.flatnonzero(on_spark[1])
+    pairs = {(data["person"][i], data["cat"][i]) for i in kept}
+    held = Counter(p for p, c in pairs if p is not None and c is not None)
+    assert sum(on_spark[0].values()) == len(held)
+    assert sum(c > 1 for c in held.values()) >= 3  # several persons' keys were chosen
 
 
 def test_a_worker_process_keeps_its_session_across_releases(media, spark):

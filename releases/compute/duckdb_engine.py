@@ -6,12 +6,16 @@ needs more. True aggregates come back only as the small per-cell result rows,
 in this process's memory; nothing is written but DuckDB's own spill files.
 
 Privacy unit (an ID column and a bound L): per person at most L rows, the ones
-with the smallest keyed hash h(person, the row's read columns, K), K a per-release 64-bit
-secret from the CSPRNG (dpportal.privacy.rng.uniform_keys; passed as a query
-parameter, never in SQL text). Rows without an ID are dropped. The choice for a
-person depends only on that person's rows and K (DESIGN.md section 7); rows equal
-in every read column tie and are interchangeable (the row number breaks the tie).
-h is DuckDB's 64-bit hash() combined with K: keyed, but not a cryptographic PRF.
+with the smallest keyed hash h(K, person, n), n the row's place among its person's
+rows (1, 2, ... in row-number order), K a per-release 64-bit secret from the CSPRNG
+(dpportal.privacy.rng.uniform_keys; passed as a query parameter, never in SQL text).
+Rows without an ID are dropped. The choice for a person depends only on that
+person's rows and K (DESIGN.md section 7): n counts only the person's own rows, never
+another's. h is the engine-neutral `plan.bound_hash_sql` (64 bits of SHA-256 over a
+canonical text of K, the ID and n; an ID type without one, e.g. a date, is left out),
+the hash Spark's plan orders by: for the same K both engines keep the same rows, and
+so give the same true aggregates. It is computed for heavy persons' rows only. A keys
+statistic's choice of a person's keys uses the same K (plan.keys_sql).
 
 With a fresh person-rows copy of the dataset (datasets.person_rows: made once,
 when the owner confirms the unit) the bound needs no grouping by person at all
@@ -49,7 +53,7 @@ from django.conf import settings
 from datasets import storage
 from dpportal.privacy.rng import RandomSource, uniform_keys
 from releases.compute import arrow_source, person_rows
-from releases.compute.plan import DUCKDB, ROW, Plan, plan_or_none
+from releases.compute.plan import DUCKDB, NTH, ROW, Plan, plan_or_none
 
 logger = logging.getLogger(__name__)
 
@@ -113,10 +117,11 @@ def run_plan(
     rng: RandomSource | None = None,
 ) -> list[Any]:
     """The true aggregates of `spec` by `plan` (memory only). on_pass(done) after each pass."""
-    path, _, filesystem = open_source(spec)
+    path, schema, filesystem = open_source(spec)
     unit = spec["privacy_unit"]
     id_column = unit["id_column"]
     d = plan.dialect
+    id_type = schema.field(id_column).type if id_column else None  # h hashes the ID
     columns = list(plan.source_columns)
     if id_column and id_column not in columns:
         columns.append(id_column)
@@ -141,7 +146,7 @@ def run_plan(
         if copy is not None:
             with _connection(spill, ordered=True) as con:
                 try:
-                    rows, names = _through_copy(con, plan, spec, copy, rng)
+                    rows, names = _through_copy(con, plan, spec, copy, id_type, rng)
                 except person_rows.OutOfOrder:
                     # never an aggregate from a misread copy: the dataset itself, as without one
                     logger.warning(
@@ -151,7 +156,9 @@ def run_plan(
         if rows is None:
             with _connection(spill) as con:
                 reader = con if stream is None else arrow_source.FreshSource(con, stream)
-                rows, names, keys = _through_source(reader, plan, source, unit, rng, report)
+                rows, names, keys = _through_source(
+                    reader, plan, source, unit, id_type, rng, report
+                )
     finally:
         shutil.rmtree(spill, ignore_errors=True)
     report(3 if id_column else 1)
@@ -167,39 +174,42 @@ def _connection(spill: str, *, ordered: bool = False) -> Iterator[duckdb.DuckDBP
         con.close()
 
 
-def _through_source(con, plan: Plan, source: str, unit, rng, report):
-    """The plan over the dataset itself (the person bound, if any, by `_bound_rows`)."""
+def _through_source(con, plan: Plan, source: str, unit, id_type, rng, report):
+    """The plan over the dataset itself (the person bound, if any, by `_bound_rows`); one
+    key K for the bound and the keys statistics, as on Spark (the same choices)."""
     relation = f"{source} AS s"
+    params: dict[str, int] = {}
     if unit["id_column"]:
         bound = int(unit["contribution_bound"])
-        relation = _bound_rows(
-            con, source, unit["id_column"], plan.source_columns, bound, plan.dialect, rng, report
-        )
-    rows, names = [], []
-    if plan.groupings:
-        cursor = con.execute(plan.aggregate_sql(relation))
-        rows, names = cursor.fetchall(), [c[0] for c in cursor.description]
-    return rows, names, _keys(con, plan, relation, unit["id_column"], rng)
+        params["key"] = int(uniform_keys(1, rng)[0])
+        relation = _bound_rows(con, source, unit["id_column"], id_type, bound, params, report)
+    try:
+        rows, names = [], []
+        if plan.groupings:
+            cursor = con.execute(plan.aggregate_sql(relation))
+            rows, names = cursor.fetchall(), [c[0] for c in cursor.description]
+        return rows, names, _keys(con, plan, relation, unit["id_column"], params)
+    finally:
+        params.clear()
 
 
-def _keys(con, plan: Plan, relation: str, id_column: str | None, rng) -> dict[int, dict[str, int]]:
+def _keys(
+    con, plan: Plan, relation: str, id_column: str | None, params
+) -> dict[int, dict[str, int]]:
     """Each keys statistic's counts over the kept rows (plan.keys_sql), by its place; the
-    choice of a person's keys keyed by a fresh secret from the CSPRNG."""
+    choice of a person's keys keyed by the release's K (`params`)."""
     out: dict[int, dict[str, int]] = {}
     for i, part in enumerate(plan.parts):
         if part.keys is None:
             continue
-        params = {"key": int(uniform_keys(1, rng)[0])} if id_column else {}
-        cursor = con.execute(plan.keys_sql(part, relation, id_column), params)
+        cursor = con.execute(plan.keys_sql(part, relation, id_column), params if id_column else {})
         out[i] = {str(k): int(n) for k, n in cursor.fetchall()}
-        params.clear()
     return out
 
 
-def _through_copy(con, plan: Plan, spec: dict[str, Any], path: str, rng):
+def _through_copy(con, plan: Plan, spec: dict[str, Any], path: str, id_type, rng):
     """The plan over the dataset's person-rows copy (releases.compute.person_rows)."""
-    unit = spec["privacy_unit"]
-    keyed = person_rows.keyed_hash_sql(plan.dialect, unit["id_column"], plan.source_columns)
+    keyed = person_rows.keyed_hash_sql(plan.dialect, spec["privacy_unit"]["id_column"], id_type)
     key = int(uniform_keys(1, rng)[0])
     try:
         return person_rows.aggregate(con, plan, spec, path, key=key, keyed_hash=keyed)
@@ -207,28 +217,29 @@ def _through_copy(con, plan: Plan, spec: dict[str, Any], path: str, rng):
         del key
 
 
-def _bound_rows(con, source: str, id_column: str, columns: list[str], bound: int, d, rng, report):
-    """Steps 1 and 2 (module docstring); the relation of the rows the unit keeps."""
-    person = d.ident(id_column)
-    key = int(uniform_keys(1, rng)[0])
+def _bound_rows(con, source: str, id_column: str, id_type, bound: int, params, report):
+    """Steps 1 and 2 (module docstring); the relation of the rows the unit keeps. h is
+    computed only in step 2, for the heavy persons' rows."""
+    person = DUCKDB.ident(id_column)
     con.execute(
         f"CREATE TEMP TABLE heavy AS SELECT hash({person}) AS hp FROM {source} "  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
         f"WHERE {person} IS NOT NULL GROUP BY hash({person}) HAVING count(*) > {bound}"
     )
     report(1)
-    # the order depends on the person's own rows alone (not on row positions); rows
-    # identical in every read column are interchangeable, so the position only breaks ties
-    order = person_rows.keyed_hash_sql(d, id_column, columns) + f", s.{ROW}"
+    # h(K, person, n): n, the row's place among its person's rows, depends on that person's
+    # rows alone (not on the rows of others before it); the row number breaks ties in h
+    order = person_rows.keyed_hash_sql(DUCKDB, id_column, id_type) + f", s.{ROW}"
+    nth = f"row_number() OVER (PARTITION BY s.{person} ORDER BY s.{ROW}) AS {NTH}"
     con.execute(
         f"CREATE TEMP TABLE dropped AS SELECT {ROW} FROM ("  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
         f"SELECT s.{ROW}, row_number() OVER (PARTITION BY s.{person} ORDER BY {order}) AS rn "
-        f"FROM {source} AS s WHERE s.{person} IS NOT NULL "
-        f"AND hash(s.{person}) IN (SELECT hp FROM heavy)) AS ranked WHERE rn > {bound}",
-        {"key": key},
+        f"FROM (SELECT s.{ROW}, s.{person}, {nth} FROM {source} AS s "
+        f"WHERE s.{person} IS NOT NULL AND hash(s.{person}) IN (SELECT hp FROM heavy)) AS s"
+        f") AS ranked WHERE rn > {bound}",
+        params,
     )
-    del key
     report(2)
     return (
-        f"{source} AS s {d.anti_join} dropped AS x ON x.{ROW} = s.{ROW} "  # noqa: S608 - names quoted
+        f"{source} AS s {DUCKDB.anti_join} dropped AS x ON x.{ROW} = s.{ROW} "  # noqa: S608 - names quoted
         f"WHERE s.{person} IS NOT NULL"
     )

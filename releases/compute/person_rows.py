@@ -6,7 +6,8 @@ with bound L needs no grouping of all rows by person:
 
 1. the rows with N > L (one contiguous run of the file, since it is in N order)
    are read IN FILE ORDER (DuckDB's preserve_insertion_order), only three narrow
-   columns: PID, the keyed hash h(person, the row's read columns, K) and the row's
+   columns: PID, the keyed hash h(K, person, n) (`keyed_hash_sql`; n, the row's place
+   among its person's rows, is its position less the person's first) and the row's
    position in the copy. Per person (a run of equal PID) numpy keeps the L rows
    with the smallest (h, position) -- within a person the position follows the
    row number, so this is the three-pass path's ORDER BY h, row number. The order
@@ -17,8 +18,8 @@ with bound L needs no grouping of all rows by person:
    reads the copy once more, in parallel, keeping a row when N <= L or its bit is
    set: no join, no window, no hash table keyed by person.
 
-The choice is the same as duckdb_engine's without the copy (same h, same K, same
-tie-break), so it depends only on the person's own rows and K; rows without an
+The choice is the same as duckdb_engine's without the copy and Spark's (same h,
+same K, same tie-break), so it depends only on the person's own rows and K; rows without an
 ID have no N and are dropped. The copy must not change between the two reads:
 its file identity (inode, size, modification time) is compared before and after
 (a rebuilt copy is a new file), and a change falls back like OutOfOrder. Memory:
@@ -31,9 +32,10 @@ import os
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from datasets import person_rows
-from releases.compute.plan import Dialect, Plan
+from releases.compute.plan import NTH, Dialect, Plan, bound_hash_sql
 
 BATCH_ROWS = 262_144
 
@@ -72,9 +74,14 @@ def aggregate(con, plan: Plan, spec: dict[str, Any], path: str, *, key: int, key
     d = plan.dialect
     n = d.ident(person_rows.N)
     source = f"read_parquet({d.text(path)}, file_row_number = true)"
+    # n: a person's rows are adjacent and in row order, so n is the position less the
+    # person's first; the window does not keep file order, the ORDER BY restores it
+    pid, person = d.ident(person_rows.PID), d.ident(spec["privacy_unit"]["id_column"])
     heavy = (
-        f"SELECT {d.ident(person_rows.PID)} AS pid, {keyed_hash} AS h, "  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
-        f"file_row_number AS pos FROM {source} AS s WHERE {n} > {bound}"
+        f"SELECT s.pid, {keyed_hash} AS h, s.pos FROM ("  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
+        f"SELECT {pid} AS pid, {person}, file_row_number AS pos, file_row_number "
+        f"- min(file_row_number) OVER (PARTITION BY {pid}) + 1 AS {NTH} "
+        f"FROM {source} WHERE {n} > {bound}) AS s ORDER BY s.pos"
     )
     cursor = con.cursor()
     try:
@@ -178,8 +185,9 @@ def keep_lowest(pid: np.ndarray, h: np.ndarray, bound: int, *, rounds: int = 16)
     return taken
 
 
-def keyed_hash_sql(d: Dialect, id_column: str, columns: list[str]) -> str:
-    """h(person, the row's read columns, K) over the relation `s`, the key as $key: the
-    one spelling both paths use, so they choose the same rows."""
-    values = ", ".join(f"s.{d.ident(c)}" for c in [id_column, *columns])
-    return d.keyed_hash.format(values=values, key="$key::UBIGINT")
+def keyed_hash_sql(d: Dialect, id_column: str, id_type: pa.DataType) -> str:
+    """h(K, person, n) over the relation `s` (plan.bound_hash_sql), the key as $key, as
+    UBIGINT: its 16 hex digits read as a number, ordered as their text is (Spark orders by
+    the text). The one spelling both DuckDB paths use, so they choose the same rows."""
+    hashed = bound_hash_sql(d, id_column, id_type, "CAST($key::UBIGINT AS VARCHAR)")
+    return f"CAST('0x' || {hashed} AS UBIGINT)"

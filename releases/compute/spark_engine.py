@@ -1,11 +1,10 @@
 """Running the aggregation plan (releases.compute.plan, `SPARK` dialect) on Apache Spark.
 
 The same plan as releases.compute.duckdb_engine; only where the rows are read and
-aggregated differs. Without a privacy unit both give the same true aggregates. With one,
-the rows each keeps per person are an equally valid keyed choice, but not yet the same:
-Spark orders a person's rows by the engine-neutral `plan.row_hash_sql`, DuckDB's plan
-still by its own hash() (tests/test_releases_spark.py shows the two agree once DuckDB
-uses the neutral hash too). The session
+aggregated differs. Both give the same true aggregates, with a privacy unit too: for the
+same key both keep the same rows per person (both order them by the engine-neutral
+`plan.bound_hash_sql`) and the same keys per person (`Plan.keys_sql`); tests/
+test_releases_spark.py runs the two. The session
 comes from settings (DPPORTAL_SPARK_MASTER, default "local[*]") with the web UI
 and the event log off and log level WARN; it is made once per process and kept
 (a Celery worker process pays the JVM start once, not per release); nothing is
@@ -22,9 +21,9 @@ over that list has each task read its fragment with pyarrow through the storage
 layer's filesystem (the same numbering). No Python function runs per row.
 
 Privacy unit (an ID column and a bound L): per person the L rows with the
-smallest keyed hash `plan.row_hash_sql` (SHA-256 over a canonical text of the
-secret K, the person and the row's read columns: the hash any engine computes
-identically), ties broken by the row number; K a per-release 64-bit secret from
+smallest keyed hash `plan.bound_hash_sql` (SHA-256 over a canonical text of the
+secret K, the person and the row's place among the person's rows: the hash any
+engine computes identically), ties broken by the row number; K a per-release 64-bit secret from
 the CSPRNG (dpportal.privacy.rng.uniform_keys), bound as a query parameter,
 never in SQL text. As in DuckDB's plan, only heavy persons' rows are hashed: the
 rows are shuffled by person once, counted per person (a window aggregate), and
@@ -57,7 +56,7 @@ from django.conf import settings
 
 from datasets import storage
 from dpportal.privacy.rng import RandomSource, uniform_keys
-from releases.compute.plan import ROW, SPARK, Plan, plan_or_none, row_hash_sql
+from releases.compute.plan import NTH, ROW, SPARK, Plan, bound_hash_sql, plan_or_none
 
 _lock = threading.Lock()
 FRAGMENT_SCHEMA = "path STRING, row_group INT, offset BIGINT"
@@ -152,8 +151,8 @@ def spark_plan(spec: dict[str, Any], filesystem: pafs.FileSystem | None = None) 
 
 def bound_hash(plan: Plan, schema: pa.Schema, unit: dict[str, Any]) -> str | None:
     """The person bound's keyed hash of a row of `s` (the key as the text parameter :key)."""
-    names = [unit["id_column"], *plan.source_columns]
-    return row_hash_sql(plan.dialect, [(n, schema.field(n).type) for n in names], ":key")
+    person = unit["id_column"]
+    return bound_hash_sql(plan.dialect, person, schema.field(person).type, ":key")
 
 
 def fragments(paths: list[str], filesystem: pafs.FileSystem) -> list[tuple[str, int, int]]:
@@ -248,7 +247,8 @@ def bound_relation(view: str, columns: list[str], id_column: str, bound: int, or
     names = ", ".join(SPARK.ident(c) for c in [*columns, ROW])
     key = f"CASE WHEN s.__n > {bound} THEN {order} END"
     counted = (
-        f"(SELECT s.*, count(*) OVER (PARTITION BY s.{person}) AS __n FROM {view} AS s "  # noqa: S608 - names quoted (Dialect.ident)
+        f"(SELECT s.*, count(*) OVER (PARTITION BY s.{person}) AS __n, row_number() OVER "  # noqa: S608 - names quoted (Dialect.ident)
+        f"(PARTITION BY s.{person} ORDER BY s.{ROW}) AS {NTH} FROM {view} AS s "
         f"WHERE s.{person} IS NOT NULL)"
     )
     return (
