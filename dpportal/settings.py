@@ -233,7 +233,8 @@ DPPORTAL_COMPUTE_RETRY_BASE_SECONDS = env_int("DPPORTAL_COMPUTE_RETRY_BASE_SECON
 # when a master is set and the dataset has at least DPPORTAL_SPARK_MIN_ROWS rows
 DPPORTAL_SPARK_MASTER = os.environ.get("DPPORTAL_SPARK_MASTER", "")
 DPPORTAL_SPARK_MIN_ROWS = env_int("DPPORTAL_SPARK_MIN_ROWS", 100_000_000)
-DPPORTAL_SPARK_SHUFFLE_PARTITIONS = env_int("DPPORTAL_SPARK_SHUFFLE_PARTITIONS", 16)
+# 0: 4 per core of a local master, 16 on a cluster (spark_engine.session_conf)
+DPPORTAL_SPARK_SHUFFLE_PARTITIONS = env_int("DPPORTAL_SPARK_SHUFFLE_PARTITIONS", 0)
 
 # --- files ----------------------------------------------------------------------
 MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", VAR_DIR / "media"))

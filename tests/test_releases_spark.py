@@ -68,6 +68,56 @@ def test_the_spark_plan_equals_duckdb_and_the_numpy_readers(media, data, stats, 
 
 
 @settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=datasets(), stats=statistics(), with_id=st.booleans())
+def test_the_rolled_up_sets_equal_spark_grouping_sets(media, data, stats, with_id):
+    """The finest-grain aggregate rolled up (spark_engine.aggregate) gives the rows Spark's
+    own GROUPING SETS gives (the path past FINEST_CELLS), for the same key."""
+    spec = {
+        "parquet_file": write(media, data),
+        "statistics": stats,
+        "privacy_unit": {"id_column": "person" if with_id else "", "contribution_bound": 2},
+    }
+    plan = spark_engine.spark_plan(spec)
+    rolled = spark_engine.run_plan(spec, plan, rng=SeededTestRandom(4))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(spark_engine, "FINEST_CELLS", 0)
+        grouped = spark_engine.run_plan(spec, plan, rng=SeededTestRandom(4))
+    assert [normal(v) for v in rolled] == [normal(v) for v in grouped]
+
+
+def test_exact_sums_past_32_bits_on_spark(media):
+    """A sum of values whose grid units need more than 32 bits, of both signs, adds up
+    exactly (the high and low halves summed apart): equal to Python's integers."""
+    values = [2.0**40 - 1, -(2.0**40) + 3, 2.0**39 + 12345, -5.0, -(2.0**33) - 1, 7.0] * 5
+    n = len(values)
+    data = {"cat": ["a"] * n, "k": [0] * n, "x": values, "y": [0] * n, "person": ["p"] * n}
+    x = {"name": "x", "kind": "numeric", "missing": "drop"}
+    bounds = {"lower": str(-(2**40)), "upper": str(2**40), "granularity": "1"}
+    spec = {
+        "parquet_file": write(media, data),
+        "privacy_unit": {"id_column": "", "contribution_bound": 1},
+        "statistics": [{"kind": "sum", "columns": [x], **bounds}],
+    }
+    (total,) = spark_engine.run_plan(spec, spark_engine.spark_plan(spec))
+    assert total == sum(int(v) for v in values)
+    assert total == duckdb_engine.run_plan(spec, duckdb_engine.duckdb_plan(spec))[0]
+
+
+def test_a_local_session_has_few_shuffle_partitions_and_several_splits(settings):
+    settings.DPPORTAL_SPARK_SHUFFLE_PARTITIONS = 0
+    assert spark_engine.session_conf("local[2]") == {
+        "spark.sql.shuffle.partitions": "8",
+        "spark.sql.files.minPartitionNum": "8",
+    }
+    assert spark_engine.session_conf("local")["spark.sql.shuffle.partitions"] == "4"
+    assert spark_engine.session_conf("spark://m:7077") == {"spark.sql.shuffle.partitions": "16"}
+    settings.DPPORTAL_SPARK_SHUFFLE_PARTITIONS = 6
+    assert spark_engine.session_conf("spark://m:7077") == {"spark.sql.shuffle.partitions": "6"}
+
+
+@settings(
     max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(rows=st.lists(st.one_of(st.integers(0, 6), st.none()), max_size=60), bound=st.integers(1, 4))

@@ -41,6 +41,7 @@ noise is added to.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import sys
 import threading
@@ -61,6 +62,8 @@ from releases.compute.plan import NTH, ROW, SPARK, Plan, bound_hash_sql, plan_or
 _lock = threading.Lock()
 FRAGMENT_SCHEMA = "path STRING, row_group INT, offset BIGINT"
 FILE_BITS = 40  # a row's number: the file's index above these bits (duckdb_engine's numbering)
+#: `aggregate`: the most codes (product over the cell columns) aggregated at the finest grain
+FINEST_CELLS = 1 << 16
 
 
 def master() -> str:
@@ -76,19 +79,46 @@ def spark_session(url: str | None = None):
     url = url or master()
     with _lock:
         builder = SparkSession.builder.master(url)
-        for name, value in cluster_conf(url).items():
+        for name, value in {**session_conf(url), **cluster_conf(url)}.items():
             builder = builder.config(name, value)
         session = (
             builder.appName("dpportal-release")
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.eventLog.enabled", "false")
-            .config("spark.sql.shuffle.partitions", str(settings.DPPORTAL_SPARK_SHUFFLE_PARTITIONS))
             .getOrCreate()
         )
         session.sparkContext.setLogLevel("WARN")
     logging.getLogger("py4j").setLevel(logging.WARNING)  # not a line per gateway connection
     return session
+
+
+def local_cores(url: str) -> int | None:
+    """The cores of a local master (local[N], local[*], local); None for a cluster."""
+    if url == "local":
+        return 1
+    if url.startswith("local[") and url.endswith("]"):
+        inner = url[len("local[") : -1].split(",")[0]
+        return (os.cpu_count() or 1) if inner == "*" else int(inner)
+    return None
+
+
+def session_conf(url: str) -> dict[str, str]:
+    """Spark settings of a release's session (any master).
+
+    Shuffle partitions (the person bound's and the aggregate's): DPPORTAL_SPARK_SHUFFLE_
+    PARTITIONS, or by default 4 per core of a local master (Spark's 200 are tiny tasks
+    whose overhead dominates on a few cores; AQE coalesces small ones) and 16 on a
+    cluster. Input splits: a local master's Parquet read is cut into at least 4 splits
+    per core (spark.sql.files.minPartitionNum; a split is whole row groups), so every
+    core has work and a slow split does not leave the others idle; a cluster keeps
+    Spark's default (its executors' total cores)."""
+    cores = local_cores(url)
+    partitions = int(settings.DPPORTAL_SPARK_SHUFFLE_PARTITIONS or 0)
+    conf = {"spark.sql.shuffle.partitions": str(partitions or (4 * cores if cores else 16))}
+    if cores:
+        conf["spark.sql.files.minPartitionNum"] = str(4 * cores)
+    return conf
 
 
 def cluster_conf(url: str) -> dict[str, str]:
@@ -257,6 +287,76 @@ def bound_relation(view: str, columns: list[str], id_column: str, bound: int, or
     )
 
 
+def cell_codes(plan: Plan) -> dict[str, int]:
+    """Each cell column's number of codes (its axis' cells and -1, a dropped row)."""
+    sizes: dict[str, int] = {}
+    for part in plan.parts:
+        for table in part.tables if part.tables is not None else [part]:
+            for axis, column in zip(table.axes, table.grouping, strict=True):
+                sizes[column] = axis.size + 1
+    return sizes
+
+
+def _summed(plan: Plan, sql: str) -> str | None:
+    """The BIGINT expression an exact-sum aggregate of the plan sums; None for a count."""
+    head, tail = plan.dialect.exact_sum.split("{x}")
+    if sql.startswith(head) and sql.endswith(tail):
+        return sql[len(head) : len(sql) - len(tail)]
+    return None
+
+
+def aggregate(session, plan: Plan, relation: str, args: dict[str, Any]) -> tuple[list, list[str]]:
+    """The plan's result rows and column names (`Plan.grouping_sql`'s) over `relation`.
+
+    Spark's GROUPING SETS copies every row once per set (Expand) and sums DECIMAL(38, 0)
+    through BigDecimal. Instead, when the finest grain (every cell column grouped) has at
+    most FINEST_CELLS codes, one aggregate at that grain, each exact sum as two BIGINT
+    sums (the value's high 32 bits, arithmetic shift, and its low 32 bits: neither can
+    overflow below 2**31 rows, and ANSI mode would raise rather than wrap), and every
+    grouping set rolled up from its small result here: counts and integer sums add up
+    exactly, so the rows are the ones GROUPING SETS gives (no row for an empty set)."""
+    cells = plan.cell_columns
+    codes = cell_codes(plan)
+    if any(c not in codes for c in cells) or math.prod(codes[c] for c in cells) > FINEST_CELLS:
+        frame = session.sql(plan.aggregate_sql(relation), args=args or None)
+        return [tuple(r) for r in frame.collect()], list(frame.columns)
+    outputs = list(cells)
+    summed: dict[str, bool] = {}
+    for name, sql in plan.aggregates.items():
+        x = _summed(plan, sql)
+        summed[name] = x is not None
+        if x is None:
+            outputs.append(f"{sql} AS {name}")
+        else:
+            outputs.append(f"sum(shiftright({x}, 32)) AS {name}__hi")
+            outputs.append(f"sum(({x}) & {(1 << 32) - 1}) AS {name}__lo")
+    group = f" GROUP BY {', '.join(cells)}" if cells else ""
+    sql = f"SELECT {', '.join(outputs)} FROM ({plan.rows_sql(relation)}) AS r{group}"  # noqa: S608 - the plan's SQL
+    fine = session.sql(sql, args=args or None).collect()
+    if not cells and fine and all(v is None or v == 0 for v in fine[0]):
+        fine = []  # a global aggregate over no rows: GROUPING SETS (()) gives no row
+    names = ["gid", *cells, *plan.aggregates]
+    rows = []
+    for grouping in plan.groupings:
+        gid = sum(1 << (len(cells) - 1 - i) for i, c in enumerate(cells) if c not in grouping)
+        at = [cells.index(c) for c in grouping]
+        totals: dict[tuple, list[int]] = {}
+        for row in fine:
+            total = totals.setdefault(tuple(row[i] for i in at), [0] * len(summed))
+            k = len(cells)
+            for j, name in enumerate(summed):
+                if summed[name]:
+                    total[j] += ((row[k] or 0) << 32) + (row[k + 1] or 0)
+                    k += 2
+                else:
+                    total[j] += row[k] or 0
+                    k += 1
+        for key, total in totals.items():
+            cell_values = [key[grouping.index(c)] if c in grouping else None for c in cells]
+            rows.append((gid, *cell_values, *total))
+    return rows, names
+
+
 def run_plan(
     spec: dict[str, Any],
     plan: Plan,
@@ -288,9 +388,7 @@ def run_plan(
     try:
         rows, names = [], []
         if plan.groupings:
-            frame = session.sql(plan.aggregate_sql(relation), args=args or None)
-            names = list(frame.columns)
-            rows = [tuple(r) for r in frame.collect()]
+            rows, names = aggregate(session, plan, relation, args)
         for i, part in enumerate(plan.parts):  # categories found in the data: one query each
             if part.keys is not None:
                 sql = plan.keys_sql(part, relation, id_column, key=":key")
