@@ -4,9 +4,10 @@ pyarrow's streaming reader with our profile runs at about a third of Polars' spe
 (bench/ingest.py). For a plain UTF-8 file with a single-character separator (the
 common case) the conversion runs in `polars_child.py`, started as the ingest begins so
 that its interpreter and Polars load while this process checks the header and the
-sample. The child answers "ok" or "not ok"; on "ok" this process checks and profiles
-what it wrote (datasets.ingest.parquet_profile). Otherwise its Parquet is discarded and
-the careful reader (datasets.ingest.writer) reads the file as before, refusing it with
+sample. The child checks and profiles the rows as it writes them
+(datasets.ingest.batch_profile) and answers "ok" with each column's profile state (kept
+in this process's memory only, as the careful reader's are), or "not ok": then its
+Parquet is discarded and the careful reader (datasets.ingest.writer) reads the file as before, refusing it with
 its message or reading it. So a file is refused by one reader only, and what is stored
 never depends on which reader stored it (tests/test_ingest_fast.py compares them).
 """
@@ -28,8 +29,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from datasets.ingest.common import ARROW_TYPES, GZIP_MAGIC, ZIP_MAGIC, CsvDialect, IngestLimits
-from datasets.ingest.parquet_profile import NotOk, profile_file
-from datasets.ingest.profile import ColumnProfile
+from datasets.ingest.profile import ColumnProfile, profile_limits
 from datasets.ingest.reader import open_line_after
 
 logger = logging.getLogger(__name__)
@@ -133,16 +133,15 @@ class FastConversion:
             "arrow_schema": arrow_schema(
                 pa.schema([pa.field(n, ARROW_TYPES[types[n]]) for n in names])
             ),
+            "limits": profile_limits(),
         }
         answer = self._ask(job, source.stat().st_size, on_progress)
         self.peak_rss_mb = answer.get("peak_rss_mb")
         logger.debug("ingest: the Polars child peaked at %s MB", self.peak_rss_mb)
-        try:
-            if not answer.get("ok"):
-                raise NotOk(answer.get("why", "no answer"))
-            states = profile_file(job)  # the child has exited: both cores are free
-        except NotOk as exc:
-            logger.info("ingest: the careful reader reads this file (%s)", exc)
+        states = answer.get("states")
+        if not answer.get("ok") or not isinstance(states, list) or len(states) != len(names):
+            why = answer.get("why", "no answer")
+            logger.info("ingest: the careful reader reads this file (%s)", why)
             return None
         if on_progress is not None:
             on_progress(1.0)

@@ -1,46 +1,82 @@
-"""The fast CSV conversion's child process: Polars parses the CSV and writes the Parquet.
+"""The fast CSV conversion's child process: Polars parses the CSV and writes the Parquet,
+and the rows are checked and profiled on their way (datasets.ingest.batch_profile).
 
 Started by `datasets.ingest.fast` as `python -P polars_child.py` (a script, not a
-module: it imports Polars and the standard library only, so it is ready in a tenth of
-a second, and Polars' buffers, some 400 MB at 10M rows, go back to the system when it
-exits instead of staying in a long-lived worker). It reads one job (JSON) on stdin,
-writes the Parquet at `destination`, and answers one line of JSON on stdout:
-{"ok": true}, or {"ok": false, "why": "..."} when Polars refused the file. Nothing
-here decides a refusal and no value is ever printed: the parent then reads the file
-the careful way, which refuses it with its reason or reads it. The parent also checks
-what was written (datasets.ingest.parquet_profile) before it keeps it.
+module: it imports Polars, pyarrow, numpy and batch_profile.py beside it, no Django, and
+is usually started ahead, idle on its stdin, so that none of this is waited for; and
+Polars' buffers, some 200 MB, go back to the system when it exits instead of staying in
+a long-lived worker). It reads one job (JSON) on stdin, writes the Parquet at
+`destination`, and answers one line of JSON on stdout: {"ok": true, "states": [...]}
+(each column's profile state: private, for the worker only), or {"ok": false, "why":
+"..."} when Polars refused the file or the checks cannot vouch for what it read.
+Nothing here decides a refusal and no value is ever printed elsewhere: the parent then
+reads the file the careful way, which refuses it with its reason or reads it.
 
-Written as pyarrow's reader writes: the declared types, snappy, the same row groups,
-pyarrow's own ARROW:schema (text reads back as string, not large_string), with
-statistics. A NaN is written as +inf, so that the row groups' statistics show every
-value that is not finite (they leave NaN out) and the parent sees it without reading.
+The rows stream from the CSV scan in batches of the row group's size, each profiled
+(in file order, as the careful reader profiles them) and handed on to Polars' Parquet
+writer: nothing is read back. Written as pyarrow's reader writes: the declared types,
+snappy, the same row groups, pyarrow's own ARROW:schema (text reads back as string, not
+large_string), with statistics.
 """
 
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import json
 import os
 import signal
 import sys
+from pathlib import Path
 
 import polars as pl
+from polars.io.plugins import register_io_source
+
+
+def _load_profile():
+    """batch_profile.py beside this file, without the package (whose __init__ loads Django)."""
+    spec = importlib.util.spec_from_file_location(
+        "batch_profile", Path(__file__).with_name("batch_profile.py")
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+batch_profile = _load_profile()
 
 POLARS = {"integer": pl.Int64, "float": pl.Float64, "string": pl.String}
 
 
 def main() -> None:
     _die_with_parent()
+    _warm_up()
     job = json.loads(sys.stdin.readline())
+    profiler = batch_profile.Profiler(job["names"], job["kinds"], job["delimiter"], job["limits"])
     try:
-        convert(job)
-        answer = {"ok": True}
+        convert(job, profiler)
+        answer = {"ok": True, "states": profiler.finish(job["source"], job["header"], job["delimiter"])}
+    except batch_profile.NotOk as exc:
+        answer = {"ok": False, "why": str(exc)}  # our own words, never a value
     except Exception as exc:  # noqa: BLE001 - any Polars refusal: the careful path decides
         answer = {"ok": False, "why": type(exc).__name__}  # its text may quote a cell
+        if profiler.failure is not None:  # raised while profiling, surfaced by Polars
+            answer["why"] = str(profiler.failure)
     answer["peak_rss_mb"] = _peak_rss_mb()
     sys.stdout.write(json.dumps(answer) + "\n")
     sys.stdout.flush()
     os._exit(0)  # no teardown: the system takes back Polars' memory at once
+
+
+def _warm_up() -> None:
+    """Profile a tiny frame while idle: pyarrow builds each compute function's wrapper on
+    its first call (some 40 ms in all), which the first job then need not wait for."""
+    frame = pl.DataFrame({"a": [1, 2], "b": [0.5, 1.5], "c": ["x", "7"]})
+    limits = {"k": 1, "track_limit": 10, "track_bytes": 100, "mostly_numeric": 0.5}
+    profiler = batch_profile.Profiler(
+        ["a", "b", "c"], ["integer", "float", "string"], ",", {**limits, "float_pattern": "^7$"}
+    )
+    profiler.add(frame)
 
 
 def _peak_rss_mb() -> float | None:
@@ -63,36 +99,34 @@ def _die_with_parent() -> None:
         pass
 
 
-def convert(job: dict) -> None:
+def convert(job: dict, profiler) -> None:
     names, kinds = job["names"], job["kinds"]
+    schema = {name: POLARS[kind] for name, kind in zip(names, kinds, strict=True)}
     frame = pl.scan_csv(
         job["source"],
         has_header=False,
         skip_lines=1 if job["header"] else 0,
         separator=job["delimiter"],
         quote_char=job["quote"],
-        schema={name: POLARS[kind] for name, kind in zip(names, kinds, strict=True)},
+        schema=schema,
         infer_schema=False,
         encoding="utf8",
         truncate_ragged_lines=False,
         raise_if_empty=False,
     )
-    frame.select([_written(n, k) for n, k in zip(names, kinds, strict=True)]).sink_parquet(
+
+    def batches(*_ignored) -> object:  # every column, every row: nothing to push down
+        for batch in frame.collect_batches(chunk_size=job["row_group_rows"]):
+            profiler.add(batch)
+            yield batch
+
+    register_io_source(batches, schema=schema).sink_parquet(
         job["destination"],
         compression="snappy",
         row_group_size=job["row_group_rows"],
         statistics=True,
         metadata={"ARROW:schema": job["arrow_schema"]},  # string, as pyarrow writes it
     )
-
-
-def _written(name: str, kind: str) -> pl.Expr:
-    """The column as written: a NaN becomes +inf, so that the row groups' statistics
-    show every value that is not finite (they leave NaN out)."""
-    column = pl.col(name)
-    if kind == "float":
-        return pl.when(column.is_nan()).then(float("inf")).otherwise(column).alias(name)
-    return column
 
 
 if __name__ == "__main__":
