@@ -31,13 +31,13 @@ def test_a_gzip_csv_is_decompressed_once(tmp_path):
     source = tmp_path / "upload.csv.gz"
     source.write_bytes(gzip.compress(census(500)))
     opened = []
-    real = ingest_reader.gzip.GzipFile
+    real = ingest_reader.igzip.IGzipFile
 
     def counting(*args, **kwargs):
         opened.append(1)
         return real(*args, **kwargs)
 
-    with mock.patch.object(ingest_reader.gzip, "GzipFile", side_effect=counting):
+    with mock.patch.object(ingest_reader.igzip, "IGzipFile", side_effect=counting):
         result = ingest_csv(
             source=source,
             destination=tmp_path / "data.parquet",

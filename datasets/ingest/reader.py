@@ -8,7 +8,6 @@ the column count, ragged rows.
 from __future__ import annotations
 
 import csv
-import gzip
 import io
 import os
 import zipfile
@@ -21,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 from django.utils.translation import gettext_noop
+from isal import igzip, isal_zlib
 
 from datasets.ingest.common import (
     ARROW_TYPES,
@@ -73,8 +73,8 @@ class GuardedStream(io.RawIOBase):
         self._archive: zipfile.ZipFile | None = None
         compressed = self.gzipped or head == ZIP_MAGIC
         self._max = limits.decompressed_limit(size) if compressed else size
-        if self.gzipped:
-            self._stream = gzip.GzipFile(fileobj=self._raw)
+        if self.gzipped:  # ISA-L's inflate: the same gzip, three times zlib's speed
+            self._stream = igzip.IGzipFile(fileobj=self._raw)
         elif compressed:  # a zipped CSV: detection and preview read its one member
             self._stream = self._open_zip_member(limits)
         self._transcoder = Transcoder(encoding) if encoding else None
@@ -120,7 +120,7 @@ class GuardedStream(io.RawIOBase):
     def _next(self, size: int) -> bytes:
         try:
             data = self._stream.read(size)
-        except (OSError, EOFError, zlib.error, zipfile.BadZipFile):
+        except (OSError, EOFError, zlib.error, isal_zlib.IsalError, zipfile.BadZipFile):
             self._fail(
                 record(
                     gettext_noop("The zip archive is damaged or uses an unsupported compression.")
