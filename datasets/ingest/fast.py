@@ -7,9 +7,10 @@ that its interpreter and Polars load while this process checks the header and th
 sample. The child checks and profiles the rows as it writes them
 (datasets.ingest.batch_profile) and answers "ok" with each column's profile state (kept
 in this process's memory only, as the careful reader's are), or "not ok": then its
-Parquet is discarded and the careful reader (datasets.ingest.writer) reads the file as before, refusing it with
-its message or reading it. So a file is refused by one reader only, and what is stored
-never depends on which reader stored it (tests/test_ingest_fast.py compares them).
+Parquet is discarded and the careful reader (datasets.ingest.writer) reads the file as
+before, refusing it with its message or reading it. So a file is refused by one reader
+only, and what is stored never depends on which reader stored it
+(tests/test_ingest_fast.py compares them).
 """
 
 from __future__ import annotations

@@ -55,7 +55,8 @@ def main() -> None:
     profiler = batch_profile.Profiler(job["names"], job["kinds"], job["delimiter"], job["limits"])
     try:
         convert(job, profiler)
-        answer = {"ok": True, "states": profiler.finish(job["source"], job["header"], job["delimiter"])}
+        states = profiler.finish(job["source"], job["header"], job["delimiter"])
+        answer = {"ok": True, "states": states}
     except batch_profile.NotOk as exc:
         answer = {"ok": False, "why": str(exc)}  # our own words, never a value
     except Exception as exc:  # noqa: BLE001 - any Polars refusal: the careful path decides
