@@ -43,6 +43,9 @@ BYTES_PER_SECOND = 150e6
 BOM = b"\xef\xbb\xbf"
 #: the CSV chunks Polars reads ahead (POLARS_CSV_CHUNK_SIZE), a few in flight
 CSV_CHUNK_BYTES = 2 << 20
+#: rows per batch the child profiles on their way to the writer: a quarter of a row
+#: group holds the child's peak some 40 MB lower at any size, and is no slower
+BATCH_ROWS = 1 << 16
 
 
 def dialect_eligible(dialect: CsvDialect) -> bool:
@@ -131,6 +134,7 @@ class FastConversion:
             "delimiter": dialect.delimiter,
             "quote": dialect.quote_char or None,
             "row_group_rows": row_group_rows,
+            "batch_rows": BATCH_ROWS,
             "arrow_schema": arrow_schema(
                 pa.schema([pa.field(n, ARROW_TYPES[types[n]]) for n in names])
             ),

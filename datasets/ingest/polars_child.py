@@ -12,8 +12,8 @@ a long-lived worker). It reads one job (JSON) on stdin, writes the Parquet at
 Nothing here decides a refusal and no value is ever printed elsewhere: the parent then
 reads the file the careful way, which refuses it with its reason or reads it.
 
-The rows stream from the CSV scan in batches of the row group's size, each profiled
-(in file order, as the careful reader profiles them) and handed on to Polars' Parquet
+The rows stream from the CSV scan in batches, each profiled in file order (as the
+careful reader profiles its blocks) and handed on to Polars' Parquet
 writer: nothing is read back. Written as pyarrow's reader writes: the declared types,
 snappy, the same row groups, pyarrow's own ARROW:schema (text reads back as string, not
 large_string), with statistics.
@@ -117,7 +117,7 @@ def convert(job: dict, profiler) -> None:
     )
 
     def batches(*_ignored) -> object:  # every column, every row: nothing to push down
-        for batch in frame.collect_batches(chunk_size=job["row_group_rows"]):
+        for batch in frame.collect_batches(chunk_size=job["batch_rows"]):
             profiler.add(batch)
             yield batch
 
