@@ -82,33 +82,34 @@ class Profiler:
             self.failure = exc
             raise
 
-    def finish(self, source: str, header: bool, separator: str) -> list[dict]:
-        """The states (as JSON), or NotOk."""
+    def finish(self, sources: list[str], header: bool, separator: str) -> list[dict]:
+        """The states (as JSON), or NotOk. `sources`: the file, or its parts in order."""
         if self.rows == 0:
             raise NotOk("no rows")
         if self.last_nulls:
             inside = sum(state.separators for state in self.states)
-            check_fields(source, header, separator, self.rows, len(self.states), inside)
+            check_fields(sources, header, separator, self.rows, len(self.states), inside)
         return [state.to_json() for state in self.states]
 
 
 def check_fields(
-    source: str, header: bool, separator: str, rows: int, columns: int, inside: int
+    sources: list[str], header: bool, separator: str, rows: int, columns: int, inside: int
 ) -> None:
     """Every row has every field: a blank line or a short row has fewer separators.
 
-    The separators in the bytes must be the header's, those between the fields of
-    each row, and `inside` (those within text values)."""
+    The separators in the bytes (of `sources`, one file in parts) must be the header's,
+    those between the fields of each row, and `inside` (those within text values)."""
     code = separator.encode()
     found = in_header = 0
-    with open(source, "rb") as handle:
-        first = True
-        while chunk := handle.read(CHUNK):
-            if first and header:
-                end = chunk.find(b"\n")
-                in_header = (chunk if end < 0 else chunk[:end]).count(code)
-            first = False
-            found += chunk.count(code)
+    first = True
+    for source in sources:
+        with open(source, "rb") as handle:
+            while chunk := handle.read(CHUNK):
+                if first and header:
+                    end = chunk.find(b"\n")
+                    in_header = (chunk if end < 0 else chunk[:end]).count(code)
+                first = False
+                found += chunk.count(code)
     if found != in_header + rows * (columns - 1) + inside:
         raise NotOk("a blank line or a row with fewer fields than the header")
 

@@ -20,6 +20,7 @@ import json
 import logging
 import mmap
 import os
+import queue
 import subprocess
 import sys
 import threading
@@ -111,16 +112,19 @@ class FastConversion:
         row_group_rows: int,
         on_progress: Callable[[float], None] | None,
         long_line: bool | None = None,
+        parts: PartFeed | None = None,
     ) -> list[ColumnProfile] | None:
         """The profiles if the child wrote `temporary` as the careful reader would have;
         None (the caller discards `temporary` and reads the careful way) otherwise.
 
         `long_line`: whether a line is over the limit, when the caller saw it writing
         `source` (otherwise searched here: the pages of a file just written may be
-        mapped whole, as much memory as the file)."""
+        mapped whole, as much memory as the file).
+        `parts`: `source` is the first part of a copy still being written: the child
+        reads each part as the feed names it, while the next is decoded (see PartFeed)."""
         if len(names) < 2 or any(("\n" in n or "\r" in n) for n in names):
             return None  # one column: a blank line is a row to Polars, skipped by pyarrow
-        if long_line is None:
+        if long_line is None and parts is None:
             long_line = _longest_line_over(source, limits.max_row_bytes)
         if long_line:
             logger.info("ingest: the careful reader reads this file (a line over the limit)")
@@ -140,7 +144,10 @@ class FastConversion:
             ),
             "limits": profile_limits(),
         }
-        answer = self._ask(job, source.stat().st_size, on_progress)
+        if parts is None:
+            answer = self._ask(json.dumps(job).encode() + b"\n", source.stat().st_size, on_progress)
+        else:
+            answer = self._ask(self._feed(job, source, parts, on_progress), 0, on_progress)
         self.peak_rss_mb = answer.get("peak_rss_mb")
         logger.debug("ingest: the Polars child peaked at %s MB", self.peak_rss_mb)
         states = answer.get("states")
@@ -152,18 +159,34 @@ class FastConversion:
             on_progress(1.0)
         return _profiles(names, types, states)
 
-    def _ask(self, job: dict, size: int, on_progress: Callable[[float], None] | None) -> dict:
+    def _feed(self, job: dict, first: Path, parts: PartFeed, on_progress) -> bytes:
+        """Send the job, then each part of the copy as it is written; the last line to
+        send: "end" once the copy is whole and fit for the child, else "abort"."""
+        stdin = self._process.stdin
+        try:
+            stdin.write(json.dumps({**job, "parts": True}).encode() + b"\n")
+            stdin.write(str(first).encode() + b"\n")
+            stdin.flush()
+            while (part := parts.next(on_progress)) is not None:
+                stdin.write(str(part).encode() + b"\n")
+                stdin.flush()
+        except OSError:  # the child is gone: its answer says so
+            return b""
+        return b"end\n" if parts.whole() else b"abort\n"
+
+    def _ask(self, data: bytes | None, size: int, on_progress) -> dict:
         started = time.monotonic()
-        data: bytes | None = json.dumps(job).encode() + b"\n"
         while True:
             try:
                 out, _ = self._process.communicate(data, timeout=POLL_SECONDS)
                 break
             except subprocess.TimeoutExpired:  # retrying loses no output
                 data = None
-                if on_progress is not None:  # also the heartbeat of a long conversion
+                if on_progress is not None and size:  # also the heartbeat of a long conversion
                     elapsed = time.monotonic() - started
                     on_progress(min(0.9, elapsed * BYTES_PER_SECOND / max(size, 1)))
+                elif on_progress is not None:
+                    on_progress(0.9)
             except OSError:
                 return {"ok": False, "why": "the child did not start"}
         lines = out.decode(errors="replace").strip().splitlines()
@@ -177,6 +200,45 @@ class FastConversion:
     def close(self) -> None:
         """Stop the child if it is still running (an ingest refused before the job)."""
         _stop(self._process)
+
+
+class CopyCancelled(Exception):
+    """The ingest no longer reads the copy: its writer stops."""
+
+
+class PartFeed:
+    """The parts of a copy as its writer (another thread: reader.plain_copy with
+    `parts`) completes them: `next` waits for the next part, None once there is no more;
+    then `whole` says whether the copy ended fit for the child."""
+
+    def __init__(self, whole: Callable[[], bool]) -> None:
+        self._queue: queue.Queue[Path | None] = queue.Queue()
+        self._whole = whole
+        self._cancelled = threading.Event()
+        self.given: list[Path] = []
+
+    def put(self, part: Path | None) -> None:
+        """From the writer's thread: a complete part (None: no more). Raises once the
+        reader has cancelled, so that the writer stops at its next part."""
+        if part is not None:
+            self.given.append(part)
+            if self._cancelled.is_set():
+                raise CopyCancelled()
+        self._queue.put(part)
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+
+    def next(self, on_progress: Callable[[float], None] | None = None) -> Path | None:
+        while True:
+            try:
+                return self._queue.get(timeout=POLL_SECONDS)
+            except queue.Empty:
+                if on_progress is not None:  # the heartbeat while the copy is written
+                    on_progress(0.0)
+
+    def whole(self) -> bool:
+        return self._whole()
 
 
 def _child_environment(limits: IngestLimits) -> dict[str, str]:

@@ -5,16 +5,18 @@ Started by `datasets.ingest.fast` as `python -P polars_child.py` (a script, not 
 module: it imports Polars, pyarrow, numpy and batch_profile.py beside it, no Django, and
 is usually started ahead, idle on its stdin, so that none of this is waited for; and
 Polars' buffers, some 200 MB, go back to the system when it exits instead of staying in
-a long-lived worker). It reads one job (JSON) on stdin, writes the Parquet at
-`destination`, and answers one line of JSON on stdout: {"ok": true, "states": [...]}
-(each column's profile state: private, for the worker only), or {"ok": false, "why":
-"..."} when Polars refused the file or the checks cannot vouch for what it read.
-Nothing here decides a refusal and no value is ever printed elsewhere: the parent then
-reads the file the careful way, which refuses it with its reason or reads it.
+a long-lived worker). It reads one job (JSON) on stdin (then, for a copy the worker
+writes in parts while this parses them, each part's name as it is complete, and "end"),
+writes the Parquet at `destination`, and answers one line of JSON on stdout:
+{"ok": true, "states": [...]} (each column's profile state: private, for the worker
+only), or {"ok": false, "why": "..."} when Polars refused the file or the checks
+cannot vouch for what it read. Nothing here decides a refusal and no value is ever
+printed elsewhere: the parent then reads the file the careful way, which refuses it
+with its reason or reads it.
 
 The rows stream from the CSV scan in batches, each profiled in file order (as the
-careful reader profiles its blocks) and handed on to Polars' Parquet
-writer: nothing is read back. Written as pyarrow's reader writes: the declared types,
+careful reader profiles its blocks) and handed on to Polars' Parquet writer: nothing
+is read back. Written as pyarrow's reader writes: the declared types,
 snappy, the same row groups, pyarrow's own ARROW:schema (text reads back as string, not
 large_string), with statistics.
 """
@@ -53,9 +55,10 @@ def main() -> None:
     _warm_up()
     job = json.loads(sys.stdin.readline())
     profiler = batch_profile.Profiler(job["names"], job["kinds"], job["delimiter"], job["limits"])
+    sources: list[str] = []  # the file, or its parts as they were read
     try:
-        convert(job, profiler)
-        states = profiler.finish(job["source"], job["header"], job["delimiter"])
+        convert(job, profiler, sources)
+        states = profiler.finish(sources, job["header"], job["delimiter"])
         answer = {"ok": True, "states": states}
     except batch_profile.NotOk as exc:
         answer = {"ok": False, "why": str(exc)}  # our own words, never a value
@@ -100,26 +103,31 @@ def _die_with_parent() -> None:
         pass
 
 
-def convert(job: dict, profiler) -> None:
+def convert(job: dict, profiler, sources: list[str]) -> None:
     names, kinds = job["names"], job["kinds"]
     schema = {name: POLARS[kind] for name, kind in zip(names, kinds, strict=True)}
-    frame = pl.scan_csv(
-        job["source"],
-        has_header=False,
-        skip_lines=1 if job["header"] else 0,
-        separator=job["delimiter"],
-        quote_char=job["quote"],
-        schema=schema,
-        infer_schema=False,
-        encoding="utf8",
-        truncate_ragged_lines=False,
-        raise_if_empty=False,
-    )
+
+    def scan(source: str, header: bool) -> pl.LazyFrame:
+        return pl.scan_csv(
+            source,
+            has_header=False,
+            skip_lines=1 if header else 0,
+            separator=job["delimiter"],
+            quote_char=job["quote"],
+            schema=schema,
+            infer_schema=False,
+            encoding="utf8",
+            truncate_ragged_lines=False,
+            raise_if_empty=False,
+        )
 
     def batches(*_ignored) -> object:  # every column, every row: nothing to push down
-        for batch in frame.collect_batches(chunk_size=job["batch_rows"]):
-            profiler.add(batch)
-            yield batch
+        for source in _sources(job):
+            sources.append(source)
+            frame = scan(source, job["header"] and len(sources) == 1)
+            for batch in frame.collect_batches(chunk_size=job["batch_rows"]):
+                profiler.add(batch)
+                yield batch
 
     register_io_source(batches, schema=schema).sink_parquet(
         job["destination"],
@@ -128,6 +136,23 @@ def convert(job: dict, profiler) -> None:
         statistics=True,
         metadata={"ARROW:schema": job["arrow_schema"]},  # string, as pyarrow writes it
     )
+
+
+def _sources(job: dict):
+    """The file; or, for a copy the worker is still writing in parts (job["parts"]), each
+    part as the worker names it on stdin, until "end" ("abort", or stdin closed without
+    "end": the copy failed, and what was read cannot be vouched for)."""
+    if not job.get("parts"):
+        yield job["source"]
+        return
+    for line in sys.stdin:
+        name = line.strip()
+        if name == "end":
+            return
+        if not name or name == "abort":
+            break
+        yield name
+    raise batch_profile.NotOk("the copy did not end")
 
 
 if __name__ == "__main__":
