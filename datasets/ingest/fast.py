@@ -78,7 +78,7 @@ def eligible(source: Path, dialect: CsvDialect) -> bool:
 class FastConversion:
     """The child process; `run` gives it the job and waits.
 
-    Its interpreter and Polars take a third of a second to load, the time Polars needs
+    Its interpreter, Polars and pyarrow take longer to load than Polars needs
     for a million rows: `ready` hands over the process's spare child (started, idle on
     its stdin, once the previous conversion was done, or by `keep_spare`) when there
     is one, else starts one at once.
@@ -254,7 +254,8 @@ class _Spare:
     Only a process's main thread keeps one: the child dies with the thread that
     started it (PR_SET_PDEATHSIG), and a request thread ends. A child inherited
     across a fork belongs to the parent and is never used. Idle, it waits on its
-    stdin (no CPU; some 50 MB, Polars loaded).
+    stdin (no CPU; some 120 MB resident, Polars, pyarrow and numpy loaded, most of it
+    their shared libraries).
     """
 
     def __init__(self) -> None:
