@@ -378,15 +378,16 @@ def _infer_types(
         if n == 0:
             types[name] = STRING
             continue
-        ints = pc.sum(pc.match_substring_regex(values, INT_PATTERN)).as_py() or 0
         floats = pc.sum(pc.match_substring_regex(values, FLOAT_PATTERN)).as_py() or 0
+        if floats < NUMERIC_SHARE * n or floats == 0:
+            types[name] = STRING  # text: the other two patterns cannot make it a number
+            continue
+        ints = pc.sum(pc.match_substring_regex(values, INT_PATTERN)).as_py() or 0
         zeros = pc.any(pc.match_substring_regex(values, LEADING_ZERO_PATTERN)).as_py()
         if zeros and ints == floats:  # codes such as '007' keep their digits
             types[name] = STRING
-        elif floats >= NUMERIC_SHARE * n and floats > 0:
-            types[name] = INTEGER if ints == floats else FLOAT
         else:
-            types[name] = STRING
+            types[name] = INTEGER if ints == floats else FLOAT
     return types
 
 
