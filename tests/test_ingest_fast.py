@@ -145,6 +145,23 @@ def test_extremes_and_counts_of_unordered_numbers_over_many_groups(tmp_path, mon
     assert both(tmp_path, ("\n".join(lines) + "\n").encode()) == "polars"
 
 
+def test_the_child_profiles_many_small_batches_as_the_careful_reader_profiles(
+    tmp_path, monkeypatch
+):
+    """The child profiles the rows batch by batch as they go to the writer: counts merged,
+    extremes kept and a text column's numbers counted across batches (of 37 rows here,
+    not aligned with the row groups of 64) must be the careful reader's."""
+    monkeypatch.setattr("datasets.ingest.writer.ROW_GROUP_ROWS", 64)
+    monkeypatch.setattr("datasets.ingest.fast.BATCH_ROWS", 37)
+    rng = random.Random(7)
+    lines = ["id,small,decimal,code,label"]
+    for i in range(2000):
+        code = str(rng.randint(0, 99)) if i % 5 else rng.choice(["x", "n/a"])  # mostly numbers
+        lines.append(f"{i},{rng.randint(0, 20)},{rng.gauss(0, 10):.3f},{code},{rng.choice('ab')}")
+    assert both(tmp_path, ("\n".join(lines) + "\n").encode()) == "polars"
+    assert both(tmp_path, census(1000)) == "polars"
+
+
 @pytest.mark.parametrize(
     ("content", "dialect"),
     [

@@ -31,13 +31,13 @@ def test_a_gzip_csv_is_decompressed_once(tmp_path):
     source = tmp_path / "upload.csv.gz"
     source.write_bytes(gzip.compress(census(500)))
     opened = []
-    real = ingest_reader.gzip.GzipFile
+    real = ingest_reader.igzip.IGzipFile
 
     def counting(*args, **kwargs):
         opened.append(1)
         return real(*args, **kwargs)
 
-    with mock.patch.object(ingest_reader.gzip, "GzipFile", side_effect=counting):
+    with mock.patch.object(ingest_reader.igzip, "IGzipFile", side_effect=counting):
         result = ingest_csv(
             source=source,
             destination=tmp_path / "data.parquet",
@@ -116,3 +116,77 @@ def test_a_line_over_the_limit_in_a_gzip_is_seen_on_the_copy_and_refused_alike(t
     content = census(300) + b'1,2,"' + b"x" * 5000 + b'",4,5\n'
     assert both(tmp_path, gzip.compress(content), limits=limits) == "refused"
     assert both(tmp_path, gzip.compress(census(300)), limits=limits) == "polars"
+
+
+# --- the copy in parts, parsed while the rest is written --------------------------------
+
+SMALL = IngestLimits(
+    max_upload_bytes=1 << 26, max_decompressed_bytes=1 << 27, max_columns=50, max_row_bytes=512
+)
+
+
+@pytest.fixture
+def small_parts(monkeypatch):
+    """Parts of about 4 KB (a sample of 2 KB, reads of 1 KB): a file of a few thousand
+    rows is copied, and read by the child, in dozens of parts."""
+    for module in ("datasets.ingest.reader", "datasets.ingest.writer"):
+        monkeypatch.setattr(f"{module}.SAMPLE_BYTES", 2048)
+    monkeypatch.setattr("datasets.ingest.reader.COPY_CHUNK", 1024)
+    monkeypatch.setattr("datasets.ingest.writer.PART_BYTES", 4096)
+    given: list[Path] = []
+    real = ingest_reader.plain_copy
+
+    def counting(*args, **kwargs):
+        if kwargs.get("parts"):
+            feed = kwargs["parts"]
+
+            def put(part):
+                given.append(part)
+                feed(part)
+
+            kwargs["parts"] = put
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr("datasets.ingest.writer.plain_copy", counting)
+    return given
+
+
+def test_a_copy_in_parts_is_read_by_the_child_as_it_is_written(tmp_path, small_parts):
+    assert both(tmp_path, gzip.compress(census(3000)), limits=SMALL) == "polars"
+    assert len(small_parts) > 20  # the child read it in parts
+    small_parts.clear()
+    assert both(tmp_path, _gb18030(3000), dialect=GB, limits=SMALL) == "polars"
+    assert len(small_parts) > 10
+    assert _leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("late", "expected"),
+    [
+        (b"", "pyarrow"),  # a blank line: the separators are counted over every part
+        (b"7,8,Region 02,1.5", "refused"),  # a short row
+        (b'7,8,"Region\n02",1.5,3', "pyarrow"),  # a quoted line break, maybe across parts
+        (b"7,8,Region 02,NaN,3", "pyarrow"),  # not finite
+        (b"7,8," + b"x" * 600 + b",1.5,3", "refused"),  # a line over the limit
+    ],
+)
+def test_a_late_hostile_line_in_a_copy_in_parts_is_handed_back(
+    tmp_path, small_parts, late, expected
+):
+    content = census(3000) + late + b"\n" + census(50).split(b"\n", 1)[1]
+    assert both(tmp_path, gzip.compress(content), limits=SMALL) == expected
+    assert len(small_parts) > 10
+    assert _leftovers(tmp_path) == []
+
+
+def test_late_undecodable_text_or_a_bomb_in_parts_is_refused_as_the_careful_reader_does(
+    tmp_path, small_parts
+):
+    broken = _gb18030(3000) + b"9;\xff\xff\xff;x;1;2\n" + _gb18030(50)
+    assert both(tmp_path, broken, dialect=GB, limits=SMALL) == "refused"
+    bomb = IngestLimits(
+        max_upload_bytes=1 << 26, max_decompressed_bytes=60_000, max_columns=50,
+        max_row_bytes=512,
+    )  # fmt: skip
+    assert both(tmp_path, gzip.compress(census(3000)), limits=bomb) == "refused"
+    assert _leftovers(tmp_path) == []

@@ -20,8 +20,8 @@ byte stream, header checks, type inference, CSV options), `profile` (the private
 per-column suggestions), `writer` (the conversion to Parquet: `ingest_csv`),
 `decoding` (encodings and the streaming check-and-transcode), `dialect` (detection
 and the preview before ingest), `header` (the header line's checks), `fast` (Polars in
-a child process, `polars_child`, for plain UTF-8 files; `parquet_profile` checks what
-it wrote and profiles it).
+a child process, `polars_child`, for plain UTF-8 files; `batch_profile` checks and
+profiles the rows there as they are written).
 """
 
 from datasets.ingest.common import CsvDialect, IngestLimits, IngestRejected, human_size

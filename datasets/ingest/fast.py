@@ -4,11 +4,13 @@ pyarrow's streaming reader with our profile runs at about a third of Polars' spe
 (bench/ingest.py). For a plain UTF-8 file with a single-character separator (the
 common case) the conversion runs in `polars_child.py`, started as the ingest begins so
 that its interpreter and Polars load while this process checks the header and the
-sample. The child answers "ok" or "not ok"; on "ok" this process checks and profiles
-what it wrote (datasets.ingest.parquet_profile). Otherwise its Parquet is discarded and
-the careful reader (datasets.ingest.writer) reads the file as before, refusing it with
-its message or reading it. So a file is refused by one reader only, and what is stored
-never depends on which reader stored it (tests/test_ingest_fast.py compares them).
+sample. The child checks and profiles the rows as it writes them
+(datasets.ingest.batch_profile) and answers "ok" with each column's profile state (kept
+in this process's memory only, as the careful reader's are), or "not ok": then its
+Parquet is discarded and the careful reader (datasets.ingest.writer) reads the file as
+before, refusing it with its message or reading it. So a file is refused by one reader
+only, and what is stored never depends on which reader stored it
+(tests/test_ingest_fast.py compares them).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import json
 import logging
 import mmap
 import os
+import queue
 import subprocess
 import sys
 import threading
@@ -28,8 +31,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from datasets.ingest.common import ARROW_TYPES, GZIP_MAGIC, ZIP_MAGIC, CsvDialect, IngestLimits
-from datasets.ingest.parquet_profile import NotOk, profile_file
-from datasets.ingest.profile import ColumnProfile
+from datasets.ingest.profile import ColumnProfile, profile_limits
 from datasets.ingest.reader import open_line_after
 
 logger = logging.getLogger(__name__)
@@ -42,6 +44,9 @@ BYTES_PER_SECOND = 150e6
 BOM = b"\xef\xbb\xbf"
 #: the CSV chunks Polars reads ahead (POLARS_CSV_CHUNK_SIZE), a few in flight
 CSV_CHUNK_BYTES = 2 << 20
+#: rows per batch the child profiles on their way to the writer: a quarter of a row
+#: group holds the child's peak some 40 MB lower at any size, and is no slower
+BATCH_ROWS = 1 << 16
 
 
 def dialect_eligible(dialect: CsvDialect) -> bool:
@@ -73,7 +78,7 @@ def eligible(source: Path, dialect: CsvDialect) -> bool:
 class FastConversion:
     """The child process; `run` gives it the job and waits.
 
-    Its interpreter and Polars take a third of a second to load, the time Polars needs
+    Its interpreter, Polars and pyarrow take longer to load than Polars needs
     for a million rows: `ready` hands over the process's spare child (started, idle on
     its stdin, once the previous conversion was done, or by `keep_spare`) when there
     is one, else starts one at once.
@@ -107,16 +112,19 @@ class FastConversion:
         row_group_rows: int,
         on_progress: Callable[[float], None] | None,
         long_line: bool | None = None,
+        parts: PartFeed | None = None,
     ) -> list[ColumnProfile] | None:
         """The profiles if the child wrote `temporary` as the careful reader would have;
         None (the caller discards `temporary` and reads the careful way) otherwise.
 
         `long_line`: whether a line is over the limit, when the caller saw it writing
         `source` (otherwise searched here: the pages of a file just written may be
-        mapped whole, as much memory as the file)."""
+        mapped whole, as much memory as the file).
+        `parts`: `source` is the first part of a copy still being written: the child
+        reads each part as the feed names it, while the next is decoded (see PartFeed)."""
         if len(names) < 2 or any(("\n" in n or "\r" in n) for n in names):
             return None  # one column: a blank line is a row to Polars, skipped by pyarrow
-        if long_line is None:
+        if long_line is None and parts is None:
             long_line = _longest_line_over(source, limits.max_row_bytes)
         if long_line:
             logger.info("ingest: the careful reader reads this file (a line over the limit)")
@@ -130,36 +138,55 @@ class FastConversion:
             "delimiter": dialect.delimiter,
             "quote": dialect.quote_char or None,
             "row_group_rows": row_group_rows,
+            "batch_rows": BATCH_ROWS,
             "arrow_schema": arrow_schema(
                 pa.schema([pa.field(n, ARROW_TYPES[types[n]]) for n in names])
             ),
+            "limits": profile_limits(),
         }
-        answer = self._ask(job, source.stat().st_size, on_progress)
+        if parts is None:
+            answer = self._ask(json.dumps(job).encode() + b"\n", source.stat().st_size, on_progress)
+        else:
+            answer = self._ask(self._feed(job, source, parts, on_progress), 0, on_progress)
         self.peak_rss_mb = answer.get("peak_rss_mb")
         logger.debug("ingest: the Polars child peaked at %s MB", self.peak_rss_mb)
-        try:
-            if not answer.get("ok"):
-                raise NotOk(answer.get("why", "no answer"))
-            states = profile_file(job)  # the child has exited: both cores are free
-        except NotOk as exc:
-            logger.info("ingest: the careful reader reads this file (%s)", exc)
+        states = answer.get("states")
+        if not answer.get("ok") or not isinstance(states, list) or len(states) != len(names):
+            why = answer.get("why", "no answer")
+            logger.info("ingest: the careful reader reads this file (%s)", why)
             return None
         if on_progress is not None:
             on_progress(1.0)
         return _profiles(names, types, states)
 
-    def _ask(self, job: dict, size: int, on_progress: Callable[[float], None] | None) -> dict:
+    def _feed(self, job: dict, first: Path, parts: PartFeed, on_progress) -> bytes:
+        """Send the job, then each part of the copy as it is written; the last line to
+        send: "end" once the copy is whole and fit for the child, else "abort"."""
+        stdin = self._process.stdin
+        try:
+            stdin.write(json.dumps({**job, "parts": True}).encode() + b"\n")
+            stdin.write(str(first).encode() + b"\n")
+            stdin.flush()
+            while (part := parts.next(on_progress)) is not None:
+                stdin.write(str(part).encode() + b"\n")
+                stdin.flush()
+        except OSError:  # the child is gone: its answer says so
+            return b""
+        return b"end\n" if parts.whole() else b"abort\n"
+
+    def _ask(self, data: bytes | None, size: int, on_progress) -> dict:
         started = time.monotonic()
-        data: bytes | None = json.dumps(job).encode() + b"\n"
         while True:
             try:
                 out, _ = self._process.communicate(data, timeout=POLL_SECONDS)
                 break
             except subprocess.TimeoutExpired:  # retrying loses no output
                 data = None
-                if on_progress is not None:  # also the heartbeat of a long conversion
+                if on_progress is not None and size:  # also the heartbeat of a long conversion
                     elapsed = time.monotonic() - started
                     on_progress(min(0.9, elapsed * BYTES_PER_SECOND / max(size, 1)))
+                elif on_progress is not None:
+                    on_progress(0.9)
             except OSError:
                 return {"ok": False, "why": "the child did not start"}
         lines = out.decode(errors="replace").strip().splitlines()
@@ -175,6 +202,45 @@ class FastConversion:
         _stop(self._process)
 
 
+class CopyCancelled(Exception):
+    """The ingest no longer reads the copy: its writer stops."""
+
+
+class PartFeed:
+    """The parts of a copy as its writer (another thread: reader.plain_copy with
+    `parts`) completes them: `next` waits for the next part, None once there is no more;
+    then `whole` says whether the copy ended fit for the child."""
+
+    def __init__(self, whole: Callable[[], bool]) -> None:
+        self._queue: queue.Queue[Path | None] = queue.Queue()
+        self._whole = whole
+        self._cancelled = threading.Event()
+        self.given: list[Path] = []
+
+    def put(self, part: Path | None) -> None:
+        """From the writer's thread: a complete part (None: no more). Raises once the
+        reader has cancelled, so that the writer stops at its next part."""
+        if part is not None:
+            self.given.append(part)
+            if self._cancelled.is_set():
+                raise CopyCancelled()
+        self._queue.put(part)
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+
+    def next(self, on_progress: Callable[[float], None] | None = None) -> Path | None:
+        while True:
+            try:
+                return self._queue.get(timeout=POLL_SECONDS)
+            except queue.Empty:
+                if on_progress is not None:  # the heartbeat while the copy is written
+                    on_progress(0.0)
+
+    def whole(self) -> bool:
+        return self._whole()
+
+
 def _child_environment(limits: IngestLimits) -> dict[str, str]:
     # Polars reads a CSV ahead in chunks of 32 MiB by default, some 400 MB in flight
     # at 10M rows; in chunks of 2 MiB its memory is ~185 MB at any size, as fast
@@ -188,7 +254,8 @@ class _Spare:
     Only a process's main thread keeps one: the child dies with the thread that
     started it (PR_SET_PDEATHSIG), and a request thread ends. A child inherited
     across a fork belongs to the parent and is never used. Idle, it waits on its
-    stdin (no CPU; some 50 MB, Polars loaded).
+    stdin (no CPU; some 120 MB resident, Polars, pyarrow and numpy loaded, most of it
+    their shared libraries).
     """
 
     def __init__(self) -> None:

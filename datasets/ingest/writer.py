@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import threading
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -20,19 +22,24 @@ from datasets.ingest.common import (
     ARROW_TYPES,
     FLOAT,
     FLOAT_PATTERN,
+    GZIP_MAGIC,
     INT_PATTERN,
     INTEGER,
     STRING,
+    ZIP_MAGIC,
     CsvDialect,
     IngestLimits,
     IngestRejected,
     human_size,
 )
-from datasets.ingest.fast import FastConversion, dialect_eligible, eligible, keep_spare
+from datasets.ingest.decoding import Transcoder
+from datasets.ingest.fast import FastConversion, PartFeed, dialect_eligible, eligible, keep_spare
 from datasets.ingest.numbers import plain_numbers
 from datasets.ingest.profile import ColumnProfile, profile_update
 from datasets.ingest.reader import (
+    COPY_CHUNK,
     PLAIN,
+    SAMPLE_BYTES,
     GuardedStream,
     RaggedRows,
     check_decompressed,
@@ -109,6 +116,8 @@ def ingest_csv(
             unpacked = destination.with_name(
                 f".{destination.name}.{os.getpid()}-{uuid.uuid4().hex}.csv.tmp"
             )
+            if child is not None and _overlaps(source, dialect):
+                return _overlapped(source, unpacked, sink, limits, on_progress, dialect, child)
             copied = plain_copy(source, limits, dialect, unpacked, transcode=readable)
             if copied is not None:
                 source, (dialect, long_line) = unpacked, copied
@@ -125,6 +134,109 @@ def ingest_csv(
             unpacked.unlink(missing_ok=True)
         if child is not None:
             keep_spare(limits)  # for the next conversion in this process
+
+
+#: the least size of each part of a copy the child parses while the rest is decoded
+PART_BYTES = 8 << 20
+
+
+def _overlaps(source: Path, dialect: CsvDialect) -> bool:
+    """Whether the upload needs a plain copy (gzip, or text to transcode) that the child
+    can parse part by part while the rest is written: with a header line (a file without
+    one may start with a byte-order mark, which the child is not given)."""
+    with open(source, "rb") as handle:
+        head = handle.read(4)
+    if head == ZIP_MAGIC or not dialect.header:
+        return False
+    return head[:2] == GZIP_MAGIC or not Transcoder(dialect.encoding).passthrough
+
+
+def _overlapped(source, unpacked, sink, limits, on_progress, dialect, child) -> IngestResult:
+    """The copy (reader.plain_copy) written in parts by another thread while the child
+    parses those already written, so that decompressing or decoding (one core) overlaps
+    Polars' parse. The same outcome as copying first: the copy's own refusal (a bomb, a
+    damaged gzip) comes first; text that does not decode, or anything the child does
+    not vouch for, is read by the careful reader as without the overlap (from the
+    upload, or from the parts joined into one copy)."""
+    outcome: dict = {}
+    sample_bytes = max(SAMPLE_BYTES, 2 * limits.max_row_bytes + 2)
+
+    def copy() -> None:
+        try:
+            outcome["copied"] = plain_copy(
+                source, limits, dialect, unpacked, transcode=True,
+                parts=feed.put, part_bytes=max(PART_BYTES, 2 * sample_bytes),
+            )  # fmt: skip
+        except BaseException as exc:  # handed to the ingest's thread
+            outcome["error"] = exc
+        finally:
+            feed.put(None)
+
+    def settled() -> tuple[CsvDialect, bool] | None:
+        """The copy's outcome once it is written (raising its refusal); None: undecodable."""
+        writer.join()
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["copied"]
+
+    def whole() -> bool:
+        writer.join()
+        copied = outcome.get("copied")
+        return "error" not in outcome and copied is not None and not copied[1]
+
+    feed = PartFeed(whole)
+    writer = threading.Thread(target=copy, name="ingest-copy", daemon=True)
+    writer.start()
+    plain = replace(dialect, encoding="utf-8")
+    try:
+        first = feed.next(on_progress)
+        try:
+            if first is None:
+                raise _CopyEnded()
+            names, sample = read_header_and_sample(first, limits, plain)
+            types, warnings = inspect_sample(
+                names, sample, dialect=plain, max_row_bytes=limits.max_row_bytes
+            )
+        except (IngestRejected, _CopyEnded):
+            if settled() is None:  # undecodable: refused by the careful reader, in its order
+                return _ingest(source, sink, limits, on_progress, dialect, None, None)
+            raise
+        try:
+            profiles = child.run(
+                source=first, temporary=sink.open(), names=names, types=types, dialect=plain,
+                limits=limits, row_group_rows=ROW_GROUP_ROWS, on_progress=on_progress,
+                parts=feed,
+            )  # fmt: skip
+            copied = settled()
+            if copied is None:
+                sink.discard()
+                return _ingest(source, sink, limits, on_progress, dialect, None, None)
+            reader = "polars"
+            if profiles is None:
+                reader = "pyarrow"
+                _join(feed.given, unpacked)
+                profiles = _careful(unpacked, sink, names, types, limits, on_progress, copied[0])
+            sink.commit()
+        finally:
+            sink.discard()
+        return IngestResult(profiles=profiles, warnings=warnings, reader=reader)
+    finally:
+        feed.cancel()
+        writer.join()
+        for part in feed.given:
+            part.unlink(missing_ok=True)
+
+
+class _CopyEnded(Exception):
+    """The copy ended before its first part (it raised, or the text does not decode)."""
+
+
+def _join(parts: list[Path], destination: Path) -> None:
+    """The parts of a copy as one file (the careful reader reads one)."""
+    with open(destination, "wb") as out:
+        for part in parts:
+            with open(part, "rb") as handle:
+                shutil.copyfileobj(handle, out, COPY_CHUNK)
 
 
 def _ingest(source, sink, limits, on_progress, dialect, child, long_line) -> IngestResult:

@@ -1,0 +1,227 @@
+"""The fast CSV conversion's checks and profile, computed in its child as Polars writes.
+
+Loaded by `polars_child` from this file (it imports no project module: the child does
+not load Django, and the package's __init__ would). The child hands every batch of
+ROW_GROUP_ROWS rows to a `Profiler` on its way to the Parquet writer, so the rows are
+profiled while they are in memory, never read back. `Profiler.states` gives each
+column's profile state, exactly what datasets.ingest.profile.profile_update would have
+kept reading the same rows, or raises NotOk where Polars read the file differently from
+pyarrow's reader (datasets.ingest.writer), which then reads it:
+
+- a blank line (a row of nulls to Polars, skipped by pyarrow) or a short row (padded
+  with nulls by Polars, refused by pyarrow): either leaves a null in the last column;
+  when it has nulls, the separators in the bytes must be exactly those between every
+  row's fields plus those inside text values;
+- a text value holding a newline (quoted: pyarrow reads without newlines in values),
+  a lone carriage return (a line break to pyarrow), a NUL (refused), or a quoted ""
+  (null to pyarrow, "" to Polars). Only text can hold them (a number with one does
+  not parse and Polars refuses the file), and the profile reads all text anyway;
+- a float that is not finite (pyarrow's reader counts it unreadable).
+
+The profile's limits (SUGGEST_MIN_ROWS, TRACK_LIMIT, ...) and the number pattern come
+from datasets.ingest.profile and .common through `limits` (`profile_limits` there): one
+definition for both readers. What the states hold is private (exact counts of frequent
+values, extremes): the child sends them to the worker on its stdout and nowhere else.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+# read differently by pyarrow's reader and Polars: a NUL, a line break, a quoted ""
+# (null to pyarrow, quoted_strings_can_be_null; "" to Polars)
+UNSAFE_TEXT = "[\x00\r\n]|^$"
+CHUNK = 1 << 22
+
+
+class NotOk(Exception):
+    """The conversion cannot vouch for the result: the careful path decides."""
+
+
+def reads_as_finite(text: pa.Array, pattern: str) -> pa.BooleanArray:
+    """For each text (no nulls), whether it reads as a finite number: `pattern`, blanks
+    around and a leading + allowed. (No Python scalar is converted: pyarrow's first
+    conversion looks for pandas, 0.2 s a fresh process need not spend.)"""
+    ok = pc.match_substring_regex(text, pattern)
+    cleaned = pc.replace_substring_regex(pc.utf8_trim_whitespace(text), r"^\+", "")
+    numbers = pc.cast(pc.if_else(ok, cleaned, pa.nulls(len(text), text.type)), pa.float64())
+    finite = pc.is_finite(numbers)  # null where not a number: Kleene "and" makes it false
+    return pc.and_kleene(finite, pc.is_valid(finite))
+
+
+class Profiler:
+    """Every column's state, fed the rows batch by batch in file order."""
+
+    def __init__(self, names: list[str], kinds: list[str], separator: str, limits: dict) -> None:
+        self.states = [State(kind, separator, limits) for kind in kinds]
+        self.rows = 0
+        self.last_nulls = 0  # nulls in the last column: a blank line or a short row?
+        self.failure: NotOk | None = None  # raised by `add` (the writer may wrap it)
+
+    def add(self, frame) -> None:
+        """One batch of rows: a Polars DataFrame (used through its methods only: the
+        worker imports this module without Polars). Text is counted by Polars, then
+        checked and profiled value by value; numbers are read as numpy, without a copy."""
+        self.rows += frame.height
+        self.last_nulls += frame.get_column(frame.columns[-1]).null_count()
+        try:
+            for state, series in zip(self.states, frame.iter_columns(), strict=True):
+                present = series.drop_nulls() if series.null_count() else series
+                state.cells += len(present)
+                if not len(present):
+                    continue
+                if state.kind == "string":
+                    counted = present.rename("value").value_counts(name="uses")
+                    uses = counted.get_column("uses").to_numpy().astype(np.int64)
+                    state.strings(counted.get_column("value").to_arrow(), uses)
+                else:
+                    state.numbers(present.to_numpy())
+        except NotOk as exc:
+            self.failure = exc
+            raise
+
+    def finish(self, sources: list[str], header: bool, separator: str) -> list[dict]:
+        """The states (as JSON), or NotOk. `sources`: the file, or its parts in order."""
+        if self.rows == 0:
+            raise NotOk("no rows")
+        if self.last_nulls:
+            inside = sum(state.separators for state in self.states)
+            check_fields(sources, header, separator, self.rows, len(self.states), inside)
+        return [state.to_json() for state in self.states]
+
+
+def check_fields(
+    sources: list[str], header: bool, separator: str, rows: int, columns: int, inside: int
+) -> None:
+    """Every row has every field: a blank line or a short row has fewer separators.
+
+    The separators in the bytes (of `sources`, one file in parts) must be the header's,
+    those between the fields of each row, and `inside` (those within text values)."""
+    code = separator.encode()
+    found = in_header = 0
+    first = True
+    for source in sources:
+        with open(source, "rb") as handle:
+            while chunk := handle.read(CHUNK):
+                if first and header:
+                    end = chunk.find(b"\n")
+                    in_header = (chunk if end < 0 else chunk[:end]).count(code)
+                first = False
+                found += chunk.count(code)
+    if found != in_header + rows * (columns - 1) + inside:
+        raise NotOk("a blank line or a row with fewer fields than the header")
+
+
+class State:
+    """What datasets.ingest.profile.ColumnProfile keeps for one column."""
+
+    def __init__(self, kind: str, separator: str, limits: dict) -> None:
+        self.kind = kind
+        self.k = limits["k"]
+        self.limit = limits["track_limit"]
+        self.track_bytes = limits["track_bytes"]
+        self.mostly_numeric = limits["mostly_numeric"]
+        self.pattern = limits["float_pattern"]
+        self.separator = separator
+        self.counts: dict | None = None if kind == "float" else {}
+        self.counted_bytes = 0  # UTF-8 bytes of the keys of `counts`, as the profile keeps
+        self.lows: np.ndarray | None = None
+        self.highs: np.ndarray | None = None
+        self.cells = 0
+        self.readable: int | None = 0
+        self.separators = 0  # separators inside the text values
+
+    def numbers(self, values: np.ndarray) -> None:
+        """A batch of a number column's values (no nulls)."""
+        if self.kind == "float" and not np.isfinite(values).all():
+            raise NotOk("a number that is not finite")
+        self._numbers(values)
+        self.extremes(values)
+
+    def strings(self, text: pa.Array, uses: np.ndarray) -> None:
+        """A batch of a text column: its distinct values and how many cells hold each."""
+        if pc.any(pc.match_substring_regex(text, UNSAFE_TEXT)).as_py():
+            raise NotOk("a text value with a NUL or line break, or a quoted empty one")
+        within = _numpy(pc.count_substring(text, self.separator))
+        self.separators += int(np.dot(within, uses))
+        if self.readable is not None:
+            finite = _numpy(pc.cast(reads_as_finite(text, self.pattern), pa.int8())) > 0
+            self.readable += int(uses[finite].sum())
+            if self.readable < self.mostly_numeric * self.cells:
+                self.readable = None
+        self._merge(text.to_pylist() if self.counts is not None else [], uses)
+
+    def _numbers(self, values: np.ndarray) -> None:
+        """Counts an integer column's values while it has few."""
+        if self.counts is None:
+            return
+        low, high = int(values.min()), int(values.max())
+        if high - low < 1 << 22:
+            low = min(low, 0) if high < 1 << 22 else low  # small counts need no shift
+            uses = np.bincount(values - low if low else values)
+            seen = np.flatnonzero(uses)
+            if len(seen) > self.limit:
+                self.counts = None
+                return
+            self._merge([str(int(v) + low) for v in seen], uses[seen])
+        else:
+            distinct, uses = np.unique(values, return_counts=True)
+            if len(distinct) > self.limit:
+                self.counts = None
+                return
+            self._merge([str(int(v)) for v in distinct], uses)
+
+    def extremes(self, values: np.ndarray) -> None:
+        """The k smallest and largest values so far, repeats included."""
+        self.lows = _smallest(values, self.lows, self.k)
+        self.highs = -_smallest(-values, None if self.highs is None else -self.highs, self.k)
+
+    def _merge(self, values: list, uses: np.ndarray) -> None:
+        if self.counts is None:
+            return
+        if np.count_nonzero(uses) > self.limit:
+            self.counts = None
+            return
+        for value, n in zip(values, uses.tolist(), strict=True):
+            if n:
+                if value not in self.counts:
+                    self.counted_bytes += len(value.encode())
+                self.counts[value] = self.counts.get(value, 0) + n
+        if len(self.counts) > self.limit or self.counted_bytes > self.track_bytes:
+            self.counts = None
+
+    def to_json(self) -> dict:
+        numbers = self.kind != "string"
+        return {
+            "cells": self.cells,
+            "counts": self.counts,
+            "lows": sorted(self.lows.tolist()) if numbers and self.lows is not None else [],
+            "highs": sorted(self.highs.tolist()) if numbers and self.highs is not None else [],
+            "readable": self.readable if self.kind == "string" else 0,
+        }
+
+
+def _numpy(array: pa.Array) -> np.ndarray:
+    """A null-free array of fixed-width numbers as numpy, without a copy (pyarrow's own
+    to_numpy looks for pandas on its first call: 0.2 s this process need not spend)."""
+    if array.null_count:
+        raise ValueError("nulls")
+    width = array.type.bit_width // 8
+    dtype = _DTYPES[str(array.type)]
+    return np.frombuffer(array.buffers()[1], dtype, len(array), array.offset * width)
+
+
+_DTYPES = {"int8": np.int8, "int32": np.int32, "int64": np.int64, "double": np.float64}
+
+
+def _smallest(values: np.ndarray, kept: np.ndarray | None, k: int) -> np.ndarray:
+    """The k smallest of `kept` and `values` (with repeats): values at or above the
+    k-th kept one cannot enter, so most of a large batch is dropped by one compare."""
+    if kept is not None and len(kept) >= k:
+        values = values[values < kept.max()]
+        if not len(values):
+            return kept
+    pool = values if kept is None else np.concatenate([kept, values])
+    return np.partition(pool, k - 1)[:k] if len(pool) > k else pool
