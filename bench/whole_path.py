@@ -595,6 +595,8 @@ def bench_stage(stage: str, folder: Path, rows: int, repeat: int, bound: int) ->
         }  # fmt: skip
         if phase in ours:
             figures["memory_ok"] = max(peak, child) <= MEMORY_GOAL_MB
+        if rs[-1].get("rss_before_mb"):
+            figures["rss_before_mb"] = max(r["rss_before_mb"] for r in rs)
         if "parts" in rs[-1]:
             figures["parts"] = rs[-1]["parts"]
         if "parquet_mb" in rs[-1]:
@@ -603,6 +605,7 @@ def bench_stage(stage: str, folder: Path, rows: int, repeat: int, bound: int) ->
         print(
             f"  {phase:>16}: {med[phase]:8.2f}s {rows / med[phase]:>12,.0f} rows/s  "
             f"peak RSS {peak:7.1f} MB" + (f" (+ Polars child {child:.1f} MB)" if child else "")
+            + (f" (before the ingest {b:.0f} MB)" if (b := figures.get("rss_before_mb")) else "")
             + f"  {ratio:5.2f}x {fastest}  rounds {figures['rounds']} load {figures['load_1min']}"
             + "".join(f"\n{'':>20}{k}: {v['seconds']:.2f}s, peak RSS after it "
                       f"{v['peak_rss_mb']:.0f} MB" for k, v in figures.get("parts", {}).items())
