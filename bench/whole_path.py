@@ -353,12 +353,18 @@ def _release(folder: Path, statistics_: list[dict], mechanism: str):
 
 def _compute(folder: Path, statistics_: list[dict], mechanism: str) -> dict:
     """The worker's computation of a fresh release of `statistics_` (timed alone)."""
-    from releases import compute, kinds
-    from releases.models import Release
+    from releases import kinds
 
     for name in kinds.REGISTRY:  # the lazy imports a worker has made long before
         kinds.get(name)
-    release = _release(folder, statistics_, mechanism)
+    return _compute_release(_release(folder, statistics_, mechanism))
+
+
+def _compute_release(release) -> dict:
+    """release_compute of an approved release, as the worker runs it (timed alone)."""
+    from releases import compute
+    from releases.models import Release
+
     for entry in release.spec["statistics"]:
         compute.StatisticReader.from_spec(entry)
     parts = _watch_parts()
@@ -435,6 +441,9 @@ def _kept(con, folder: Path, bound: int, columns: list[str]) -> None:
     """The rows DuckDB keeps: at most L per person by a keyed hash (row number breaks ties)."""
     src = f"read_parquet('{_parquet(folder)}', file_row_number = true)"
     listed = ", ".join(columns)
+    if not bound:  # a row-level unit: every row, as a view (nothing materialized)
+        con.execute(f"CREATE TEMP VIEW kept AS SELECT {listed} FROM {src}")  # noqa: S608 - our own names
+        return
     h = f"hash(person_id, {listed}, 12345::UBIGINT)"
     con.execute(
         f"CREATE TEMP TABLE kept AS SELECT {listed} FROM {src} "  # noqa: S608 - our own names
@@ -480,6 +489,31 @@ def phase_release_every(folder: Path, bound: int) -> dict:
     return {**result, "copy": _copy_fresh(folder)}
 
 
+def phase_release_row(folder: Path, bound: int) -> dict:
+    """The same release with a row-level unit (no person bound; every kind but rows per
+    person): the aggregation plan alone at this size. The dataset's unit is one row
+    while the release is drafted and computed, the person-level one again afterwards."""
+    _django(folder)
+    from datasets.models import Dataset
+    from releases import kinds
+
+    table = every_kind_statistics()
+    dataset = _dataset(folder)
+    Dataset.objects.filter(pk=dataset.pk).update(id_column="", contribution_bound=1)
+    try:
+        chosen = [table[k] for k in kinds.REGISTRY if k != "rows_per_person"]
+        return _compute_release(_release(folder, chosen, "gaussian"))
+    finally:
+        Dataset.objects.filter(pk=dataset.pk).update(
+            id_column=dataset.id_column, contribution_bound=dataset.contribution_bound
+        )
+
+
+def phase_duckdb_row(folder: Path, bound: int) -> dict:
+    """DuckDB's own aggregates for the row-level release: every row kept."""
+    return phase_duckdb_every(folder, 0)
+
+
 def phase_duckdb_every(folder: Path, bound: int) -> dict:
     """DuckDB's own aggregates for every kind, on the rows the same bound keeps."""
     import duckdb
@@ -506,7 +540,9 @@ def phase_duckdb_every(folder: Path, bound: int) -> dict:
         "(education), ())",  # crosstab, 2-way with the total
         "SELECT sign(income), floor(log2(abs(income) + 1)), count(*) FROM kept GROUP BY ALL",
         "SELECT education, count(*) FROM (SELECT DISTINCT person_id, education FROM kept) "
-        "GROUP BY education",  # keys
+        "GROUP BY education"  # keys: a person's keys counted once
+        if bound
+        else "SELECT education, count(*) FROM kept GROUP BY education",  # keys, row-level
     ]
     per_person = (
         "SELECT least(n, 20), count(*) FROM (SELECT person_id, count(*) AS n FROM "  # noqa: S608 - our own path
@@ -518,7 +554,7 @@ def phase_duckdb_every(folder: Path, bound: int) -> dict:
         con = duckdb.connect()
         _kept(con, folder, bound, ["person_id", "age", "sex", "region", "education", "income",
                                    "hours"])  # fmt: skip
-        for query in [*queries, per_person]:
+        for query in [*queries, per_person] if bound else queries:
             con.sql(query).fetchall()
         con.close()
 
@@ -535,6 +571,8 @@ PHASES = {
     "duckdb-person": phase_duckdb_person,
     "release-every": phase_release_every,
     "duckdb-every": phase_duckdb_every,
+    "release-row": phase_release_row,
+    "duckdb-row": phase_duckdb_row,
 }
 #: stage: (its phases in round order, dpportal's phases, the references)
 STAGES = {
@@ -543,6 +581,7 @@ STAGES = {
     "person": (["person-source", "person-build", "person-copy", "duckdb-person"],
                ["person-source", "person-build", "person-copy"], ["duckdb-person"]),
     "release": (["release-every", "duckdb-every"], ["release-every"], ["duckdb-every"]),
+    "release-row": (["release-row", "duckdb-row"], ["release-row"], ["duckdb-row"]),
 }  # fmt: skip
 
 
