@@ -50,8 +50,10 @@ EXTRA = (N, PID, ROW)
 VERSION = 1
 META_KEY = b"dpportal_person_rows"
 ROW_GROUP_SIZE = 122_880
-#: threads of the build's join (every row with its person's count): see `_write`
-JOIN_THREADS = 1
+#: the most threads a build uses, whatever it is given: at 100M rows (80M people) the
+#: join of every row with its person's count ran out of a 192 MB limit on two threads
+#: (allocations DuckDB cannot spill); on one, join and sort fit (DuckDB's peak 280 MB)
+BUILD_THREADS = 1
 
 
 def stored_name(dataset_id: int) -> str:
@@ -106,7 +108,7 @@ def build(
     try:
         con = duckdb.connect(
             config={
-                "threads": threads,
+                "threads": min(threads, BUILD_THREADS),
                 "memory_limit": f"{memory_mb}MB",
                 "temp_directory": spill,
                 "preserve_insertion_order": False,
@@ -139,12 +141,7 @@ def _write(
     """Two statements, each within the memory limit: the rows with their person's count
     (a join) into a private temporary file, then that file sorted into `out`. As one
     statement (join feeding the sort) it needed 192 MB with two threads, and failed
-    below; apart, each spills and fits in 128 MB (10M rows, 7.7M people).
-
-    The join runs on JOIN_THREADS threads whatever `threads` says: at 100M rows (80M
-    people) it ran out of a 192 MB limit with two threads (allocations it cannot
-    spill), with one it fit (DuckDB's own peak 280 MB, the rest of the process
-    aside). The sort keeps the connection's threads."""
+    below; apart, each spills and fits in 128 MB (10M rows, 7.7M people)."""
     files = ", ".join(_text(p) for p in paths)
     read = f"read_parquet([{files}], file_row_number = true)"
     described = con.execute(f"DESCRIBE SELECT * FROM read_parquet([{files}])").fetchall()  # noqa: S608 - literals quoted
@@ -157,8 +154,6 @@ def _write(
     stored = ", ".join(f"s.{_ident(name)}" for name, _ in columns)
     meta = json.dumps({"version": VERSION, "id_column": id_column, "source": identity})
     joined = _text(str(spill / "joined.parquet"))
-    threads = con.execute("SELECT current_setting('threads')").fetchone()[0]
-    con.execute(f"SET threads = {min(int(threads), JOIN_THREADS)}")
     con.execute(
         f"COPY (SELECT {stored}, c.n AS {N}, c.pid AS {PID}, {row} AS {ROW} "  # noqa: S608 - names quoted, literals quoted
         f"FROM {read} AS s LEFT JOIN ("
@@ -166,7 +161,6 @@ def _write(
         f"FROM read_parquet([{files}]) WHERE {person} IS NOT NULL GROUP BY {person}"
         f") AS c ON c.person = s.{person}) TO {joined} (FORMAT parquet)"
     )
-    con.execute(f"SET threads = {int(threads)}")
     con.execute(
         f"COPY (SELECT * FROM read_parquet({joined}) ORDER BY {PID} NULLS LAST, {ROW}) "  # noqa: S608 - names quoted, literals quoted
         f"TO {_text(str(out))} (FORMAT parquet, ROW_GROUP_SIZE {ROW_GROUP_SIZE}, "
