@@ -265,3 +265,28 @@ def test_the_line_limit_holds_across_reads_as_a_naive_count_says(
     finally:
         stream.close()
     assert refused == (max(len(line) for line in content.split(b"\n")) > limit)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    lines=st.lists(st.integers(0, 9000), min_size=1, max_size=12),
+    limit=st.integers(1, 9000),
+    end=st.booleans(),
+)
+def test_the_fast_path_line_search_over_mapped_windows_as_a_naive_count_says(
+    tmp_path, monkeypatch, lines, limit, end
+):
+    """The fast path's search for a line over the limit maps the file a window at a time
+    (its peak memory then stays flat in the file's size); lines across windows count whole."""
+    import mmap
+
+    from datasets.ingest import fast
+
+    monkeypatch.setattr(fast, "LINE_SEARCH_WINDOW", mmap.ALLOCATIONGRANULARITY)
+    content = b"\n".join(b"x" * n for n in lines) + (b"\n" if end else b"")
+    source = Path(tempfile.mkdtemp(dir=tmp_path)) / "lines.csv"
+    source.write_bytes(content)
+    over = max(len(line) for line in content.split(b"\n")) > limit
+    assert fast._longest_line_over(source, limit) == over
