@@ -3,7 +3,8 @@
 DuckDB is embedded: the query runs on `threads` threads under `memory_limit`,
 spilling to a private temporary directory (removed afterwards) when an operator
 needs more. True aggregates come back only as the small per-cell result rows,
-in this process's memory; nothing is written but DuckDB's own spill files.
+in this process's memory; nothing is written but DuckDB's own spill files and the
+person bound's working tables, in a database file in the same directory.
 
 Privacy unit (an ID column and a bound L): per person at most L rows, the ones
 with the smallest keyed hash h(K, person, n), n the row's place among its person's
@@ -97,7 +98,14 @@ def compute_memory_mb() -> int:
 
 
 def _connect(spill: str, *, ordered: bool = False) -> duckdb.DuckDBPyConnection:
+    """A connection whose database is a fresh file in the private spill directory: the
+    person bound's working tables (the heavy persons' hashes, the dropped rows: tens of
+    millions of entries at 100M rows) are then written out and evicted under
+    `memory_limit` like any spilled operator, where an in-memory database must keep
+    them pinned and fails."""
+    database = Path(tempfile.mkdtemp(dir=spill)) / "work.duckdb"
     return duckdb.connect(
+        database=str(database),
         config={
             "threads": compute_threads(),
             "memory_limit": f"{compute_memory_mb()}MB",
@@ -222,7 +230,7 @@ def _bound_rows(con, source: str, id_column: str, id_type, bound: int, params, r
     computed only in step 2, for the heavy persons' rows."""
     person = DUCKDB.ident(id_column)
     con.execute(
-        f"CREATE TEMP TABLE heavy AS SELECT hash({person}) AS hp FROM {source} "  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
+        f"CREATE TABLE heavy AS SELECT hash({person}) AS hp FROM {source} "  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
         f"WHERE {person} IS NOT NULL GROUP BY hash({person}) HAVING count(*) > {bound}"
     )
     report(1)
@@ -231,7 +239,7 @@ def _bound_rows(con, source: str, id_column: str, id_type, bound: int, params, r
     order = person_rows.keyed_hash_sql(DUCKDB, id_column, id_type) + f", s.{ROW}"
     nth = f"row_number() OVER (PARTITION BY s.{person} ORDER BY s.{ROW}) AS {NTH}"
     con.execute(
-        f"CREATE TEMP TABLE dropped AS SELECT {ROW} FROM ("  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
+        f"CREATE TABLE dropped AS SELECT {ROW} FROM ("  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
         f"SELECT s.{ROW}, row_number() OVER (PARTITION BY s.{person} ORDER BY {order}) AS rn "
         f"FROM (SELECT s.{ROW}, s.{person}, {nth} FROM {source} AS s "
         f"WHERE s.{person} IS NOT NULL AND hash(s.{person}) IN (SELECT hp FROM heavy)) AS s"
