@@ -113,7 +113,7 @@ def _connect(spill: str, *, ordered: bool = False) -> duckdb.DuckDBPyConnection:
             # only the person-rows copy's reading needs rows in file order
             "preserve_insertion_order": ordered,
             "enable_external_access": True,
-        }
+        },
     )
 
 
