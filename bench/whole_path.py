@@ -234,6 +234,8 @@ def phase_ingest_dpportal(folder: Path, bound: int) -> dict:
     _save_state(folder, dataset=dataset.pk)
     os.sync()  # the upload's copy was just written: its writeback is not the ingest's
     rss_before = peak_rss_mb()
+    from bench.ingest import _watch_children
+
     children = _watch_children()
 
     def run() -> None:
@@ -249,21 +251,6 @@ def phase_ingest_dpportal(folder: Path, bound: int) -> dict:
     parquet = Path(folder / "media" / dataset.parquet_file)
     return {**result, "rss_before_mb": rss_before, "child_peak_rss_mb": child,
             "parquet_mb": parquet.stat().st_size / 1e6}  # fmt: skip
-
-
-def _watch_children() -> list:
-    """The Polars children the ingest starts (to read their peak memory afterwards)."""
-    from datasets.ingest import fast
-
-    started: list = []
-    original = fast.FastConversion.__init__
-
-    def init(self, *args, **kwargs) -> None:
-        original(self, *args, **kwargs)
-        started.append(self)
-
-    fast.FastConversion.__init__ = init
-    return started
 
 
 def phase_ingest_polars(folder: Path, bound: int) -> dict:
