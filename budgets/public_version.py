@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-import threading
-from collections import OrderedDict
 
 from django.core.cache import cache
 from django.db import transaction
+
+from dpportal.local_copies import LocalCopies
 
 #: how long a token is kept: the longest a change whose new token was lost stays unseen
 SECONDS = 60
@@ -72,44 +72,6 @@ def project_public_changed(*, slug: str) -> None:
     transaction): a fresh token now, and another once the transaction commits."""
     _renew(slug)
     transaction.on_commit(lambda: _renew(slug))
-
-
-class LocalCopies:
-    """This process's own copies of cache entries whose key names the version of their
-    content (a project's token, a publication): such an entry never changes, so a copy
-    found here is what the cache would answer, one round trip sooner. The token itself
-    is always read from the cache, so a change shows at once in every process.
-
-    Bounded in entries and bytes (the least recently used go first); thread-safe.
-    """
-
-    def __init__(self, *, max_entries: int = 128, max_bytes: int = 32 << 20) -> None:
-        self._entries: OrderedDict[str, tuple[object, int]] = OrderedDict()
-        self._bytes = 0
-        self._max_entries, self._max_bytes = max_entries, max_bytes
-        self._lock = threading.Lock()
-
-    def get(self, key: str) -> object | None:
-        with self._lock:
-            found = self._entries.get(key)
-            if found is None:
-                return None
-            self._entries.move_to_end(key)
-            return found[0]
-
-    def put(self, key: str, value: object, *, size: int) -> None:
-        """Keep `value` (about `size` bytes) under `key`; one over an eighth of the
-        bytes allowed is not kept."""
-        if size > self._max_bytes // 8:
-            return
-        with self._lock:
-            if key in self._entries:
-                return
-            self._entries[key] = (value, size)
-            self._bytes += size
-            while len(self._entries) > self._max_entries or self._bytes > self._max_bytes:
-                _, (_, dropped) = self._entries.popitem(last=False)
-                self._bytes -= dropped
 
 
 #: the copies of the public pages' entries in this process

@@ -41,9 +41,7 @@ session, no query string).
 from __future__ import annotations
 
 import hashlib
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -58,6 +56,8 @@ from django.middleware.csrf import InvalidTokenFormat, _check_token_format
 from django.middleware.gzip import re_accepts_gzip
 from django.utils import translation
 from django.utils.http import parse_etags
+
+from dpportal.local_copies import LocalCopies
 
 #: how long a kept answer stays in the cache: the depended-on entries expire sooner
 #: (a minute), so this only bounds the memory a page no one reads again holds
@@ -116,51 +116,13 @@ class _Key:
     entry: str
 
 
-class _LocalCopies:
-    """This process's copies of kept answers, checked against the cache's current
-    values like the cache's own copy; least recently used out first. Thread-safe."""
-
-    def __init__(self, *, max_entries: int = 256, max_bytes: int = 32 << 20) -> None:
-        self._entries: OrderedDict[str, tuple[dict, int]] = OrderedDict()
-        self._bytes = 0
-        self._max_entries, self._max_bytes = max_entries, max_bytes
-        self._lock = threading.Lock()
-
-    def get(self, key: str) -> dict | None:
-        with self._lock:
-            found = self._entries.get(key)
-            if found is None:
-                return None
-            self._entries.move_to_end(key)
-            return found[0]
-
-    def put(self, key: str, entry: dict) -> None:
-        size = sum(len(slot[2]) for slot in (entry["ok"], entry["not_modified"]) if slot)
-        size += 2048
-        with self._lock:
-            old = self._entries.pop(key, None)
-            if old is not None:
-                self._bytes -= old[1]
-            self._entries[key] = (entry, size)
-            self._bytes += size
-            while len(self._entries) > self._max_entries or self._bytes > self._max_bytes:
-                _, (_, dropped) = self._entries.popitem(last=False)
-                self._bytes -= dropped
-
-    def drop(self, key: str) -> None:
-        with self._lock:
-            old = self._entries.pop(key, None)
-            if old is not None:
-                self._bytes -= old[1]
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._bytes = 0
+def _entry_size(entry: dict) -> int:
+    """About the bytes a kept answer holds: its bodies and its headers."""
+    return 2048 + sum(len(slot[2]) for slot in (entry["ok"], entry["not_modified"]) if slot)
 
 
 #: kept answers copied in this process
-local_copies = _LocalCopies()
+local_copies = LocalCopies(max_entries=256)
 #: paths a view has offered an answer for in this process -> the keys it depends on
 #: (a function of the path alone); bounded: emptied when full
 _known: dict[tuple[str, str], tuple[str, ...]] = {}
@@ -266,11 +228,11 @@ class PublicAnswerMiddleware:
         if entry is None:
             entry = values.get(key.entry)
             if entry is not None:
-                local_copies.put(key.entry, entry)
+                local_copies.put(key.entry, entry, size=_entry_size(entry))
         elif not _current(entry, values):  # this process's copy is older: the cache's?
             entry = cache.get(key.entry)
             if entry is not None:
-                local_copies.put(key.entry, entry)
+                local_copies.put(key.entry, entry, size=_entry_size(entry))
         if not _current(entry, values):
             return None, None
         if not_modified(request.META.get("HTTP_IF_NONE_MATCH"), entry["etag"]):
@@ -298,7 +260,7 @@ class PublicAnswerMiddleware:
             entry = {**fields, "ok": None, "not_modified": None}
         entry["ok" if response.status_code == 200 else "not_modified"] = slot
         cache.set(key.entry, entry, ENTRY_SECONDS)
-        local_copies.put(key.entry, entry)
+        local_copies.put(key.entry, entry, size=_entry_size(entry))
         if len(_known) >= _KNOWN_MAX:
             _known.clear()
         _known[key.path] = tuple(name for name, _ in found.depends)

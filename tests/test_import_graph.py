@@ -108,6 +108,7 @@ LAYERS = {
     "dpportal.privacy": "privacy",
     "dpportal.product": "base",
     "dpportal.public_cache": "interface",
+    "dpportal.local_copies": "base",
     "dpportal.settings": "interface",
     "dpportal.statistic_names": "base",
     "dpportal.staticfiles": "interface",

@@ -247,3 +247,17 @@ def test_local_copies_keep_the_most_recent_within_their_bounds():
     assert (copies.get("a"), copies.get("b"), copies.get("c")) == (1, None, 3)
     copies.put("big", 4, size=101)  # over an eighth of the bytes allowed: not kept
     assert copies.get("big") is None
+
+
+def test_local_copies_replace_a_value_and_its_bytes():
+    copies = public_version.LocalCopies(max_entries=4, max_bytes=800)
+    copies.put("a", 1, size=60)
+    copies.put("a", 2, size=90)  # replaces: the old bytes are no longer counted
+    assert copies.get("a") == 2
+    copies.put("b", 3, size=90)
+    copies.put("c", 4, size=90)
+    assert (copies.get("a"), copies.get("b"), copies.get("c")) == (2, 3, 4)
+    copies.put("a", 5, size=101)  # too large now: the stale copy is not kept either
+    assert copies.get("a") is None
+    copies.clear()
+    assert copies.get("b") is None
