@@ -132,6 +132,16 @@ def test_the_kept_rows_are_the_lowest_hash_then_position_per_person(sizes, hashe
     assert kept.tolist() == expected.tolist()
 
 
+@settings(max_examples=200, deadline=None)
+@given(chunks=st.lists(st.lists(st.booleans(), max_size=20), max_size=10))
+def test_bits_packed_as_they_come_are_the_bits_packed_at_once(chunks):
+    bits = copy_path._Bits()
+    for chunk in chunks:
+        bits.add(np.array(chunk, dtype=bool))
+    whole = np.array([b for chunk in chunks for b in chunk], dtype=bool)
+    assert bits.finish() == np.packbits(whole).tobytes()
+
+
 def stream(*batches):
     """(pid, h, pos) batches, as the copy's heavy rows are read."""
     made = [

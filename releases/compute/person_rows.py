@@ -23,7 +23,7 @@ same K, same tie-break), so it depends only on the person's own rows and K; rows
 ID have no N and are dropped. The copy must not change between the two reads:
 its file identity (inode, size, modification time) is compared before and after
 (a rebuilt copy is a new file), and a change falls back like OutOfOrder. Memory:
-a batch at a time, plus one bit (while collecting, one byte) per heavy row.
+a batch at a time, plus one bit per heavy row.
 """
 
 from __future__ import annotations
@@ -115,8 +115,10 @@ def _identity(path: str) -> tuple[int, int, int]:
 def kept_bitmap(stream, bound: int) -> tuple[int, bytes]:
     """(the first heavy row's position, one bit per heavy row from it: kept or not) over
     the stream of (pid, h, pos) batches in file order. A batch's last person may go on
-    in the next batch: their rows wait (`carry`) until the person is complete."""
-    kept: list[np.ndarray] = []
+    in the next batch: their rows wait (`carry`) until the person is complete. The bits
+    are packed as each person's choice is made (`_Bits`): one bit per heavy row is held,
+    never a byte."""
+    bits = _Bits()
     carry: list[tuple[np.ndarray, np.ndarray]] = []  # the rows so far of person `last`
     start = last = None
     expected = 0  # the next row's position
@@ -141,16 +143,38 @@ def kept_bitmap(stream, bound: int) -> tuple[int, bytes]:
                 continue
             pid, h = pid[head:], h[head:]
         if carry:
-            kept.append(keep_lowest(*map(np.concatenate, zip(*carry, strict=True)), bound))
+            bits.add(keep_lowest(*map(np.concatenate, zip(*carry, strict=True)), bound))
         last = pid[-1]
         end = int(np.searchsorted(pid, last))  # where the last person's rows begin
-        kept.append(keep_lowest(pid[:end], h[:end], bound))
+        bits.add(keep_lowest(pid[:end], h[:end], bound))
         carry = [(pid[end:], h[end:])]
     if carry:
-        kept.append(keep_lowest(*map(np.concatenate, zip(*carry, strict=True)), bound))
+        bits.add(keep_lowest(*map(np.concatenate, zip(*carry, strict=True)), bound))
     if start is None:
         return 0, b""
-    return start, np.packbits(np.concatenate(kept)).tobytes()  # bit 0: the first byte's top
+    return start, bits.finish()
+
+
+class _Bits:
+    """Booleans packed eight to a byte as they come (bit 0: the first byte's top); fewer
+    than eight wait for the next."""
+
+    def __init__(self) -> None:
+        self._packed: list[bytes] = []
+        self._pending = np.zeros(0, dtype=bool)
+
+    def add(self, flags: np.ndarray) -> None:
+        flags = np.concatenate((self._pending, flags)) if len(self._pending) else flags
+        whole = len(flags) - len(flags) % 8
+        if whole:
+            self._packed.append(np.packbits(flags[:whole]).tobytes())
+        self._pending = flags[whole:].copy()
+
+    def finish(self) -> bytes:
+        if len(self._pending):
+            self._packed.append(np.packbits(self._pending).tobytes())
+            self._pending = np.zeros(0, dtype=bool)
+        return b"".join(self._packed)
 
 
 def keep_lowest(pid: np.ndarray, h: np.ndarray, bound: int, *, rounds: int = 16) -> np.ndarray:
