@@ -244,17 +244,22 @@ def _bound_rows(con, source: str, id_column: str, id_type, bound: int, params, r
     )
     report(1)
     # h(K, person, n): n, the row's place among its person's rows, depends on that person's
-    # rows alone (not on the rows of others before it); the row number breaks ties in h
-    order = person_rows.keyed_hash_sql(DUCKDB, id_column, id_type) + f", s.{ROW}"
-    nth = f"row_number() OVER (PARTITION BY s.{person} ORDER BY s.{ROW}) AS {NTH}"
+    # rows alone (not on the rows of others before it); the row number breaks ties in h.
+    # The ranking partitions by the person's first row number (in the same window as n: a
+    # row number is unique, so it names the person) rather than by the ID, and its rows
+    # carry the row number and h alone: narrower than the ID, it sorts and spills less.
+    keyed = person_rows.keyed_hash_sql(DUCKDB, id_column, id_type)
+    by_row = f"(PARTITION BY s.{person} ORDER BY s.{ROW})"
     last = (1 << BLOCK) - 1
     con.execute(
         f"CREATE TABLE dropped AS SELECT {ROW} >> {BLOCK} AS {BLOCK_ID}, "  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
         f"bitstring_agg(CAST({ROW} & {last} AS INTEGER), 0, {last}) AS {BLOCK_BITS} FROM ("
-        f"SELECT s.{ROW}, row_number() OVER (PARTITION BY s.{person} ORDER BY {order}) AS rn "
-        f"FROM (SELECT s.{ROW}, s.{person}, {nth} FROM {source} AS s "
-        f"WHERE s.{person} IS NOT NULL AND hash(s.{person}) IN (SELECT hp FROM heavy)) AS s"
-        f") AS ranked WHERE rn > {bound} GROUP BY {BLOCK_ID}",
+        f"SELECT s.{ROW}, row_number() OVER (PARTITION BY s.__first ORDER BY s.__h, s.{ROW}) AS rn "
+        f"FROM (SELECT s.{ROW}, s.__first, {keyed} AS __h FROM ("
+        f"SELECT s.{ROW}, s.{person}, row_number() OVER {by_row} AS {NTH}, "
+        f"first_value(s.{ROW}) OVER {by_row} AS __first FROM {source} AS s "
+        f"WHERE s.{person} IS NOT NULL AND hash(s.{person}) IN (SELECT hp FROM heavy)"
+        f") AS s) AS s) AS ranked WHERE rn > {bound} GROUP BY {BLOCK_ID}",
         params,
     )
     report(2)
