@@ -30,8 +30,10 @@ instead three passes --
    column alone; DuckDB's hash aggregate spills). A hash collision only lets a
    light person into step 2, where the ranking is by the real ID;
 2. `dropped`: among the rows of heavy hashes only, the row numbers ranked past L
-   within their person (a window over the heavy rows), kept as one bit per row in
-   blocks of 1,024 consecutive row numbers (a few thousand blocks per 10M rows);
+   within their person -- one window over the heavy rows by (ID, row number) gives n
+   and the person's first row number, a second ranks by (h, row number) within that
+   first row number -- kept as one bit per row in blocks of 1,024 consecutive row
+   numbers (a few thousand blocks per 10M rows);
 3. the plan's aggregation over the rows with an ID whose bit is not set (a join on
    the block, then the bit). Probing the small block table costs about a third of
    an anti join with the dropped row numbers themselves (millions of entries, past
