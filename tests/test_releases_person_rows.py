@@ -113,6 +113,32 @@ def test_several_files_and_numeric_ids_give_the_same_aggregates(media, bound):
     assert duckdb_engine.run_plan(spec, plan, rng=SeededTestRandom(4))[0].tolist() == without
 
 
+@pytest.mark.parametrize("bound", [1, 3])
+def test_rows_dropped_over_many_blocks_are_those_the_copy_drops(media, bound):
+    """Thousands of rows: the dataset path keeps its dropped rows as bits of blocks of
+    row numbers; the rows it keeps, block edges included, are the copy's."""
+    gen = np.random.default_rng(20 + bound)  # test DATA, not noise
+    n = 5 * (1 << duckdb_engine.BLOCK) + 17
+    people = gen.integers(0, n // 3, n).astype(np.int64)
+    table = pa.table({"k": gen.integers(0, 60, n), "person": people})
+    pq.write_table(table, media / "d.parquet", row_group_size=1000)
+    edges = [str(e) for e in range(61)]
+    k = {"name": "k", "kind": "numeric", "bin_edges": edges, "missing": "drop"}
+    spec = {
+        "parquet_file": "d.parquet",
+        "privacy_unit": {"id_column": "person", "contribution_bound": bound},
+        "statistics": [{"kind": "histogram", "columns": [k]}],
+    }
+    plan = duckdb_engine.duckdb_plan(spec)
+    counts = []
+    for via in ("source", "copy"):
+        prepare(spec, media, via)
+        counts.append(duckdb_engine.run_plan(spec, plan, rng=SeededTestRandom(7))[0].tolist())
+    per_person = np.unique(people, return_counts=True)[1]
+    assert sum(counts[0]) == int(np.minimum(per_person, bound).sum())
+    assert counts[0] == counts[1]
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     sizes=st.lists(st.integers(1, 9), max_size=12),
