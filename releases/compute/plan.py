@@ -180,6 +180,42 @@ def bound_hash_sql(d: Dialect, id_column: str, id_type: pa.DataType, key: str) -
     return hashed
 
 
+class KeyIdCollision(RuntimeError):
+    """Two texts of a keys statistic share an id (`Plan.keys_sql`): the release is refused
+    rather than publish a count under a text it is not the count of."""
+
+
+def checked_keys(rows) -> dict[str, int]:
+    """A keys statistic's {key: count} from `Plan.keys_sql`'s rows (k, n, shared); refused
+    (`KeyIdCollision`) when any text shares its id with another."""
+    out: dict[str, int] = {}
+    for k, n, shared in rows:
+        if int(shared) != 1:
+            raise KeyIdCollision("Two keys share an id under this release's key; run it again.")
+        out[str(k)] = int(n)
+    return out
+
+
+#: a hexadecimal text {x} of at most 15 digits as a BIGINT, per dialect
+_HEX_BIGINT = {
+    "duckdb": "CAST('0x' || {x} AS BIGINT)",
+    "spark": "CAST(conv({x}, 16, 10) AS BIGINT)",
+}
+
+
+def _text_id_sql(d: Dialect, x: str, key: str, role: str, names: list[str]) -> str:
+    """Two BIGINT columns `names` (60 bits each, 120 together) of the SHA-256 of the text
+    {x} keyed by the release's secret (`key`, SQL of its decimal text) and `role`
+    ("key" or "person": a key's id is never a person's): the same on every engine, and
+    unforeseeable without K (no one can choose two texts sharing an id)."""
+    token = f"concat({key}, '|{role}|s', CAST({d.octets.format(x=x)} AS {d.string}), ':', {x})"
+    digest = d.sha256.format(x=token)
+    hexed = _HEX_BIGINT[d.name]
+    first = hexed.format(x=f"substr({digest}, 1, 15)")
+    second = hexed.format(x=f"substr({digest}, 16, 15)")
+    return f"{first} AS {names[0]}, {second} AS {names[1]}"
+
+
 def _float_token(v: str, d: Dialect) -> str:
     """A double's exact canonical text, from arithmetic both engines do exactly (their
     float-to-text conversions differ): `f<sign><m>e<p>;` with |v| = m * 2**p, m < 2**53 an
@@ -385,34 +421,80 @@ class Plan:
         key: str = "CAST($key::UBIGINT AS VARCHAR)",
     ) -> str:
         """One statistic of the categories found in the data over `relation` (the rows the
-        privacy unit keeps): per key, the distinct persons holding it, each person counted
-        in at most keys_per_person of their distinct keys, those with the smallest keyed
-        hash h(person, key, K) (`key`: SQL of the release's secret's decimal text, spelled
-        as the engine binds it), ties by the key's text. h is `row_hash_sql` (the person's
-        ID left out when its type has no canonical text), so every engine keeps the same
-        keys for the same K; only a person with more keys than the bound is hashed (a count
-        per person beside the ranking, the same partition). Without a person column, rows
-        per key. Missing keys (and rows without an ID) are not counted."""
+        privacy unit keeps): rows (k, n, shared) -- a key's text, the distinct persons
+        holding it, and how many texts share its id (`KeyIdCollision`: more than 1 refuses
+        the release). Each person is counted in at most keys_per_person of their distinct
+        keys, those with the smallest keyed hash h(person, key id, K) (`key`: SQL of the
+        release's secret's decimal text, spelled as the engine binds it), ties by the id.
+        Without a person column, rows per key (shared 1). Missing keys (and rows without
+        an ID) are not counted.
+
+        On integers: a text as a group key or a window's partition holds its bytes in the
+        engine's hash tables (DuckDB's cannot spill them under its memory limit), so the
+        distinct (person, key) pairs and the ranking are over `_text_id_sql`'s ids -- 120
+        bits of SHA-256 over K and the text, as two BIGINTs, the same on every engine --
+        and the person itself when its ID is not text. The texts come back at the end
+        from the distinct texts of the kept rows (one group per key, never per pair),
+        joined to the counted ids.
+
+        Privacy: a person's rows give one id per text, so a person is in at most
+        keys_per_person ranked pairs, each a distinct key id, counted once: two keys'
+        texts sharing an id only merge (a person holding both counts once), lowering
+        counts. A text's count is its own only when its id is its alone: the
+        join shows every text of the kept rows sharing a counted id, and the engines
+        refuse the release then (no count is published under a text it is not the
+        count of; a fresh K gives fresh ids). With K secret, no one can choose two
+        colliding texts; by chance, among n distinct keys, probability < n**2 / 2**121.
+        Two text IDs sharing an id would be ranked as one person (their union counted
+        in at most keys_per_person keys): never detected, with the same bound on its
+        probability, far below any delta a release takes. h is `row_hash_sql` over
+        the person's token (left out when its type has no canonical text) and the key's
+        id, so DuckDB and Spark keep the same keys for the same K; only a person with
+        more keys than the bound is hashed (a count per person beside the ranking, the
+        same partition)."""
         d, k = self.dialect, part.keys
         if not id_column:
             rows = self.rows_sql(relation)
             return (
-                f"SELECT {k} AS k, count(*) AS n FROM ({rows}) AS r "  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
+                f"SELECT {k} AS k, count(*) AS n, 1 AS shared FROM ({rows}) AS r "  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
                 f"WHERE {k} IS NOT NULL GROUP BY {k}"
             )
         rows = self.rows_sql(relation, extra={PERSON: d.ident(id_column)})
+        kept = (
+            f"(SELECT {PERSON} AS p, {k} AS t FROM ({rows}) AS r "  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
+            f"WHERE {k} IS NOT NULL AND {PERSON} IS NOT NULL)"
+        )
         bound = int(part.spec["keys_per_person"])
+        id_type = self.id_type or pa.null()
+        if pa.types.is_string(id_type) or pa.types.is_large_string(id_type):
+            person = ["p1", "p2"]
+            typed = [("p1", pa.int64()), ("p2", pa.int64())]
+            person_ids = _text_id_sql(d, "s.p", key, "person", person)
+        else:
+            person, typed, person_ids = ["p"], [("p", id_type)], "s.p"
+        ids = ["k1", "k2"]
+        pairs = (
+            f"SELECT DISTINCT {', '.join([*person, *ids])} FROM (SELECT {person_ids}, "  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
+            f"{_text_id_sql(d, 's.t', key, 'key', ids)} FROM {kept} AS s) AS i"
+        )
+        by = ", ".join(f"s.{c}" for c in person)
         # "keys|" after K: not the text of any row's hash (row_hash_sql's tokens follow "K|")
-        typed = [("p", self.id_type or pa.null()), (k, pa.string())]
+        typed = [*typed, ("k1", pa.int64()), ("k2", pa.int64())]
         order = row_hash_sql(d, typed, f"{key} || '|keys'", skip_others=True)
+        counts = (
+            f"SELECT k1, k2, count(*) AS n FROM ("  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
+            f"SELECT s.k1, s.k2, row_number() OVER (PARTITION BY {by} ORDER BY "
+            f"CASE WHEN s.m > {bound} THEN {order} END, s.k1, s.k2) AS rn FROM ("
+            f"SELECT s.*, count(*) OVER (PARTITION BY {by}) AS m FROM ({pairs}) AS s) AS s"
+            f") AS ranked WHERE rn <= {bound} GROUP BY k1, k2"
+        )
+        texts = (
+            f"SELECT s.t, {_text_id_sql(d, 's.t', key, 'key', ids)} FROM "  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
+            f"(SELECT DISTINCT t FROM {kept} AS s) AS s"
+        )
         return (
-            f"SELECT {k} AS k, count(*) AS n FROM ("  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
-            f"SELECT s.{k}, row_number() OVER (PARTITION BY s.p ORDER BY "
-            f"CASE WHEN s.m > {bound} THEN {order} END, s.{k}) AS rn FROM ("
-            f"SELECT p, {k}, count(*) OVER (PARTITION BY p) AS m FROM ("
-            f"SELECT DISTINCT {PERSON} AS p, {k} FROM ({rows}) AS r "
-            f"WHERE {k} IS NOT NULL AND {PERSON} IS NOT NULL) AS pairs) AS s) AS ranked "
-            f"WHERE rn <= {bound} GROUP BY {k}"
+            f"SELECT x.t AS k, c.n, count(*) OVER (PARTITION BY c.k1, c.k2) AS shared "  # noqa: S608 - SQL built above
+            f"FROM ({counts}) AS c JOIN ({texts}) AS x ON x.k1 = c.k1 AND x.k2 = c.k2"
         )
 
     def shape(
