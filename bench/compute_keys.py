@@ -99,7 +99,7 @@ def child(part: str, path: str, memory_mb: int, tree: str) -> None:
             (found,) = duckdb_engine.run_plan(spec, duckdb_engine.duckdb_plan(spec))
             keys = len(found)
         except Exception as exc:  # noqa: BLE001 - an out-of-memory is a result here
-            keys = f"failed: {type(exc).__name__}"
+            keys = f"failed: {type(exc).__name__}: {str(exc)[:120]}"
     seconds = time.perf_counter() - started
     print(json.dumps({"seconds": seconds, "peak_mb": peak_rss_mb(), "keys": keys}))
 
