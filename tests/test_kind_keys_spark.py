@@ -10,7 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from releases.compute import duckdb_engine, spark_engine
+from releases.compute import duckdb_engine, plan, spark_engine
+from releases.compute.plan import KeyIdCollision
 from releases.compute.readers_keys import distinct_person_counts
 
 pytestmark = pytest.mark.spark
@@ -66,3 +67,23 @@ def test_spark_counts_keys_as_duckdb_and_the_readers(media, with_id, keys_per_pe
                    if p is not None and t is not None}  # fmt: skip
         assert sum(on_spark.values()) == sum(on_duckdb.values()) == len(persons)
         assert collections.Counter(on_spark).keys() <= set(oracle) | set(on_duckdb)
+
+
+def test_spark_refuses_texts_sharing_an_id_as_duckdb_does(media, monkeypatch):
+    """Every text given one id on both engines: both refuse the release rather than publish
+    the merged count under a text."""
+    path, _ = _write(media)
+    entry = {"position": 0, "kind": "keys", "columns": [DOMAIN], "epsilon": "1",
+             "delta": "0.00001", "keys_per_person": 3, "with_counts": True,
+             "max_keys": 1000}  # fmt: skip
+    spec = {
+        "parquet_file": path,
+        "statistics": [entry],
+        "privacy_unit": {"id_column": "person", "contribution_bound": 5},
+    }
+    monkeypatch.setitem(plan._HEX_BIGINT, "spark", "CAST(0 * length({x}) AS BIGINT)")
+    monkeypatch.setitem(plan._HEX_BIGINT, "duckdb", "CAST(0 * strlen({x}) AS BIGINT)")
+    with pytest.raises(KeyIdCollision):
+        spark_engine.run_plan(spec, spark_engine.spark_plan(spec))
+    with pytest.raises(KeyIdCollision):
+        duckdb_engine.run_plan(spec, duckdb_engine.duckdb_plan(spec))

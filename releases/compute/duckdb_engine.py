@@ -60,7 +60,7 @@ from django.conf import settings
 from datasets import storage
 from dpportal.privacy.rng import RandomSource, uniform_keys
 from releases.compute import arrow_source, person_rows
-from releases.compute.plan import DUCKDB, NTH, ROW, Plan, plan_or_none
+from releases.compute.plan import DUCKDB, NTH, ROW, Plan, checked_keys, plan_or_none
 
 logger = logging.getLogger(__name__)
 
@@ -217,7 +217,7 @@ def _keys(
         if part.keys is None:
             continue
         cursor = con.execute(plan.keys_sql(part, relation, id_column), params if id_column else {})
-        out[i] = {str(k): int(n) for k, n in cursor.fetchall()}
+        out[i] = checked_keys(cursor.fetchall())
     return out
 
 

@@ -180,6 +180,43 @@ def bound_hash_sql(d: Dialect, id_column: str, id_type: pa.DataType, key: str) -
     return hashed
 
 
+class KeyIdCollision(RuntimeError):
+    """Two texts of a keys statistic share an id (`Plan.keys_sql`): the release is refused
+    rather than publish a count under a text it is not the count of."""
+
+
+def checked_keys(rows) -> dict[str, int]:
+    """A keys statistic's {key: count} from `Plan.keys_sql`'s rows (k, n, shared); refused
+    (`KeyIdCollision`) when any text shares its id with another."""
+    out: dict[str, int] = {}
+    for k, n, shared in rows:
+        if int(shared) != 1:
+            raise KeyIdCollision("Two keys share an id under this release's key; run it again.")
+        out[str(k)] = int(n)
+    return out
+
+
+#: a hexadecimal text {x} of at most 15 digits as a BIGINT, per dialect
+_HEX_BIGINT = {
+    "duckdb": "CAST('0x' || {x} AS BIGINT)",
+    "spark": "CAST(conv({x}, 16, 10) AS BIGINT)",
+}
+
+
+def _text_id_sql(d: Dialect, x: str, key: str, role: str, names: list[str]) -> str:
+    """BIGINT columns `names` (one or two, 60 bits each) of the SHA-256 of the text {x}
+    keyed by the release's secret (`key`, SQL of its decimal text) and `role` ("key" or
+    "person": a key's id is never a person's): the same on every engine, and
+    unforeseeable without K (no one can choose two texts sharing an id)."""
+    token = f"concat({key}, '|{role}|s', CAST({d.octets.format(x=x)} AS {d.string}), ':', {x})"
+    digest = d.sha256.format(x=token)
+    hexed = _HEX_BIGINT[d.name]
+    return ", ".join(
+        f"{hexed.format(x=f'substr({digest}, {1 + 15 * i}, 15)')} AS {name}"
+        for i, name in enumerate(names)
+    )
+
+
 def _float_token(v: str, d: Dialect) -> str:
     """A double's exact canonical text, from arithmetic both engines do exactly (their
     float-to-text conversions differ): `f<sign><m>e<p>;` with |v| = m * 2**p, m < 2**53 an
@@ -385,34 +422,86 @@ class Plan:
         key: str = "CAST($key::UBIGINT AS VARCHAR)",
     ) -> str:
         """One statistic of the categories found in the data over `relation` (the rows the
-        privacy unit keeps): per key, the distinct persons holding it, each person counted
-        in at most keys_per_person of their distinct keys, those with the smallest keyed
-        hash h(person, key, K) (`key`: SQL of the release's secret's decimal text, spelled
-        as the engine binds it), ties by the key's text. h is `row_hash_sql` (the person's
-        ID left out when its type has no canonical text), so every engine keeps the same
-        keys for the same K; only a person with more keys than the bound is hashed (a count
-        per person beside the ranking, the same partition). Without a person column, rows
-        per key. Missing keys (and rows without an ID) are not counted."""
+        privacy unit keeps): rows (k, n, shared) -- a key's text, the distinct persons
+        holding it, and how many texts share its id (more than 1: the engines refuse the
+        release, `checked_keys`). Each person is counted in at most keys_per_person of
+        their distinct keys, those with the smallest keyed hash h(person, key id, K)
+        (`key`: SQL of the release's secret's decimal text, spelled as the engine binds
+        it), ties by the id. Without a person column, rows per key (shared 1). Missing
+        keys (and rows without an ID) are not counted.
+
+        On integers: a text as a group key or a window's partition keeps its bytes where
+        DuckDB's memory limit cannot evict them, so the distinct (person, key id) pairs
+        and the ranking are over BIGINTs -- the key's id, 60 bits of SHA-256 over K and
+        its text (`_text_id_sql`, the same on every engine), and the person itself when
+        its ID is not text, else 120 bits of its own (two BIGINTs). Two columns, not
+        more: at 100M rows (80M persons, 192 MB) DuckDB's distinct over (person, two
+        BIGINTs) ran out of memory, over (person, one) it spilled and completed. The
+        texts come back at the end from the distinct texts of the kept rows (one group
+        per key, never per pair), joined to the counted ids. The cost is a SHA-256 per
+        kept row (about twice the text query's time with 7 short keys at 10M rows).
+
+        Privacy: a person's rows give one id per text, so a person is in at most
+        keys_per_person ranked pairs, each a distinct id, counted once; two texts
+        sharing an id only merge (a person holding both counted once), lowering counts.
+        A text's count is its own only when its id is its alone: `shared` counts every
+        text of the kept rows with a counted id, and a release with any shared id is
+        refused (never a count under a text it is not the count of; a fresh K gives
+        fresh ids). With K secret no one can choose two texts sharing an id; by chance,
+        among n distinct keys, the probability is below n**2 / 2**61 (1e-6 at a million
+        keys): a refused release, never a wrong count. Two text IDs sharing their 120
+        bits would be ranked as one person (their union counted in at most
+        keys_per_person keys): not detected, with probability below n**2 / 2**121 for n
+        persons (1e-20 at 100M), far below any delta a release takes. h is
+        `row_hash_sql` over the person's token (left out when its type has no canonical
+        text) and the key's id, its first 60 bits a BIGINT sort key, so DuckDB and Spark
+        keep the same keys for the same K; only a person with more keys than the bound
+        is hashed (a count per person beside the ranking, the same partition)."""
         d, k = self.dialect, part.keys
         if not id_column:
             rows = self.rows_sql(relation)
             return (
-                f"SELECT {k} AS k, count(*) AS n FROM ({rows}) AS r "  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
+                f"SELECT {k} AS k, count(*) AS n, 1 AS shared FROM ({rows}) AS r "  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
                 f"WHERE {k} IS NOT NULL GROUP BY {k}"
             )
         rows = self.rows_sql(relation, extra={PERSON: d.ident(id_column)})
+        kept = (
+            f"(SELECT {PERSON} AS p, {k} AS t FROM ({rows}) AS r "  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
+            f"WHERE {k} IS NOT NULL AND {PERSON} IS NOT NULL)"
+        )
         bound = int(part.spec["keys_per_person"])
+        id_type = self.id_type or pa.null()
+        if pa.types.is_string(id_type) or pa.types.is_large_string(id_type):
+            person = ["p1", "p2"]
+            typed = [("p1", pa.int64()), ("p2", pa.int64())]
+            person_ids = _text_id_sql(d, "s.p", key, "person", person)
+        else:
+            person, typed, person_ids = ["p"], [("p", id_type)], "s.p"
+        ids = ["kid"]
+        pairs = (
+            f"SELECT DISTINCT {', '.join([*person, *ids])} FROM (SELECT {person_ids}, "  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
+            f"{_text_id_sql(d, 's.t', key, 'key', ids)} FROM {kept} AS s) AS i"
+        )
+        by = ", ".join(f"s.{c}" for c in person)
         # "keys|" after K: not the text of any row's hash (row_hash_sql's tokens follow "K|")
-        typed = [("p", self.id_type or pa.null()), (k, pa.string())]
+        typed = [*typed, ("kid", pa.int64())]
         order = row_hash_sql(d, typed, f"{key} || '|keys'", skip_others=True)
+        # its first 60 bits as a BIGINT: a text sort key is held in the window's memory too
+        order = _HEX_BIGINT[d.name].format(x=f"substr({order}, 1, 15)")
+        counts = (
+            f"SELECT kid, count(*) AS n FROM ("  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
+            f"SELECT s.kid, row_number() OVER (PARTITION BY {by} ORDER BY "
+            f"CASE WHEN s.m > {bound} THEN {order} END, s.kid) AS rn FROM ("
+            f"SELECT s.*, count(*) OVER (PARTITION BY {by}) AS m FROM ({pairs}) AS s) AS s"
+            f") AS ranked WHERE rn <= {bound} GROUP BY kid"
+        )
+        texts = (
+            f"SELECT s.t, {_text_id_sql(d, 's.t', key, 'key', ids)} FROM "  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
+            f"(SELECT DISTINCT t FROM {kept} AS s) AS s"
+        )
         return (
-            f"SELECT {k} AS k, count(*) AS n FROM ("  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
-            f"SELECT s.{k}, row_number() OVER (PARTITION BY s.p ORDER BY "
-            f"CASE WHEN s.m > {bound} THEN {order} END, s.{k}) AS rn FROM ("
-            f"SELECT p, {k}, count(*) OVER (PARTITION BY p) AS m FROM ("
-            f"SELECT DISTINCT {PERSON} AS p, {k} FROM ({rows}) AS r "
-            f"WHERE {k} IS NOT NULL AND {PERSON} IS NOT NULL) AS pairs) AS s) AS ranked "
-            f"WHERE rn <= {bound} GROUP BY {k}"
+            f"SELECT x.t AS k, c.n, count(*) OVER (PARTITION BY c.kid) AS shared "  # noqa: S608 - SQL built above
+            f"FROM ({counts}) AS c JOIN ({texts}) AS x ON x.kid = c.kid"
         )
 
     def shape(

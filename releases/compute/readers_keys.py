@@ -9,7 +9,11 @@ person column every row is a person holding one key: the count of rows per key.
 
 Row groups are read one at a time; the (person, key) pairs of the kept rows are
 collected (bounded by the dataset's rows) and counted once at the end (`finish`).
-This is the oracle of the engines' query (releases.compute.plan.Plan.keys_sql).
+This is the oracle of the engines' query (releases.compute.plan.Plan.keys_sql), which
+counts the same distinct pairs through integer ids of the texts and chooses a person's
+keys by a hash keyed with the release's secret: the same counts wherever the choice is
+forced (rows as persons, or keys_per_person at least every person's keys); elsewhere
+both choices are uniform, so the totals agree.
 """
 
 from __future__ import annotations

@@ -57,7 +57,15 @@ from django.conf import settings
 
 from datasets import storage
 from dpportal.privacy.rng import RandomSource, uniform_keys
-from releases.compute.plan import NTH, ROW, SPARK, Plan, bound_hash_sql, plan_or_none
+from releases.compute.plan import (
+    NTH,
+    ROW,
+    SPARK,
+    Plan,
+    bound_hash_sql,
+    checked_keys,
+    plan_or_none,
+)
 
 _lock = threading.Lock()
 FRAGMENT_SCHEMA = "path STRING, row_group INT, offset BIGINT"
@@ -393,7 +401,7 @@ def run_plan(
             if part.keys is not None:
                 sql = plan.keys_sql(part, relation, id_column, key=":key")
                 found = session.sql(sql, args=args or None).collect()
-                keys[i] = {str(r[0]): int(r[1]) for r in found}
+                keys[i] = checked_keys(tuple(r) for r in found)
     finally:
         args.clear()
         session.catalog.dropTempView(view)
