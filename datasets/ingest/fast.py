@@ -307,12 +307,12 @@ class _Spare:
                 return None
             return process
 
-    def keep(self, limits: IngestLimits) -> None:
+    def keep(self, limits: IngestLimits, *, wait: bool = True) -> None:
         main = threading.current_thread() is threading.main_thread()
         if main and self._deferred:
             self._wanted = limits
             return
-        _reap()
+        _reap(wait=wait)
         if not main:
             return
         with self._lock:
@@ -338,10 +338,12 @@ class _Spare:
             self._deferred -= 1
             if not self._deferred:
                 wanted, self._wanted = self._wanted, None
+                # the children still exiting are not waited for (the ingest is over,
+                # its caller waits): the next spare's start reaps them
                 if wanted is not None:
-                    self.keep(wanted)
+                    self.keep(wanted, wait=False)
                 else:
-                    _reap()
+                    _reap(wait=False)
 
 
 _spare = _Spare()
@@ -350,12 +352,18 @@ _exiting: list[subprocess.Popen] = []
 _exiting_lock = threading.Lock()
 
 
-def _reap() -> None:
+def _reap(*, wait: bool = True) -> None:
+    """Wait for the children that have answered to exit (without `wait`: collect those
+    that have exited, and keep the others for the next call)."""
     with _exiting_lock:
         exiting = list(_exiting)
         _exiting.clear()
     for process in exiting:
-        _stop(process, kill=False)
+        if wait or process.poll() is not None:
+            _stop(process, kill=False)
+        else:
+            with _exiting_lock:
+                _exiting.append(process)
 
 
 def keep_spare(limits: IngestLimits) -> None:
