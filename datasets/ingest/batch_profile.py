@@ -223,5 +223,19 @@ def _smallest(values: np.ndarray, kept: np.ndarray | None, k: int) -> np.ndarray
         values = values[values < kept.max()]
         if not len(values):
             return kept
+    if len(values) > SAMPLE_STRIDE * (k + 1):
+        values = values[values <= _sampled_bound(values, k)]
     pool = values if kept is None else np.concatenate([kept, values])
     return np.partition(pool, k - 1)[:k] if len(pool) > k else pool
+
+
+#: `_smallest` first keeps the values at or below the k-th smallest of every
+#: SAMPLE_STRIDE-th one: a large batch that mostly enters (the first one, or every
+#: one of a sorted column) is partitioned some 60 times cheaper
+SAMPLE_STRIDE = 64
+
+
+def _sampled_bound(values: np.ndarray, k: int):
+    """A bound with at least k of `values` at or below it (the k-th smallest of a
+    sample of them), so that the k smallest are all at or below it, repeats included."""
+    return np.partition(values[::SAMPLE_STRIDE], k - 1)[k - 1]

@@ -16,16 +16,19 @@ only, and what is stored never depends on which reader stored it
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import logging
 import mmap
 import os
 import queue
+import selectors
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import pyarrow as pa
@@ -93,6 +96,7 @@ class FastConversion:
             env=_child_environment(limits),
         )
         self.peak_rss_mb: float | None = None  # the child's, once it has answered
+        self._answered = False
 
     @classmethod
     def ready(cls, limits: IngestLimits) -> FastConversion:
@@ -174,32 +178,55 @@ class FastConversion:
             return b""
         return b"end\n" if parts.whole() else b"abort\n"
 
-    def _ask(self, data: bytes | None, size: int, on_progress) -> dict:
-        started = time.monotonic()
-        while True:
-            try:
-                out, _ = self._process.communicate(data, timeout=POLL_SECONDS)
-                break
-            except subprocess.TimeoutExpired:  # retrying loses no output
-                data = None
-                if on_progress is not None and size:  # also the heartbeat of a long conversion
-                    elapsed = time.monotonic() - started
-                    on_progress(min(0.9, elapsed * BYTES_PER_SECOND / max(size, 1)))
-                elif on_progress is not None:
-                    on_progress(0.9)
-            except OSError:
-                return {"ok": False, "why": "the child did not start"}
-        lines = out.decode(errors="replace").strip().splitlines()
-        if self._process.returncode != 0 or not lines:
-            return {"ok": False, "why": f"the child exited with {self._process.returncode}"}
+    def _ask(self, data: bytes, size: int, on_progress) -> dict:
+        """Send `data` (the rest of the job), then wait for the child's one line of answer,
+        reporting progress as it works. The answer is read as soon as it is written: the
+        child's exit (the system taking back Polars' few hundred megabytes, tens of
+        milliseconds) is waited for when the next spare is started (`keep_spare`), once
+        the ingest is done (`spare_later`)."""
+        process = self._process
         try:
-            return json.loads(lines[-1])
+            process.stdin.write(data)
+            process.stdin.flush()
+        except OSError:
+            pass  # the child is gone: its exit says so below
+        with contextlib.suppress(OSError):
+            process.stdin.close()
+        started = time.monotonic()
+        out = bytearray()
+        with selectors.DefaultSelector() as selector:
+            selector.register(process.stdout, selectors.EVENT_READ)
+            while b"\n" not in out:
+                if not selector.select(POLL_SECONDS):
+                    if on_progress is not None and size:  # also the heartbeat
+                        elapsed = time.monotonic() - started
+                        on_progress(min(0.9, elapsed * BYTES_PER_SECOND / max(size, 1)))
+                    elif on_progress is not None:
+                        on_progress(0.9)
+                    continue
+                chunk = os.read(process.stdout.fileno(), 1 << 16)
+                if not chunk:
+                    break  # the child exited without a whole answer
+                out += chunk
+        if b"\n" in out:
+            self._answered = True
+            with _exiting_lock:
+                _exiting.append(process)
+        else:
+            process.wait()
+        lines = out.decode(errors="replace").strip().splitlines()
+        if not lines or (not self._answered and process.returncode != 0):
+            return {"ok": False, "why": f"the child exited with {process.returncode}"}
+        try:
+            return json.loads(lines[0])
         except ValueError:
             return {"ok": False, "why": "the child's answer was not readable"}
 
     def close(self) -> None:
-        """Stop the child if it is still running (an ingest refused before the job)."""
-        _stop(self._process)
+        """Stop the child if it is still running (an ingest refused before the job);
+        one that has answered is left to exit, and waited for by `keep_spare`."""
+        if not self._answered:
+            _stop(self._process)
 
 
 class CopyCancelled(Exception):
@@ -263,6 +290,8 @@ class _Spare:
         self._environment: dict[str, str] | None = None
         self._pid = 0
         self._lock = threading.Lock()
+        self._deferred = 0  # `later` blocks open (main thread only)
+        self._wanted: IngestLimits | None = None  # a spare asked for within them
 
     def take(self, environment: dict[str, str]) -> subprocess.Popen | None:
         with self._lock:
@@ -278,8 +307,13 @@ class _Spare:
                 return None
             return process
 
-    def keep(self, limits: IngestLimits) -> None:
-        if threading.current_thread() is not threading.main_thread():
+    def keep(self, limits: IngestLimits, *, wait: bool = True) -> None:
+        main = threading.current_thread() is threading.main_thread()
+        if main and self._deferred:
+            self._wanted = limits
+            return
+        _reap(wait=wait)
+        if not main:
             return
         with self._lock:
             if self._process is not None and self._pid == os.getpid():
@@ -292,8 +326,44 @@ class _Spare:
                 return
             self._environment, self._pid = _child_environment(limits), os.getpid()
 
+    @contextmanager
+    def later(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        self._deferred += 1
+        try:
+            yield
+        finally:
+            self._deferred -= 1
+            if not self._deferred:
+                wanted, self._wanted = self._wanted, None
+                # the children still exiting are not waited for (the ingest is over,
+                # its caller waits): the next spare's start reaps them
+                if wanted is not None:
+                    self.keep(wanted, wait=False)
+                else:
+                    _reap(wait=False)
+
 
 _spare = _Spare()
+#: the children that have answered, exiting: waited for before the next spare starts
+_exiting: list[subprocess.Popen] = []
+_exiting_lock = threading.Lock()
+
+
+def _reap(*, wait: bool = True) -> None:
+    """Wait for the children that have answered to exit (without `wait`: collect those
+    that have exited, and keep the others for the next call)."""
+    with _exiting_lock:
+        exiting = list(_exiting)
+        _exiting.clear()
+    for process in exiting:
+        if wait or process.poll() is not None:
+            _stop(process, kill=False)
+        else:
+            with _exiting_lock:
+                _exiting.append(process)
 
 
 def keep_spare(limits: IngestLimits) -> None:
@@ -301,9 +371,20 @@ def keep_spare(limits: IngestLimits) -> None:
     _spare.keep(limits)
 
 
-def _stop(process: subprocess.Popen) -> None:
+def spare_later() -> AbstractContextManager[None]:
+    """A block (the whole ingest, its database writes and clean-up included) at whose
+    end the spare child a conversion within it asked for is started, not before: the
+    new child's start (its interpreter, Polars, pyarrow, a warm-up: a core's worth
+    for a good part of a second) would otherwise take the CPU from the ingest's last
+    steps."""
+    return _spare.later()
+
+
+def _stop(process: subprocess.Popen, kill: bool = True) -> None:
+    """Kill the child (unless `kill` is false: it is exiting) and wait for its end."""
     if process.poll() is None:
-        process.kill()
+        if kill:
+            process.kill()
         process.wait()
     for stream in (process.stdin, process.stdout):
         if stream is not None and not stream.closed:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 import zipfile
 import zlib
 from collections.abc import Callable
@@ -196,6 +197,10 @@ def open_line_after(data, limit: int, line: int = 0) -> int:
 
 #: bytes per read when decompressing a gzip upload into its plain copy
 COPY_CHUNK = 4 << 20
+#: bytes per read when decoding text into the copy: Python's codecs hold the GIL for
+#: a whole read, which the ingest's thread waits for (while the copy is written
+#: by another thread, datasets.ingest.writer): a smaller read lets it in sooner
+TRANSCODE_CHUNK = 1 << 20
 
 
 def check_decompressed(path: Path, limits: IngestLimits) -> None:
@@ -255,9 +260,10 @@ def plain_copy(
         written.append(target)
         out = open(target, "wb")  # noqa: SIM115 - closed below, or in the finally
         size = 0
+        read_bytes = COPY_CHUNK if transcoder is None else min(COPY_CHUNK, TRANSCODE_CHUNK)
         try:
             while True:
-                chunk = stream.read(COPY_CHUNK)
+                chunk = stream.read(read_bytes)
                 data = chunk
                 if transcoder is not None:
                     try:
@@ -333,7 +339,7 @@ def read_header_and_sample(
         header = next(_rows(text, dialect))
     except (StopIteration, csv.Error):
         raise IngestRejected(gettext_noop("The file has no header line."))
-    if not complete and not text.split("\n", 1)[1].strip():
+    if not complete and _blank_after_first_line(text):
         raise IngestRejected.of(limits.row_message())  # the first row did not end in the sample
     if not dialect.header:
         return [f"column_{i}" for i in range(1, len(header) + 1)], head
@@ -343,7 +349,28 @@ def read_header_and_sample(
 
 
 def _rows(text: str, dialect: CsvDialect):
-    return csv.reader(io.StringIO(text), delimiter=dialect.delimiter, quotechar=dialect.quote_char)
+    """The sample's CSV records, its lines cut as they are read (split on "\n" as
+    io.StringIO splits them): the header takes the first, and a copy of the whole
+    sample (megabytes, as io.StringIO would hold) costs more than the read itself."""
+    return csv.reader(_lines(text), delimiter=dialect.delimiter, quotechar=dialect.quote_char)
+
+
+def _lines(text: str):
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start) + 1 or len(text)
+        yield text[start:end]
+        start = end
+
+
+_NOT_BLANK = re.compile(r"\S")
+
+
+def _blank_after_first_line(text: str) -> bool:
+    """Whether nothing but whitespace follows the text's first line (searched in
+    place: no copy of the rest)."""
+    end = text.find("\n")
+    return _NOT_BLANK.search(text, end + 1) is None
 
 
 def inspect_sample(
@@ -378,17 +405,35 @@ def _infer_types(
         if n == 0:
             types[name] = STRING
             continue
-        floats = pc.sum(pc.match_substring_regex(values, FLOAT_PATTERN)).as_py() or 0
+        # a column that repeats a few values (most do) has each distinct text matched
+        # once, weighted by its cells: a pattern costs more than counting them
+        # (its first cells tell, before all are counted)
+        uses = None
+        head = values.slice(0, 1024)
+        if pc.count_distinct(head).as_py() * 4 <= len(head):
+            counted = pc.value_counts(values)
+            if len(counted) * 4 <= n:
+                values, uses = counted.field("values"), counted.field("counts")
+        floats = _cells_matching(values, uses, FLOAT_PATTERN)
         if floats < NUMERIC_SHARE * n or floats == 0:
             types[name] = STRING  # text: the other two patterns cannot make it a number
             continue
-        ints = pc.sum(pc.match_substring_regex(values, INT_PATTERN)).as_py() or 0
-        zeros = pc.any(pc.match_substring_regex(values, LEADING_ZERO_PATTERN)).as_py()
-        if zeros and ints == floats:  # codes such as '007' keep their digits
-            types[name] = STRING
+        ints = _cells_matching(values, uses, INT_PATTERN)
+        if (
+            ints == floats
+            and pc.any(pc.match_substring_regex(values, LEADING_ZERO_PATTERN)).as_py()
+        ):
+            types[name] = STRING  # codes such as '007' keep their digits
         else:
             types[name] = INTEGER if ints == floats else FLOAT
     return types
+
+
+def _cells_matching(values, uses, pattern: str) -> int:
+    """The cells whose text matches `pattern`: `values` are the cells, or (with `uses`,
+    the cells holding each) the distinct texts."""
+    matched = pc.match_substring_regex(values, pattern)
+    return pc.sum(matched if uses is None else pc.filter(uses, matched)).as_py() or 0
 
 
 class RaggedRows:

@@ -56,6 +56,7 @@ from datasets.ingest import (
     IngestRejected,
     temporary_parquet_paths,
 )
+from datasets.ingest.fast import spare_later
 from datasets.ingest.formats import ingest_file
 from datasets.models import Column, Dataset
 from datasets.private_files import private_folder
@@ -197,7 +198,7 @@ def dataset_ingest(*, dataset_id: int) -> Dataset | None:
     restarted from scratch unless another run is alive (see the module's doc).
     Returns the dataset as it is afterwards (None if it does not exist).
     """
-    with ingest_lock(dataset_id=dataset_id) as locked:
+    with spare_later(), ingest_lock(dataset_id=dataset_id) as locked:
         if locked is False:
             logger.info("dataset %s: another run is ingesting it", dataset_id)
             return Dataset.objects.filter(pk=dataset_id).first()
