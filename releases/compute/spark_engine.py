@@ -26,8 +26,10 @@ secret K, the person and the row's place among the person's rows: the hash any
 engine computes identically), ties broken by the row number; K a per-release 64-bit secret from
 the CSPRNG (dpportal.privacy.rng.uniform_keys), bound as a query parameter,
 never in SQL text. As in DuckDB's plan, only heavy persons' rows are hashed: the
-rows are shuffled by person once, counted per person (a window aggregate), and
-ranked (`bound_relation`); a person with at most L rows keeps them all.
+rows are shuffled by person and sorted once, counted and numbered per person (one
+window), and a heavy person's L smallest (hash, row number) kept by a bottom-k
+aggregate over the person's rows (`bound_relation`); a person with at most L rows
+keeps them all.
 
 What a cluster operator can see: the dataset's rows and task-level intermediate
 rows (partial aggregates, counts per person, the shuffled rows of the person
