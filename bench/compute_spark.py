@@ -13,7 +13,9 @@ ratios of medians. For each number of cores c in --cores:
 - spark-person@c: the Spark engine (releases.compute.spark_engine.run_plan) on
   local[c] (or --master) plus the noise, timed after the session is up (a worker
   keeps its session, warmed by a 10,000-row release); the session's start and the
-  warm-up release are reported apart, with the driver JVM's peak RSS.
+  warm-up release are reported apart, with the driver JVM's peak RSS and the CPU
+  seconds the JVM spent on the timed release (all its threads: less sensitive than
+  the wall time to other processes on a shared machine).
 
 Every child reports the 1-minute load average when it starts and ends: on a
 shared machine a speed-up between core counts means little under a load above
@@ -47,6 +49,12 @@ def _vm_hwm_mb(pid: int) -> float:
     return float("nan")
 
 
+def _cpu_seconds(pid: int) -> float:
+    """A process's user + system CPU time so far (Linux /proc), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_spark(path: Path, bound: int, master: str) -> dict:
     load = os.getloadavg()[0]
     spec = _spec(path, bound, person=True)
@@ -64,16 +72,19 @@ def run_spark(path: Path, bound: int, master: str) -> dict:
     start = time.perf_counter()
     spark_engine.run_plan({**spec, "parquet_file": warm.name}, spark_engine.spark_plan(spec))
     warmed = time.perf_counter() - start
+    jvm = session.sparkContext._gateway.proc.pid  # spark-submit execs the driver's JVM
+    cpu = _cpu_seconds(jvm)
     start = time.perf_counter()
     plan = spark_engine.spark_plan(spec)
     assert plan is not None
     _noise(spec, spark_engine.run_plan(spec, plan))
     seconds = time.perf_counter() - start
-    jvm = session.sparkContext._gateway.proc.pid  # spark-submit execs the driver's JVM
+    cpu = _cpu_seconds(jvm) - cpu
     return {
         "seconds": seconds,
         "session_start_seconds": started,
         "warm_up_seconds": warmed,
+        "jvm_cpu_seconds": cpu,
         "load_start": load,
         "load_end": os.getloadavg()[0],
         "peak_rss_mb": _vm_hwm_mb(os.getpid()),

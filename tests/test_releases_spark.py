@@ -290,12 +290,17 @@ def test_the_keyed_row_hash_is_the_same_on_spark_and_duckdb(media):
     assert len(set(expected)) == n
 
 
+@pytest.mark.parametrize("heap_bound", [64, 0], ids=["heap", "sort"])
 @pytest.mark.parametrize("person_type", [pa.string(), pa.int64()])
-def test_spark_and_duckdb_keep_the_same_rows_for_the_same_key(media, person_type):
+def test_spark_and_duckdb_keep_the_same_rows_for_the_same_key(
+    media, person_type, heap_bound, monkeypatch
+):
     """The same spec and key on both engines, as they run: the same rows kept per person (a
     histogram cell per row shows them), the same sums, means, spreads and histograms, and
     the same keys per person, exactly -- DuckDB over the dataset and through its
-    person-rows copy. (Quantiles are not on Spark's plan: nothing to compare.)"""
+    person-rows copy; Spark ranking heavy persons by its bottom-k heap and by its second
+    sort (spark_engine.HEAP_BOUND). (Quantiles are not on Spark's plan: nothing to compare.)"""
+    monkeypatch.setattr(spark_engine, "HEAP_BOUND", heap_bound)
     rng = np.random.default_rng(5)  # test DATA, not noise
     n = 300
     x = (rng.standard_normal(n) * 10.0 ** rng.integers(-5, 5, n)).tolist()

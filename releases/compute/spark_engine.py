@@ -26,8 +26,10 @@ secret K, the person and the row's place among the person's rows: the hash any
 engine computes identically), ties broken by the row number; K a per-release 64-bit secret from
 the CSPRNG (dpportal.privacy.rng.uniform_keys), bound as a query parameter,
 never in SQL text. As in DuckDB's plan, only heavy persons' rows are hashed: the
-rows are shuffled by person once, counted per person (a window aggregate), and
-ranked (`bound_relation`); a person with at most L rows keeps them all.
+rows are shuffled by person and sorted once, counted and numbered per person (one
+window), and a heavy person's L smallest (hash, row number) kept by a bottom-k
+aggregate over the person's rows (`bound_relation`); a person with at most L rows
+keeps them all.
 
 What a cluster operator can see: the dataset's rows and task-level intermediate
 rows (partial aggregates, counts per person, the shuffled rows of the person
@@ -72,6 +74,8 @@ FRAGMENT_SCHEMA = "path STRING, row_group INT, offset BIGINT"
 FILE_BITS = 40  # a row's number: the file's index above these bits (duckdb_engine's numbering)
 #: `aggregate`: the most codes (product over the cell columns) aggregated at the finest grain
 FINEST_CELLS = 1 << 16
+#: `bound_relation`: the largest bound whose heavy persons are ranked by a bottom-k heap
+HEAP_BOUND = 64
 
 
 def master() -> str:
@@ -275,20 +279,34 @@ def native_frame(session, paths: list[str], columns: list[str]):
 def bound_relation(view: str, columns: list[str], id_column: str, bound: int, order: str) -> str:
     """The rows the person bound keeps, as a relation `s` of the view's columns.
 
-    One shuffle of the rows by person: each row gets its person's row count (a window
-    aggregate), then its rank by (`order`, row number) -- `order`, the keyed hash, only
-    computed for the rows of persons with more than `bound` rows; a lighter person's
-    rows rank by row number alone and are all kept (rank <= count <= bound). Measured
-    at 10M rows (local[2]), this took about half the time of counting per person by a
-    GROUP BY and joining the counts back (two shuffles and sorts of the rows)."""
+    One shuffle of the rows by person and one sort by (person, row number): over that one
+    window order each row gets its person's row count and its place n among them. The
+    keyed hash `order` (over n) is computed only for the rows of persons with more than
+    `bound` rows; a lighter person's rows are all kept. Among a heavy person's rows the
+    `bound` smallest (hash, row number) are kept: for a bound up to HEAP_BOUND by a
+    bottom-k aggregate over the person's window (min_by with k: a heap per person, no
+    second sort of the rows); above it by a second row_number window ordered by (hash,
+    row number), a second sort of every row, which the heap's per-row copy of its k
+    kept row numbers would outweigh. Both keep the same rows: (hash, row number) is
+    unique within a person."""
     person = SPARK.ident(id_column)
     names = ", ".join(SPARK.ident(c) for c in [*columns, ROW])
-    key = f"CASE WHEN s.__n > {bound} THEN {order} END"
+    # the count's frame is the whole partition, but its window order is n's: one Window, one sort
+    by = f"PARTITION BY s.{person} ORDER BY s.{ROW}"
     counted = (
-        f"(SELECT s.*, count(*) OVER (PARTITION BY s.{person}) AS __n, row_number() OVER "  # noqa: S608 - names quoted (Dialect.ident)
-        f"(PARTITION BY s.{person} ORDER BY s.{ROW}) AS {NTH} FROM {view} AS s "
+        f"(SELECT s.*, count(*) OVER ({by} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED "  # noqa: S608 - names quoted (Dialect.ident)
+        f"FOLLOWING) AS __n, row_number() OVER ({by}) AS {NTH} FROM {view} AS s "
         f"WHERE s.{person} IS NOT NULL)"
     )
+    if bound <= HEAP_BOUND:
+        key = f"CASE WHEN s.__n > {bound} THEN struct({order}, s.{ROW}) END"
+        kept = f"min_by(s.{ROW}, s.__k, {bound}) OVER (PARTITION BY s.{person})"
+        return (
+            f"(SELECT {names} FROM (SELECT s.*, {kept} AS __kept FROM (SELECT s.*, {key} "  # noqa: S608 - names quoted (Dialect.ident)
+            f"AS __k FROM {counted} AS s) AS s) WHERE __n <= {bound} "
+            f"OR array_contains(__kept, {ROW})) AS s"
+        )
+    key = f"CASE WHEN s.__n > {bound} THEN {order} END"
     return (
         f"(SELECT {names} FROM (SELECT s.*, row_number() OVER (PARTITION BY s.{person} "  # noqa: S608 - names quoted (Dialect.ident)
         f"ORDER BY {key}, s.{ROW}) AS __rank FROM {counted} AS s) WHERE __rank <= {bound}) AS s"
