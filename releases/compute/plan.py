@@ -154,7 +154,7 @@ def row_hash_sql(
         if pa.types.is_integer(kind):
             token = f"'i' || CAST({x} AS {d.string}) || ';'"
         elif pa.types.is_string(kind) or pa.types.is_large_string(kind):
-            token = f"'s' || CAST({d.octets.format(x=x)} AS {d.string}) || ':' || {x}"
+            token = _text_token(d, x)
         elif pa.types.is_floating(kind):
             token = _float_token(f"CAST({x} AS DOUBLE)", d)
         elif skip_others:
@@ -166,6 +166,11 @@ def row_hash_sql(
     parts = ", ".join([key, "'|'", *tokens])
     text = f"concat({parts})"
     return f"substr({d.sha256.format(x=text)}, 1, 16)"
+
+
+def _text_token(d: Dialect, x: str) -> str:
+    """The canonical token of the text {x}: `s<bytes>:<text>`, its UTF-8 length first."""
+    return f"'s' || CAST({d.octets.format(x=x)} AS {d.string}) || ':' || {x}"
 
 
 def bound_hash_sql(d: Dialect, id_column: str, id_type: pa.DataType, key: str) -> str:
@@ -210,8 +215,7 @@ def _text_id_sql(d: Dialect, x: str, key: str, role: str, names: list[str]) -> s
     keyed by the release's secret (`key`, SQL of its decimal text) and `role` ("key" or
     "person": a key's id is never a person's): the same on every engine, and
     unforeseeable without K (no one can choose two texts sharing an id)."""
-    token = f"concat({key}, '|{role}|s', CAST({d.octets.format(x=x)} AS {d.string}), ':', {x})"
-    digest = d.sha256.format(x=token)
+    digest = d.sha256.format(x=f"concat({key}, '|{role}|', {_text_token(d, x)})")
     hexed = _HEX_BIGINT[d.name]
     return ", ".join(
         f"{hexed.format(x=f'substr({digest}, {1 + 15 * i}, 15)')} AS {name}"
