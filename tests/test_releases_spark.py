@@ -290,6 +290,55 @@ def test_the_keyed_row_hash_is_the_same_on_spark_and_duckdb(media):
     assert len(set(expected)) == n
 
 
+def test_the_person_bound_hash_is_the_same_on_spark_and_duckdb(media):
+    """plan.bound_hash_sql gives the same value on both engines for the same key: integer
+    IDs of several widths (the keyed integer mix, at BIGINT's extremes and across the
+    31-bit pieces' edges, negative ones too) and text IDs (by their MD5), and on DuckDB the
+    integer one is plan.mix."""
+    big = [0, 1, -1, 2**63 - 1, -(2**63), 2**31 - 1, 2**31, -(2**31), 2**62, -(2**62) - 1]
+    n = len(big)
+    id_rows = pa.table(
+        {
+            "b": pa.array(big, pa.int64()),
+            "i": pa.array([-(2**31), 2**31 - 1, *range(-4, n - 6)], pa.int32()),
+            "u": pa.array([2**32 - 1, *range(n - 1)], pa.uint32()),
+            "t": pa.array(["", "北京", "x" * 40, *[f"p{i}" for i in range(n - 3)]]),
+            plan_module.NTH: pa.array([1, 2, 3, 2**31 - 1, *range(4, n)], pa.int64()),
+        }
+    )
+    pq.write_table(id_rows, media / "ids.parquet", row_group_size=4)
+    key = 2**64 - 5
+    duck = duckdb.connect()
+    duck.register("id_rows", id_rows)
+    session = spark_engine.spark_session()
+    frame = spark_engine.native_frame(session, [str(media / "ids.parquet")], id_rows.column_names)
+    frame.createOrReplaceTempView("id_rows")
+    for field in id_rows.schema:
+        if field.name == plan_module.NTH:
+            continue
+        h = plan_module.bound_hash_sql
+        duck_sql = h(plan_module.DUCKDB, field.name, field.type, "CAST($key::UBIGINT AS VARCHAR)")
+        expected = [
+            v
+            for (v,) in duck.execute(
+                f"SELECT {duck_sql} FROM id_rows AS s", {"key": key}
+            ).fetchall()
+        ]
+        spark_sql = h(plan_module.SPARK, field.name, field.type, ":key")
+        got = session.sql(
+            f"SELECT {spark_sql} AS h FROM id_rows AS s ORDER BY s.__row", args={"key": str(key)}
+        ).collect()
+        assert [r["h"] for r in got] == expected, field.name
+        assert len(set(expected)) == n, field.name
+        if field.name == "b":
+            mask = plan_module.MIX_P
+            places = id_rows.column(plan_module.NTH).to_pylist()
+            assert expected == [
+                plan_module.mix(key, [p & mask, x & mask, (x >> 31) & mask, (x >> 62) & 3])
+                for x, p in zip(big, places, strict=True)
+            ]
+
+
 @pytest.mark.parametrize("heap_bound", [64, 0], ids=["heap", "sort"])
 @pytest.mark.parametrize("person_type", [pa.string(), pa.int64()])
 def test_spark_and_duckdb_keep_the_same_rows_for_the_same_key(

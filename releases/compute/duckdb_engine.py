@@ -12,9 +12,9 @@ rows (1, 2, ... in row-number order), K a per-release 64-bit secret from the CSP
 (dpportal.privacy.rng.uniform_keys; passed as a query parameter, never in SQL text).
 Rows without an ID are dropped. The choice for a person depends only on that
 person's rows and K (DESIGN.md section 7): n counts only the person's own rows, never
-another's. h is the engine-neutral `plan.bound_hash_sql` (64 bits of SHA-256 over a
-canonical text of K, the ID and n; an ID type without one, e.g. a date, is left out),
-the hash Spark's plan orders by: for the same K both engines keep the same rows, and
+another's. h is the engine-neutral `plan.bound_hash_sql` (a keyed integer mix of n and
+the ID, a text ID by its MD5; an ID type without a canonical text, e.g. a date, is left
+out), the hash Spark's plan orders by: for the same K both engines keep the same rows, and
 so give the same true aggregates. It is computed for heavy persons' rows only. A keys
 statistic's choice of a person's keys uses the same K (plan.keys_sql).
 

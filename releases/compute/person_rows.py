@@ -210,8 +210,6 @@ def keep_lowest(pid: np.ndarray, h: np.ndarray, bound: int, *, rounds: int = 16)
 
 
 def keyed_hash_sql(d: Dialect, id_column: str, id_type: pa.DataType) -> str:
-    """h(K, person, n) over the relation `s` (plan.bound_hash_sql), the key as $key, as
-    UBIGINT: its 16 hex digits read as a number, ordered as their text is (Spark orders by
-    the text). The one spelling both DuckDB paths use, so they choose the same rows."""
-    hashed = bound_hash_sql(d, id_column, id_type, "CAST($key::UBIGINT AS VARCHAR)")
-    return f"CAST('0x' || {hashed} AS UBIGINT)"
+    """h(K, person, n) over the relation `s` (plan.bound_hash_sql, a BIGINT), the key as
+    $key: the one spelling both DuckDB paths use, so they choose the same rows."""
+    return bound_hash_sql(d, id_column, id_type, "CAST($key::UBIGINT AS VARCHAR)")

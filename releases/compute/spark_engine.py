@@ -21,9 +21,9 @@ over that list has each task read its fragment with pyarrow through the storage
 layer's filesystem (the same numbering). No Python function runs per row.
 
 Privacy unit (an ID column and a bound L): per person the L rows with the
-smallest keyed hash `plan.bound_hash_sql` (SHA-256 over a canonical text of the
-secret K, the person and the row's place among the person's rows: the hash any
-engine computes identically), ties broken by the row number; K a per-release 64-bit secret from
+smallest keyed hash `plan.bound_hash_sql` (integer arithmetic over the secret K,
+the person and the row's place among the person's rows: the hash any engine
+computes identically), ties broken by the row number; K a per-release 64-bit secret from
 the CSPRNG (dpportal.privacy.rng.uniform_keys), bound as a query parameter,
 never in SQL text. As in DuckDB's plan, only heavy persons' rows are hashed: the
 rows are shuffled by person and sorted once, counted and numbered per person (one
