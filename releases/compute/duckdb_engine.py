@@ -216,8 +216,18 @@ def _keys(
     for i, part in enumerate(plan.parts):
         if part.keys is None:
             continue
-        cursor = con.execute(plan.keys_sql(part, relation, id_column), params if id_column else {})
-        out[i] = checked_keys(cursor.fetchall())
+        if not id_column:
+            out[i] = checked_keys(con.execute(plan.keys_sql(part, relation, None)).fetchall())
+            continue
+        # one thread: at 100M rows (80M persons) the windows over the distinct (person,
+        # key) pairs could not allocate 64 MiB under the 192 MB limit with two threads'
+        # buffers beside them, and completed on one (114 s)
+        con.execute("SET threads = 1")
+        try:
+            cursor = con.execute(plan.keys_sql(part, relation, id_column), params)
+            out[i] = checked_keys(cursor.fetchall())
+        finally:
+            con.execute(f"SET threads = {compute_threads()}")
     return out
 
 
