@@ -300,6 +300,17 @@ def test_the_choice_is_keyed_per_release(media, via):
 INT64 = st.integers(-(2**63), 2**63 - 1)
 
 
+def _bound_hashes(ids: pa.Array, key: int) -> list[int]:
+    """plan.bound_hash_sql on DuckDB over the IDs `ids`, the i-th one's n being i + 1."""
+    id_rows = pa.table({"p": ids, plan_module.NTH: range(1, len(ids) + 1)})
+    sql = plan_module.bound_hash_sql(
+        plan_module.DUCKDB, "p", ids.type, "CAST($key::UBIGINT AS VARCHAR)"
+    )
+    con = duckdb.connect()
+    con.register("id_rows", id_rows)
+    return [h for (h,) in con.execute(f"SELECT {sql} FROM id_rows AS s", {"key": key}).fetchall()]
+
+
 @settings(max_examples=30, deadline=None)
 @given(ids=st.lists(INT64, min_size=1, max_size=40), key=st.integers(0, 2**64 - 1))
 def test_the_integer_bound_hash_is_its_python_definition(ids, key):
@@ -307,19 +318,13 @@ def test_the_integer_bound_hash_is_its_python_definition(ids, key):
     (every value below 2**63: no overflow on DuckDB, which raises on one), at the extremes
     of BIGINT and of the key too."""
     ids = [*ids, 0, -1, 2**63 - 1, -(2**63), 2**31, 2**31 - 1]
-    id_rows = pa.table({"p": pa.array(ids, pa.int64()), plan_module.NTH: range(1, len(ids) + 1)})
-    sql = plan_module.bound_hash_sql(
-        plan_module.DUCKDB, "p", pa.int64(), "CAST($key::UBIGINT AS VARCHAR)"
-    )
-    con = duckdb.connect()
-    con.register("id_rows", id_rows)
-    found = con.execute(f"SELECT {sql} FROM id_rows AS s", {"key": key}).fetchall()
+    found = _bound_hashes(pa.array(ids, pa.int64()), key)
     mask = plan_module.MIX_P
     expected = [
         plan_module.mix(key, [n & mask, x & mask, (x >> 31) & mask, (x >> 62) & 3])
         for n, x in enumerate(ids, start=1)
     ]
-    assert [h for (h,) in found] == expected
+    assert found == expected
     assert all(0 <= h < mask for h in expected)
 
 
@@ -329,19 +334,13 @@ def test_the_text_bound_hash_is_its_python_definition(ids, key):
     """Over a text ID, plan.bound_hash_sql is plan.mix of n and 31 bits of the MD5 of K's
     decimal text, "|t|" and the ID's UTF-8 bytes (any text: empty, "|", CJK)."""
     ids = [*ids, "", "|", "北京", "a|t|b"]
-    id_rows = pa.table({"p": pa.array(ids), plan_module.NTH: range(1, len(ids) + 1)})
-    sql = plan_module.bound_hash_sql(
-        plan_module.DUCKDB, "p", pa.string(), "CAST($key::UBIGINT AS VARCHAR)"
-    )
-    con = duckdb.connect()
-    con.register("id_rows", id_rows)
-    found = con.execute(f"SELECT {sql} FROM id_rows AS s", {"key": key}).fetchall()
+    found = _bound_hashes(pa.array(ids), key)
     mask = plan_module.MIX_P
     expected = []
     for n, text in enumerate(ids, start=1):
         digest = hashlib.md5(f"{key}|t|{text}".encode()).hexdigest()  # noqa: S324 - its definition
         expected.append(plan_module.mix(key, [n & mask, int(digest[:8], 16) & mask]))
-    assert [h for (h,) in found] == expected
+    assert found == expected
 
 
 @pytest.mark.parametrize("person", ["int", "text"])

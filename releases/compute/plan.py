@@ -236,8 +236,8 @@ def mix_sql(d: Dialect, key: str, inputs: list[str]) -> str:
     engine's overflow), so `mix` below is its definition. K's decimal text, padded to 21
     digits, gives three keys below 10**7; each round is s <- ((s xor v) + k) * a mod P,
     the state starting at the first key, v each input and then the constants MIX_C (the
-    multiplication mod a prime after an exclusive or is not linear in either operation:
-    rounds of them spread a one-bit change of n over every bit)."""
+    multiplication mod a prime after an exclusive or is linear in neither operation; the
+    constant rounds mix the last input in further)."""
     padded = f"lpad({key}, 21, '0')"
     keys = [f"CAST(substr({padded}, {1 + 7 * i}, 7) AS BIGINT)" for i in range(3)]
     state = keys[0]

@@ -185,13 +185,10 @@ def spark_plan(spec: dict[str, Any], filesystem: pafs.FileSystem | None = None) 
     unit = spec["privacy_unit"]
     if unit["id_column"] and unit["id_column"] not in schema.names:
         return None
-    plan = plan_or_none(spec, schema, SPARK)
-    if plan is not None and unit["id_column"] and bound_hash(plan, schema, unit) is None:
-        return None  # an ID type without a canonical text: DuckDB takes the release
-    return plan
+    return plan_or_none(spec, schema, SPARK)
 
 
-def bound_hash(plan: Plan, schema: pa.Schema, unit: dict[str, Any]) -> str | None:
+def bound_hash(plan: Plan, schema: pa.Schema, unit: dict[str, Any]) -> str:
     """The person bound's keyed hash of a row of `s` (the key as the text parameter :key)."""
     person = unit["id_column"]
     return bound_hash_sql(plan.dialect, person, schema.field(person).type, ":key")
@@ -406,8 +403,6 @@ def run_plan(
     relation = f"{view} AS s"
     if id_column:
         order = bound_hash(plan, read_schema(paths, filesystem), unit)
-        if order is None:
-            raise ValueError("The ID column's type has no canonical text for the keyed hash.")
         args["key"] = str(int(uniform_keys(1, rng)[0]))  # its decimal text (row_hash_sql)
         relation = bound_relation(view, columns, id_column, int(unit["contribution_bound"]), order)
     keys: dict[int, dict[str, int]] = {}
