@@ -41,6 +41,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -149,7 +150,10 @@ def generate(case: str, path: Path, rows: int) -> None:
 def phase_dpportal(path: Path, workdir: Path, case: str) -> dict:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dpportal.settings")
     os.environ.setdefault("DEBUG", "1")
-    os.environ["MEDIA_ROOT"] = str(workdir / "media")
+    # a fresh folder per round: the dataset's folder (the same ids in each round's test
+    # database) must not hold the last round's Parquet, which the ingest would replace
+    media = Path(tempfile.mkdtemp(dir=workdir, prefix="media-"))
+    os.environ["MEDIA_ROOT"] = str(media)
     import django
 
     django.setup()
@@ -190,6 +194,7 @@ def phase_dpportal(path: Path, workdir: Path, case: str) -> dict:
         return {**result, "rss_before_mb": rss_before, "child_peak_rss_mb": child}
     finally:
         connection.creation.destroy_test_db(old_name, verbosity=0)
+        shutil.rmtree(media, ignore_errors=True)
 
 
 def _watch_children() -> list:

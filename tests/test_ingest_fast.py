@@ -10,7 +10,10 @@ it back (`reader` says which reader stored it), and the plain shapes must take i
 
 from __future__ import annotations
 
+import json
 import random
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -20,7 +23,16 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from datasets.ingest import CsvDialect, GuardedStream, IngestLimits, IngestRejected, ingest_csv
+from datasets.ingest import (
+    CsvDialect,
+    GuardedStream,
+    IngestLimits,
+    IngestRejected,
+    fast,
+    ingest_csv,
+)
+from datasets.ingest.fast import arrow_schema
+from datasets.ingest.profile import profile_limits
 
 LIMITS = IngestLimits(max_upload_bytes=1 << 26, max_decompressed_bytes=1 << 27, max_columns=50)
 
@@ -61,6 +73,58 @@ def census(rows: int = 400) -> bytes:
     for i in range(rows):
         lines.append(f"{1000 + i},{18 + i % 70},{regions[i % 4]},{1000.5 + 37 * i},{i % 60}")
     return ("\n".join(lines) + "\n").encode()
+
+
+def varying(varied: int = 1500) -> bytes:
+    """`label` repeats one value over more rows than the child looks at first (4,096),
+    then holds `varied` distinct values; `kind` repeats two values throughout."""
+    lines = ["id,label,kind"]
+    lines += [f"{i},same,{'ab'[i % 2]}" for i in range(5000)]
+    lines += [f"{i},v{i},a" for i in range(5000, 5000 + varied)]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def child_answer(tmp_path: Path, content: bytes, kinds: list[str]) -> dict:
+    """The Polars child's answer for `content` (its header's names, these kinds)."""
+    source = tmp_path / "child.csv"
+    source.write_bytes(content)
+    names = content.split(b"\n", 1)[0].decode().split(",")
+    types = {"integer": pa.int64(), "float": pa.float64(), "string": pa.string()}
+    job = {
+        "source": str(source), "destination": str(tmp_path / "child.parquet"),
+        "names": names, "kinds": kinds, "header": True, "delimiter": ",", "quote": '"',
+        "row_group_rows": 1000, "batch_rows": 500, "limits": profile_limits(),
+        "arrow_schema": arrow_schema(pa.schema([(n, types[k]) for n, k in zip(names, kinds)])),
+    }  # fmt: skip
+    child = Path(fast.__file__).with_name("polars_child.py")
+    run = subprocess.run(
+        [sys.executable, "-P", str(child)], input=json.dumps(job) + "\n",
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    return json.loads(run.stdout.splitlines()[-1])
+
+
+def test_text_that_repeats_at_first_is_parsed_as_codes_until_it_varies(tmp_path):
+    """The child parses a text column whose first rows repeat a few values as codes, and
+    one that then holds more values than the profile tracks again as text; either way
+    it stores and profiles what the careful reader does."""
+    kinds = ["integer", "string", "string"]
+    assert child_answer(tmp_path, varying(10), kinds)["coded"] == ["kind", "label"]
+    widened = child_answer(tmp_path, varying(1500), kinds)
+    assert widened["ok"] and widened["coded"] == ["kind"]
+    assert both(tmp_path, varying(1500)) == "polars"
+    coded = tmp_path / "coded"
+    coded.mkdir()
+    assert both(coded, varying(10)) == "polars"
+    # codes are written as the texts are: the same row groups and statistics
+    stats = {}
+    for first in (True, False):
+        meta = pq.ParquetFile(next(coded.glob(f"*/data-{first}.parquet"))).metadata
+        groups = [meta.row_group(g) for g in range(meta.num_row_groups)]
+        stats[first] = [[g.column(c).statistics.to_dict() for c in range(3)] for g in groups]
+    assert stats[True] == stats[False]
+    distinct = "id,name\n" + "".join(f"{i},n{i % 1000}\n" for i in range(5000))
+    assert child_answer(tmp_path, distinct.encode(), kinds[:2])["coded"] == []
 
 
 def test_a_plain_file_is_read_by_polars_and_stored_as_the_careful_reader_stores_it(tmp_path):

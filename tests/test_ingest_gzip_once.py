@@ -13,7 +13,7 @@ import pytest
 
 from datasets.ingest import CsvDialect, IngestLimits, IngestRejected, ingest_csv
 from datasets.ingest import reader as ingest_reader
-from tests.test_ingest_fast import both, census
+from tests.test_ingest_fast import both, census, varying
 
 LIMITS = IngestLimits(max_upload_bytes=1 << 26, max_decompressed_bytes=1 << 27, max_columns=50)
 
@@ -156,6 +156,14 @@ def test_a_copy_in_parts_is_read_by_the_child_as_it_is_written(tmp_path, small_p
     assert len(small_parts) > 20  # the child read it in parts
     small_parts.clear()
     assert both(tmp_path, _gb18030(3000), dialect=GB, limits=SMALL) == "polars"
+    assert len(small_parts) > 10
+    assert _leftovers(tmp_path) == []
+
+
+def test_a_copy_in_parts_read_again_as_text_reads_every_part_again(tmp_path, small_parts):
+    """A text column parsed as codes that varies late is parsed again as text: the
+    second pass reads the parts already given, then the rest as they come."""
+    assert both(tmp_path, gzip.compress(varying(1500)), limits=SMALL) == "polars"
     assert len(small_parts) > 10
     assert _leftovers(tmp_path) == []
 

@@ -51,14 +51,37 @@ def reads_as_finite(text: pa.Array, pattern: str) -> pa.BooleanArray:
     return pc.and_kleene(finite, pc.is_valid(finite))
 
 
-class Profiler:
-    """Every column's state, fed the rows batch by batch in file order."""
+class Widen(Exception):
+    """A text column parsed as codes (Polars' Categorical) has too many distinct values
+    to be tracked: the conversion starts again with it parsed as plain text."""
 
-    def __init__(self, names: list[str], kinds: list[str], separator: str, limits: dict) -> None:
+    def __init__(self, column: str) -> None:
+        super().__init__(column)
+        self.column = column
+
+
+class Profiler:
+    """Every column's state, fed the rows batch by batch in file order.
+
+    `coded`: the text columns Polars parses as codes (a Categorical with the column's
+    own categories): their distinct values and uses come from counting the codes, some
+    five times cheaper than counting texts, and the rows written are the same."""
+
+    def __init__(
+        self,
+        names: list[str],
+        kinds: list[str],
+        separator: str,
+        limits: dict,
+        coded: frozenset[str] = frozenset(),
+    ) -> None:
         self.states = [State(kind, separator, limits) for kind in kinds]
+        self.names = names
+        self.coded = coded
         self.rows = 0
         self.last_nulls = 0  # nulls in the last column: a blank line or a short row?
         self.failure: NotOk | None = None  # raised by `add` (the writer may wrap it)
+        self.widen: str | None = None  # a coded column with too many values (`Widen`)
 
     def add(self, frame) -> None:
         """One batch of rows: a Polars DataFrame (used through its methods only: the
@@ -67,12 +90,19 @@ class Profiler:
         self.rows += frame.height
         self.last_nulls += frame.get_column(frame.columns[-1]).null_count()
         try:
-            for state, series in zip(self.states, frame.iter_columns(), strict=True):
+            for name, state, series in zip(
+                self.names, self.states, frame.iter_columns(), strict=True
+            ):
                 present = series.drop_nulls() if series.null_count() else series
                 state.cells += len(present)
                 if not len(present):
                     continue
-                if state.kind == "string":
+                if name in self.coded:
+                    state.coded(present)
+                    if state.counts is None:
+                        self.widen = name
+                        raise Widen(name)
+                elif state.kind == "string":
                     counted = present.rename("value").value_counts(name="uses")
                     uses = counted.get_column("uses").to_numpy().astype(np.int64)
                     state.strings(counted.get_column("value").to_arrow(), uses)
@@ -132,18 +162,19 @@ class State:
         self.cells = 0
         self.readable: int | None = 0
         self.separators = 0  # separators inside the text values
+        self.book: Codebook | None = None  # a coded column's texts and uses, by code
 
     def numbers(self, values: np.ndarray) -> None:
         """A batch of a number column's values (no nulls)."""
-        if self.kind == "float" and not np.isfinite(values).all():
+        low, high = values.min(), values.max()  # a NaN is both
+        if self.kind == "float" and not (np.isfinite(low) and np.isfinite(high)):
             raise NotOk("a number that is not finite")
-        self._numbers(values)
-        self.extremes(values)
+        self._numbers(values, low, high)
+        self.extremes(values, low, high)
 
     def strings(self, text: pa.Array, uses: np.ndarray) -> None:
         """A batch of a text column: its distinct values and how many cells hold each."""
-        if pc.any(pc.match_substring_regex(text, UNSAFE_TEXT)).as_py():
-            raise NotOk("a text value with a NUL or line break, or a quoted empty one")
+        _check(text)
         within = _numpy(pc.count_substring(text, self.separator))
         self.separators += int(np.dot(within, uses))
         if self.readable is not None:
@@ -153,11 +184,43 @@ class State:
                 self.readable = None
         self._merge(text.to_pylist() if self.counts is not None else [], uses)
 
-    def _numbers(self, values: np.ndarray) -> None:
+    def coded(self, codes) -> None:
+        """A batch of a coded text column (a Polars Categorical, no nulls): what `strings`
+        does with the batch's distinct texts, each text looked up, checked and measured
+        once, when its code first appears; the uses are summed per code."""
+        book = self.book = self.book or Codebook()
+        uses = np.bincount(codes.to_physical().to_numpy())
+        book.grow(len(uses))
+        seen = np.flatnonzero(uses)
+        new = seen[~book.known[seen]]
+        if len(new):
+            texts = codes.dtype.categories.to_series().gather(new)
+            if texts.null_count():
+                raise NotOk("a code without its text")
+            text = texts.to_arrow()
+            _check(text)
+            book.within[new] = _numpy(pc.count_substring(text, self.separator))
+            if self.readable is not None:
+                book.finite[new] = _numpy(pc.cast(reads_as_finite(text, self.pattern), pa.int8()))
+            for code, value in zip(new.tolist(), text.to_pylist(), strict=True):
+                book.texts[code] = value
+                self.counted_bytes += len(value.encode())
+            book.known[new] = True
+            book.distinct += len(new)
+        self.separators += int(np.dot(book.within[seen], uses[seen]))
+        if self.readable is not None:
+            self.readable += int(uses[seen][book.finite[seen] > 0].sum())
+            if self.readable < self.mostly_numeric * self.cells:
+                self.readable = None
+        book.uses[: len(uses)] += uses
+        if book.distinct > self.limit or self.counted_bytes > self.track_bytes:
+            self.counts = None
+
+    def _numbers(self, values: np.ndarray, low, high) -> None:
         """Counts an integer column's values while it has few."""
         if self.counts is None:
             return
-        low, high = int(values.min()), int(values.max())
+        low, high = int(low), int(high)
         if high - low < 1 << 22:
             low = min(low, 0) if high < 1 << 22 else low  # small counts need no shift
             uses = np.bincount(values - low if low else values)
@@ -173,10 +236,16 @@ class State:
                 return
             self._merge([str(int(v)) for v in distinct], uses)
 
-    def extremes(self, values: np.ndarray) -> None:
-        """The k smallest and largest values so far, repeats included."""
-        self.lows = _smallest(values, self.lows, self.k)
-        self.highs = -_smallest(-values, None if self.highs is None else -self.highs, self.k)
+    def extremes(self, values: np.ndarray, low, high) -> None:
+        """The k smallest and largest values so far, repeats included. A batch whose
+        smallest value (`low`) is at or above the k-th kept low cannot change the lows
+        (nor `high` at or below the k-th kept high the highs): most batches are passed
+        over by one comparison each."""
+        lows, highs = self.lows, self.highs
+        if lows is None or len(lows) < self.k or low < lows.max():
+            self.lows = _smallest(values, lows, self.k)
+        if highs is None or len(highs) < self.k or high > highs.min():
+            self.highs = -_smallest(-values, None if highs is None else -highs, self.k)
 
     def _merge(self, values: list, uses: np.ndarray) -> None:
         if self.counts is None:
@@ -194,6 +263,9 @@ class State:
 
     def to_json(self) -> dict:
         numbers = self.kind != "string"
+        if self.book is not None and self.counts is not None:
+            used = np.flatnonzero(self.book.uses).tolist()
+            self.counts = {self.book.texts[c]: int(self.book.uses[c]) for c in used}
         return {
             "cells": self.cells,
             "counts": self.counts,
@@ -201,6 +273,34 @@ class State:
             "highs": sorted(self.highs.tolist()) if numbers and self.highs is not None else [],
             "readable": self.readable if self.kind == "string" else 0,
         }
+
+
+class Codebook:
+    """A coded column's facts by code: its text, cells, separators inside, whether it
+    reads as a finite number (1) and whether it was seen."""
+
+    def __init__(self) -> None:
+        self.texts: dict[int, str] = {}
+        self.uses = np.zeros(0, np.int64)
+        self.within = np.zeros(0, np.int64)
+        self.finite = np.zeros(0, np.int8)
+        self.known = np.zeros(0, bool)
+        self.distinct = 0
+
+    def grow(self, codes: int) -> None:
+        """Room for codes below `codes`."""
+        extra = codes - len(self.uses)
+        if extra > 0:
+            self.uses = np.concatenate([self.uses, np.zeros(extra, np.int64)])
+            self.within = np.concatenate([self.within, np.zeros(extra, np.int64)])
+            self.finite = np.concatenate([self.finite, np.zeros(extra, np.int8)])
+            self.known = np.concatenate([self.known, np.zeros(extra, bool)])
+
+
+def _check(text: pa.Array) -> None:
+    """Refuses distinct texts that pyarrow's reader reads otherwise (module docstring)."""
+    if pc.any(pc.match_substring_regex(text, UNSAFE_TEXT)).as_py():
+        raise NotOk("a text value with a NUL or line break, or a quoted empty one")
 
 
 def _numpy(array: pa.Array) -> np.ndarray:

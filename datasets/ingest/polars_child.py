@@ -16,7 +16,10 @@ with its reason or reads it.
 
 The rows stream from the CSV scan in batches, each profiled in file order (as the
 careful reader profiles its blocks) and handed on to Polars' Parquet writer: nothing
-is read back. Written as pyarrow's reader writes: the declared types,
+is read back. A text column whose first rows repeat a few values is parsed as codes
+(`coded_columns`): counting codes is some five times cheaper than counting texts, and
+the Parquet written is the same; one that then holds more values than the profile
+tracks is parsed again as text, from the start. Written as pyarrow's reader writes: the declared types,
 snappy, the same row groups, pyarrow's own ARROW:schema (text reads back as string, not
 large_string), with statistics.
 """
@@ -54,22 +57,98 @@ def main() -> None:
     _die_with_parent()
     _warm_up()
     job = json.loads(sys.stdin.readline())
-    profiler = batch_profile.Profiler(job["names"], job["kinds"], job["delimiter"], job["limits"])
-    sources: list[str] = []  # the file, or its parts as they were read
+    feed = Sources(job)
+    profiler = None
     try:
-        convert(job, profiler, sources)
-        states = profiler.finish(sources, job["header"], job["delimiter"])
-        answer = {"ok": True, "states": states}
+        coded = set(coded_columns(job, feed.first()))
+        while True:
+            profiler = batch_profile.Profiler(
+                job["names"], job["kinds"], job["delimiter"], job["limits"], frozenset(coded)
+            )
+            try:
+                convert(job, profiler, feed)
+                break
+            except Exception:
+                if profiler.widen is None:
+                    raise
+                coded.discard(profiler.widen)  # too many values to code: again, as text
+                feed.again()
+        states = profiler.finish(feed.seen, job["header"], job["delimiter"])
+        answer = {"ok": True, "states": states, "coded": sorted(coded)}  # names only
     except batch_profile.NotOk as exc:
         answer = {"ok": False, "why": str(exc)}  # our own words, never a value
     except Exception as exc:  # noqa: BLE001 - any Polars refusal: the careful path decides
         answer = {"ok": False, "why": type(exc).__name__}  # its text may quote a cell
-        if profiler.failure is not None:  # raised while profiling, surfaced by Polars
+        if profiler is not None and profiler.failure is not None:  # surfaced by Polars
             answer["why"] = str(profiler.failure)
     answer["peak_rss_mb"] = _peak_rss_mb()
     sys.stdout.write(json.dumps(answer) + "\n")
     sys.stdout.flush()
     os._exit(0)  # no teardown: the system takes back Polars' memory at once
+
+
+#: `coded_columns`: the rows read ahead, and the most distinct texts among them (and
+#: at most one per CODED_SHARE rows) for a text column to be parsed as codes
+HEAD_ROWS = 4096
+CODED_MAX = 256
+CODED_SHARE = 16
+
+
+def coded_columns(job: dict, first: str | None) -> list[str]:
+    """The text columns whose first HEAD_ROWS rows repeat a few values: Polars parses
+    them as codes (`batch_profile.Profiler`). A column that turns out to hold more than
+    the profile tracks is parsed again as text (`batch_profile.Widen`), so a wrong
+    guess costs time, never a different result."""
+    texts = [n for n, kind in zip(job["names"], job["kinds"], strict=True) if kind == "string"]
+    if not texts or first is None:
+        return []
+    try:
+        head = _scan(job, first, job["header"], dict.fromkeys(job["names"], pl.String))
+        rows = head.head(HEAD_ROWS).select(texts).collect()
+    except Exception:  # noqa: BLE001 - the conversion itself reports the file's faults
+        return []
+    distinct = {n: rows.get_column(n).n_unique() for n in texts}
+    return [n for n in texts if distinct[n] <= min(CODED_MAX, rows.height // CODED_SHARE)]
+
+
+class Sources:
+    """The file, or the parts of a copy as the worker names them on stdin (job["parts"])
+    until "end"; `again` has the next pass read those seen so far first ("abort", or
+    stdin closed without "end": the copy failed, and what was read cannot be vouched
+    for)."""
+
+    def __init__(self, job: dict) -> None:
+        self.parts = bool(job.get("parts"))
+        self.seen: list[str] = [] if self.parts else [job["source"]]
+        self.ended = not self.parts
+        self.read = 0  # of `seen`, in this pass
+
+    def first(self) -> str | None:
+        if not self.seen:
+            self._next()
+        return self.seen[0] if self.seen else None
+
+    def again(self) -> None:
+        self.read = 0
+
+    def __iter__(self):
+        while True:
+            if self.read == len(self.seen) and not self.ended:
+                self._next()
+            if self.read == len(self.seen):
+                return
+            self.read += 1
+            yield self.seen[self.read - 1]
+
+    def _next(self) -> None:
+        line = sys.stdin.readline()
+        name = line.strip()
+        if name == "end":
+            self.ended = True
+        elif not name or name == "abort":
+            raise batch_profile.NotOk("the copy did not end")
+        else:
+            self.seen.append(name)
 
 
 def _warm_up() -> None:
@@ -82,21 +161,25 @@ def _warm_up() -> None:
     import pyarrow as pa
 
     limits = {"k": 1, "track_limit": 10, "track_bytes": 100, "mostly_numeric": 0.5}
-    schema = pa.schema([("a", pa.int64()), ("b", pa.float64()), ("c", pa.string())])
+    names = ["a", "b", "c", "d"]
+    kinds = [pa.int64(), pa.float64(), pa.string(), pa.string()]
+    schema = pa.schema(list(zip(names, kinds, strict=True)))
     with tempfile.TemporaryDirectory(prefix="dpportal-warm-") as folder:
-        source = Path(folder) / "warm.csv"
-        source.write_bytes(b"a,b,c\n1,0.5,x\n2,,7\n")
+        source = Path(folder) / "warm.csv"  # c repeats a value (coded), d does not (text)
+        source.write_text("a,b,c,d\n" + "".join(f"{i},0.5,x,{i}\n" for i in range(32)))
         job = {
             "source": str(source), "destination": str(Path(folder) / "warm.parquet"),
-            "names": ["a", "b", "c"], "kinds": ["integer", "float", "string"],
+            "names": names, "kinds": ["integer", "float", "string", "string"],
             "header": True, "delimiter": ",", "quote": '"', "row_group_rows": 2,
             "batch_rows": 1, "limits": {**limits, "float_pattern": "^7$"},
             "arrow_schema": base64.b64encode(schema.serialize().to_pybytes()).decode(),
         }  # fmt: skip
-        profiler = batch_profile.Profiler(job["names"], job["kinds"], ",", job["limits"])
+        feed = Sources(job)
+        coded = frozenset(coded_columns(job, feed.first()))
+        profiler = batch_profile.Profiler(names, job["kinds"], ",", job["limits"], coded)
         try:
-            convert(job, profiler, sources := [])
-            profiler.finish(sources, True, ",")
+            convert(job, profiler, feed)
+            profiler.finish(feed.seen, True, ",")
         except Exception:  # noqa: BLE001, S110 - a warm-up only: the job reports its own errors
             pass
 
@@ -121,56 +204,44 @@ def _die_with_parent() -> None:
         pass
 
 
-def convert(job: dict, profiler, sources: list[str]) -> None:
+def _scan(job: dict, source: str, header: bool, schema: dict) -> pl.LazyFrame:
+    return pl.scan_csv(
+        source,
+        has_header=False,
+        skip_lines=1 if header else 0,
+        separator=job["delimiter"],
+        quote_char=job["quote"],
+        schema=schema,
+        infer_schema=False,
+        encoding="utf8",
+        truncate_ragged_lines=False,
+        raise_if_empty=False,
+    )
+
+
+def convert(job: dict, profiler, feed: Sources) -> None:
     names, kinds = job["names"], job["kinds"]
     schema = {name: POLARS[kind] for name, kind in zip(names, kinds, strict=True)}
-
-    def scan(source: str, header: bool) -> pl.LazyFrame:
-        return pl.scan_csv(
-            source,
-            has_header=False,
-            skip_lines=1 if header else 0,
-            separator=job["delimiter"],
-            quote_char=job["quote"],
-            schema=schema,
-            infer_schema=False,
-            encoding="utf8",
-            truncate_ragged_lines=False,
-            raise_if_empty=False,
-        )
+    # each coded column its own categories: its codes are its values' alone
+    parsed = {
+        name: pl.Categorical(pl.Categories.random()) if name in profiler.coded else kind
+        for name, kind in schema.items()
+    }
 
     def batches(*_ignored) -> object:  # every column, every row: nothing to push down
-        for source in _sources(job):
-            sources.append(source)
-            frame = scan(source, job["header"] and len(sources) == 1)
+        for index, source in enumerate(feed):
+            frame = _scan(job, source, job["header"] and index == 0, parsed)
             for batch in frame.collect_batches(chunk_size=job["batch_rows"]):
                 profiler.add(batch)
                 yield batch
 
-    register_io_source(batches, schema=schema).sink_parquet(
+    register_io_source(batches, schema=parsed).sink_parquet(
         job["destination"],
         compression="snappy",
         row_group_size=job["row_group_rows"],
         statistics=True,
         metadata={"ARROW:schema": job["arrow_schema"]},  # string, as pyarrow writes it
     )
-
-
-def _sources(job: dict):
-    """The file; or, for a copy the worker is still writing in parts (job["parts"]), each
-    part as the worker names it on stdin, until "end" ("abort", or stdin closed without
-    "end": the copy failed, and what was read cannot be vouched for)."""
-    if not job.get("parts"):
-        yield job["source"]
-        return
-    for line in sys.stdin:
-        name = line.strip()
-        if name == "end":
-            return
-        if not name or name == "abort":
-            break
-        yield name
-    raise batch_profile.NotOk("the copy did not end")
 
 
 if __name__ == "__main__":
