@@ -6,7 +6,10 @@ The same data and statistics as bench/compute.py (bench/compute_parts.py: a
 50-category histogram, a 50 x 16 2-D histogram, a clipped sum and a mean; a
 person ID, about 0.77 N people), each run in its own child process, the parts
 interleaved round by round (the order rotated each round); medians and the
-ratios of medians. For each number of cores c in --cores:
+ratios of medians. A part at c cores runs confined to c CPUs (its process and the
+JVM it starts: sched_setaffinity), so that a JVM's garbage collector and compiler
+threads do not borrow an idle CPU (--no-pin lets them). For each number of cores c
+in --cores:
 
 - plan-person@c: the DuckDB engine the worker runs by default (releases.compute.
   duckdb_engine.run_plan, DPPORTAL_COMPUTE_THREADS = c) plus the noise;
@@ -92,12 +95,23 @@ def run_spark(path: Path, bound: int, master: str) -> dict:
     }
 
 
-def _child(part: str, path: Path, bound: int, master: str, cores: int) -> dict:
+def _pinned(cores: int):
+    """The child (and the JVM it starts) confined to `cores` CPUs: c cores means c CPUs
+    for everything the engine runs, its garbage collector and compiler threads
+    included, not c task threads beside an idle CPU that those borrow."""
+    cpus = sorted(os.sched_getaffinity(0))[:cores]
+    return lambda: os.sched_setaffinity(0, cpus)
+
+
+def _child(part: str, path: Path, bound: int, master: str, cores: int, pin: bool) -> dict:
     cmd = [sys.executable, __file__, "--part", part, "--file", str(path),
            "--bound", str(bound), "--master", master]  # fmt: skip
     env = {**os.environ, "DPPORTAL_COMPUTE_THREADS": str(cores)}
     load = os.getloadavg()[0]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=ROOT, env=env)
+    out = subprocess.run(
+        cmd, capture_output=True, text=True, check=True, cwd=ROOT, env=env,
+        preexec_fn=_pinned(cores) if pin else None,  # noqa: PLW1509 - no threads yet
+    )  # fmt: skip
     result = json.loads(out.stdout.strip().splitlines()[-1])
     return {"load_start": load, **result, "load_end": os.getloadavg()[0]}
 
@@ -110,6 +124,10 @@ def main() -> None:
     parser.add_argument("--bound", type=int, default=1, help="L of the person-level unit")
     parser.add_argument("--cores", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--master", help="a cluster's URL (default: local[c] for each c)")
+    parser.add_argument(
+        "--no-pin", dest="pin", action="store_false",
+        help="let a c-core part use every CPU (by default it is confined to c CPUs)",
+    )  # fmt: skip
     parser.add_argument("--part", help=argparse.SUPPRESS)
     parser.add_argument("--file", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -132,10 +150,11 @@ def main() -> None:
         for part in parts[shift:] + parts[:shift]:
             name, cores = part.split("@")
             master = args.master or f"local[{cores}]"
-            runs[part].append(_child(name, path, args.bound, master, int(cores)))
+            runs[part].append(_child(name, path, args.bound, master, int(cores), args.pin))
             print(part, json.dumps(runs[part][-1]), flush=True)
     med = {p: st.median(r["seconds"] for r in runs[p]) for p in parts}
-    print(f"rows={args.rows} bound={args.bound} cores={args.cores} repeat={args.repeat}")
+    pinned = "each part confined to its cores" if args.pin else "parts not confined"
+    print(f"rows={args.rows} bound={args.bound} cores={args.cores} repeat={args.repeat}, {pinned}")
     for p in parts:
         extra = {k: round(st.median(r[k] for r in runs[p]), 1) for k in runs[p][0]}
         print(f"{p:16s} median {med[p]:.2f} s  {extra}")

@@ -64,8 +64,8 @@ class Profiler:
     """Every column's state, fed the rows batch by batch in file order.
 
     `coded`: the text columns Polars parses as codes (a Categorical with the column's
-    own categories): their distinct values and uses come from counting the codes, some
-    five times cheaper than counting texts, and the rows written are the same."""
+    own categories): their distinct values and uses come from counting the codes, about
+    four times cheaper than counting texts, and the rows written are the same."""
 
     def __init__(
         self,
