@@ -107,14 +107,30 @@ def test_exact_sums_past_32_bits_on_spark(media):
 
 def test_a_local_session_has_few_shuffle_partitions_and_several_splits(settings):
     settings.DPPORTAL_SPARK_SHUFFLE_PARTITIONS = 0
+    jvm = {
+        "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
+        "spark.executor.extraJavaOptions": "-XX:+UseParallelGC",
+    }
     assert spark_engine.session_conf("local[2]") == {
         "spark.sql.shuffle.partitions": "8",
         "spark.sql.files.minPartitionNum": "8",
+        **jvm,
     }
     assert spark_engine.session_conf("local")["spark.sql.shuffle.partitions"] == "4"
-    assert spark_engine.session_conf("spark://m:7077") == {"spark.sql.shuffle.partitions": "16"}
+    assert spark_engine.session_conf("spark://m:7077") == {
+        "spark.sql.shuffle.partitions": "16",
+        **jvm,
+    }
     settings.DPPORTAL_SPARK_SHUFFLE_PARTITIONS = 6
-    assert spark_engine.session_conf("spark://m:7077") == {"spark.sql.shuffle.partitions": "6"}
+    assert spark_engine.session_conf("spark://m:7077")["spark.sql.shuffle.partitions"] == "6"
+
+
+def test_the_session_jvm_collects_with_the_parallel_collector():
+    """The option reaches the JVM the session starts (a local master: the driver)."""
+    jvm = spark_engine.spark_session().sparkContext._jvm
+    beans = jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+    names = {bean.getName() for bean in beans}
+    assert names == {"PS Scavenge", "PS MarkSweep"}
 
 
 @settings(

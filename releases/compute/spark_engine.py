@@ -76,6 +76,8 @@ FILE_BITS = 40  # a row's number: the file's index above these bits (duckdb_engi
 FINEST_CELLS = 1 << 16
 #: `bound_relation`: the largest bound whose heavy persons are ranked by a bottom-k heap
 HEAP_BOUND = 64
+#: the driver's and executors' JVM options (`session_conf`)
+JVM_OPTIONS = "-XX:+UseParallelGC"
 
 
 def master() -> str:
@@ -124,10 +126,20 @@ def session_conf(url: str) -> dict[str, str]:
     cluster. Input splits: a local master's Parquet read is cut into at least 4 splits
     per core (spark.sql.files.minPartitionNum; a split is whole row groups), so every
     core has work and a slow split does not leave the others idle; a cluster keeps
-    Spark's default (its executors' total cores)."""
+    Spark's default (its executors' total cores).
+
+    The JVMs collect garbage with the parallel (throughput) collector, not G1: a
+    release allocates and drops rows at a high rate, and G1's barriers and concurrent
+    work cost a 10M-row person-level release a quarter of its time on two cores (26 s
+    against 19 s; on one core 39 s against 37 s), so that a second core sped it up
+    1.5x instead of 2x (bench/compute_spark.py)."""
     cores = local_cores(url)
     partitions = int(settings.DPPORTAL_SPARK_SHUFFLE_PARTITIONS or 0)
-    conf = {"spark.sql.shuffle.partitions": str(partitions or (4 * cores if cores else 16))}
+    conf = {
+        "spark.sql.shuffle.partitions": str(partitions or (4 * cores if cores else 16)),
+        "spark.driver.extraJavaOptions": JVM_OPTIONS,
+        "spark.executor.extraJavaOptions": JVM_OPTIONS,
+    }
     if cores:
         conf["spark.sql.files.minPartitionNum"] = str(4 * cores)
     return conf
