@@ -129,10 +129,9 @@ def session_conf(url: str) -> dict[str, str]:
     Spark's default (its executors' total cores).
 
     The JVMs collect garbage with the parallel (throughput) collector, not G1: a
-    release allocates and drops rows at a high rate, and G1's barriers and concurrent
-    work cost a 10M-row person-level release a quarter of its time on two cores (26 s
-    against 19 s; on one core 39 s against 37 s), so that a second core sped it up
-    1.5x instead of 2x (bench/compute_spark.py)."""
+    release allocates and drops rows at a high rate, and on two cores G1's barriers
+    and concurrent work made a warm 10M-row person-level release take 22-23 s against
+    19 s (repeated releases in one session; bench/compute_spark.py)."""
     cores = local_cores(url)
     partitions = int(settings.DPPORTAL_SPARK_SHUFFLE_PARTITIONS or 0)
     conf = {
