@@ -53,11 +53,8 @@ def reads_as_finite(text: pa.Array, pattern: str) -> pa.BooleanArray:
 
 class Widen(Exception):
     """A text column parsed as codes (Polars' Categorical) has too many distinct values
-    to be tracked: the conversion starts again with it parsed as plain text."""
-
-    def __init__(self, column: str) -> None:
-        super().__init__(column)
-        self.column = column
+    to be tracked: the conversion starts again with it parsed as plain text (the column:
+    `Profiler.widen`, which outlives Polars' wrapping of the exception)."""
 
 
 class Profiler:
@@ -206,14 +203,13 @@ class State:
                 book.texts[code] = value
                 self.counted_bytes += len(value.encode())
             book.known[new] = True
-            book.distinct += len(new)
         self.separators += int(np.dot(book.within[seen], uses[seen]))
         if self.readable is not None:
             self.readable += int(uses[seen][book.finite[seen] > 0].sum())
             if self.readable < self.mostly_numeric * self.cells:
                 self.readable = None
         book.uses[: len(uses)] += uses
-        if book.distinct > self.limit or self.counted_bytes > self.track_bytes:
+        if len(book.texts) > self.limit or self.counted_bytes > self.track_bytes:
             self.counts = None
 
     def _numbers(self, values: np.ndarray, low, high) -> None:
@@ -285,7 +281,6 @@ class Codebook:
         self.within = np.zeros(0, np.int64)
         self.finite = np.zeros(0, np.int8)
         self.known = np.zeros(0, bool)
-        self.distinct = 0
 
     def grow(self, codes: int) -> None:
         """Room for codes below `codes`."""

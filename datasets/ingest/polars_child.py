@@ -128,9 +128,9 @@ class Sources:
     for)."""
 
     def __init__(self, job: dict) -> None:
-        self.parts = bool(job.get("parts"))
-        self.seen: list[str] = [] if self.parts else [job["source"]]
-        self.ended = not self.parts
+        parts = bool(job.get("parts"))
+        self.seen: list[str] = [] if parts else [job["source"]]
+        self.ended = not parts
         self.read = 0  # of `seen`, in this pass
 
     def first(self) -> str | None:
