@@ -453,3 +453,27 @@ def test_a_cluster_session_gives_idle_executors_back():
     assert conf["spark.dynamicAllocation.enabled"] == "true"
     assert conf["spark.dynamicAllocation.shuffleTracking.enabled"] == "true"
     assert spark_engine.cluster_conf("local[2]") == {}
+
+
+@pytest.mark.parametrize("more", [0, 70])
+def test_categories_holding_backslashes_and_quotes_are_found_on_spark(media, more):
+    """Spark's parser reads a backslash in a text literal as an escape: declared categories
+    holding backslashes and quotes are still found (not counted as Other, and a text
+    ending in a backslash does not run on into the SQL after it); the same counts as
+    DuckDB's."""
+    texts = ["a\\b", "x\\' OR 1=1 --", "it's", "\\", "''", "C:\\new", "\\\\"]
+    cats = texts + [f"z{i}" for i in range(more)]
+    values = texts * 3 + ["other", None]
+    n = len(values)
+    data = {"cat": values, "k": [0] * n, "x": [0.0] * n, "y": [0] * n, "person": ["p"] * n}
+    cat = {"name": "cat", "kind": "categorical", "categories": cats, "missing": "category"}
+    spec = {
+        "parquet_file": write(media, data),
+        "privacy_unit": {"id_column": "", "contribution_bound": 1},
+        "statistics": [{"kind": "histogram", "columns": [cat], "epsilon": "1", "delta": "0"}],
+    }
+    expected = [3] * len(texts) + [0] * more + [1, 1]  # then Other, Missing
+    (counts,) = spark_engine.run_plan(spec, spark_engine.spark_plan(spec))
+    assert list(counts) == expected
+    (duck,) = duckdb_engine.run_plan(spec, duckdb_engine.duckdb_plan(spec))
+    assert list(duck) == expected

@@ -83,6 +83,9 @@ class Dialect:
     # casts, DuckDB builds the array again for every vector of rows (a grid of thousands
     # of edges then costs more time and memory than the rest of a release)
     doubles: str | None = None
+    # a backslash in a text literal escapes the next character (Spark's parser): written
+    # doubled, or a text ending in one would run its literal on into the SQL after it
+    backslash_escapes: bool = False
 
     def ident(self, name: str) -> str:
         q = self.quote
@@ -98,6 +101,9 @@ class Dialect:
         return self.doubles.format(", ".join(repr(float(x)) for x in xs))
 
     def text(self, s: str) -> str:
+        """The SQL literal of the text `s`, exactly (whatever characters it holds)."""
+        if self.backslash_escapes:
+            s = s.replace("\\", "\\\\")
         return "'" + s.replace("'", "''") + "'"
 
 
@@ -141,6 +147,7 @@ SPARK = Dialect(
     xor="({a} ^ {b})",
     shift_right="shiftright({x}, {n})",
     element="element_at({items}, CAST({i} AS INT))",
+    backslash_escapes=True,
 )
 
 
