@@ -435,3 +435,21 @@ def test_halves_round_to_even_on_the_grid(media):
     assert got == oracle(spec, media)
     # centred units w = 2u: sum(w) = 2 * (0 + 2 + 2 + 4 + 0 - 2 - 2 + 4)
     assert got[0][1] == [16]
+
+
+TEXTS = st.text(alphabet=st.sampled_from(["a", "b", "'", "\\", "北", "é", " ", "\x00"]), max_size=4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(cats=st.lists(TEXTS, max_size=70), probes=st.lists(TEXTS, max_size=12))
+def test_the_category_tree_finds_a_text_where_the_array_does(cats, probes):
+    """A categorical cell found by the tree of comparisons (Spark's spelling, evaluated
+    here on DuckDB, whose texts compare by bytes as Spark's do) is the first place of the
+    text among the categories, or the number of categories for any other text: what
+    `position` over the array gives. Repeated categories, empty texts, quotes,
+    backslashes and non-ASCII included; up to 70 categories (the tree's leaves of 4)."""
+    tree = plan_module._category_tree(cats, "x", plan_module.DUCKDB)
+    con = duckdb.connect()
+    for probe in [*cats, *probes]:
+        (found,) = con.execute(f"SELECT {tree} FROM (SELECT ? AS x)", [probe]).fetchone()
+        assert found == (cats.index(probe) if probe in cats else len(cats))

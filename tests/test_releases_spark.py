@@ -455,12 +455,12 @@ def test_a_cluster_session_gives_idle_executors_back():
     assert spark_engine.cluster_conf("local[2]") == {}
 
 
-@pytest.mark.parametrize("more", [0, 70])
+@pytest.mark.parametrize("more", [0, 70], ids=["tree", "array"])
 def test_categories_holding_backslashes_and_quotes_are_found_on_spark(media, more):
     """Spark's parser reads a backslash in a text literal as an escape: declared categories
     holding backslashes and quotes are still found (not counted as Other, and a text
-    ending in a backslash does not run on into the SQL after it); the same counts as
-    DuckDB's."""
+    ending in a backslash does not run on into the SQL after it), by the comparison tree
+    and, past TREE_CATEGORIES, by the array; the same counts as DuckDB's."""
     texts = ["a\\b", "x\\' OR 1=1 --", "it's", "\\", "''", "C:\\new", "\\\\"]
     cats = texts + [f"z{i}" for i in range(more)]
     values = texts * 3 + ["other", None]
@@ -472,6 +472,7 @@ def test_categories_holding_backslashes_and_quotes_are_found_on_spark(media, mor
         "privacy_unit": {"id_column": "", "contribution_bound": 1},
         "statistics": [{"kind": "histogram", "columns": [cat], "epsilon": "1", "delta": "0"}],
     }
+    assert (len(cats) <= plan_module.TREE_CATEGORIES) == (more == 0)
     expected = [3] * len(texts) + [0] * more + [1, 1]  # then Other, Missing
     (counts,) = spark_engine.run_plan(spec, spark_engine.spark_plan(spec))
     assert list(counts) == expected

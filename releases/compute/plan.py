@@ -83,6 +83,10 @@ class Dialect:
     # casts, DuckDB builds the array again for every vector of rows (a grid of thousands
     # of edges then costs more time and memory than the rest of a release)
     doubles: str | None = None
+    # a category's cell found by a tree of comparisons (`_category_tree`) rather than by
+    # `position` over the array: Spark's array_position reads each element through generic
+    # array access, about 5x slower than the tree at 50 categories
+    category_tree: bool = False
     # a backslash in a text literal escapes the next character (Spark's parser): written
     # doubled, or a text ending in one would run its literal on into the SQL after it
     backslash_escapes: bool = False
@@ -147,6 +151,7 @@ SPARK = Dialect(
     xor="({a} ^ {b})",
     shift_right="shiftright({x}, {n})",
     element="element_at({items}, CAST({i} AS INT))",
+    category_tree=True,
     backslash_escapes=True,
 )
 
@@ -503,12 +508,16 @@ class Plan:
         relation: str,
         id_column: str | None,
         key: str = "CAST($key::UBIGINT AS VARCHAR)",
+        *,
+        rows: str | None = None,
     ) -> str:
         """One statistic of the categories found in the data over `relation` (the rows the
-        privacy unit keeps): rows (k, n, shared) -- a key's text, the distinct persons
-        holding it, and how many texts share its id (more than 1: the engines refuse the
-        release, `checked_keys`). Each person is counted in at most keys_per_person of
-        their distinct keys, those with the smallest keyed hash h(person, key id, K)
+        privacy unit keeps), or over `rows` when given (those rows' `rows_sql` columns
+        made already, the ID as `PERSON` when there is one): rows (k, n, shared) -- a
+        key's text, the distinct persons holding it, and how many texts share its id
+        (more than 1: the engines refuse the release, `checked_keys`). Each person is
+        counted in at most keys_per_person of their distinct keys, those with the
+        smallest keyed hash h(person, key id, K)
         (`key`: SQL of the release's secret's decimal text, spelled as the engine binds
         it), ties by the id. Without a person column, rows per key (shared 1). Missing
         keys (and rows without an ID) are not counted.
@@ -542,12 +551,12 @@ class Plan:
         is hashed (a count per person beside the ranking, the same partition)."""
         d, k = self.dialect, part.keys
         if not id_column:
-            rows = self.rows_sql(relation)
+            rows = rows or self.rows_sql(relation)
             return (
                 f"SELECT {k} AS k, count(*) AS n, 1 AS shared FROM ({rows}) AS r "  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
                 f"WHERE {k} IS NOT NULL GROUP BY {k}"
             )
-        rows = self.rows_sql(relation, extra={PERSON: d.ident(id_column)})
+        rows = rows or self.rows_sql(relation, extra={PERSON: d.ident(id_column)})
         kept = (
             f"(SELECT {PERSON} AS p, {k} AS t FROM ({rows}) AS r "  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
             f"WHERE {k} IS NOT NULL AND {PERSON} IS NOT NULL)"
@@ -694,6 +703,9 @@ def _cell_sql(axis: Axis, value: str, d: Dialect) -> str:
     missing = axis.size - 1 if axis.missing_cell else -1
     if axis.categorical:
         cats = axis.categories.to_pylist()
+        if d.category_tree and len(cats) <= TREE_CATEGORIES:
+            found = _category_tree(cats, value, d)
+            return f"CASE WHEN {value} IS NULL THEN {missing} ELSE {found} END"
         items = d.array.format(", ".join(d.text(c) for c in cats))
         found = d.position.format(items=items, x=value)
         return (
@@ -704,6 +716,34 @@ def _cell_sql(axis: Axis, value: str, d: Dialect) -> str:
         f"WHEN {value} < {d.double(edges[i + 1])} THEN {i}" for i in range(len(edges) - 2)
     )
     return f"CASE WHEN {value} IS NULL THEN {missing} {branches} ELSE {len(edges) - 2} END"
+
+
+#: `_category_tree`: the most categories found by a tree (its SQL grows with them, and a
+#: generated method past the JVM's compile limit would run interpreted); at most this many
+#: equality tests at a leaf
+TREE_CATEGORIES = 64
+TREE_LEAF = 4
+
+
+def _category_tree(cats: list[str], value: str, d: Dialect) -> str:
+    """The 0-based place of the text {value} (not NULL) among `cats`, or len(cats) when it
+    is none of them, as `position` finds it (the first place of a repeated text): a binary
+    search by comparisons in UTF-8 byte order (the engine's text order), equality tests
+    at the leaves."""
+    first: dict[str, int] = {}
+    for i, c in enumerate(cats):
+        first.setdefault(c, i)
+    items = sorted(first.items(), key=lambda item: item[0].encode())
+
+    def tree(lo: int, hi: int) -> str:
+        if hi - lo <= TREE_LEAF:
+            tests = " ".join(f"WHEN {value} = {d.text(c)} THEN {i}" for c, i in items[lo:hi])
+            return f"CASE {tests} ELSE {len(cats)} END"
+        mid = (lo + hi) // 2
+        below, above = tree(lo, mid), tree(mid, hi)
+        return f"CASE WHEN {value} < {d.text(items[mid][0])} THEN {below} ELSE {above} END"
+
+    return tree(0, len(items)) if items else str(len(cats))
 
 
 def _units_sql(v: str, spec: dict[str, Any], d: Dialect) -> str | None:
