@@ -58,6 +58,10 @@ def browser(monkeypatch):
             connections.close_all()
 
 
+#: how long a full-page screenshot may take (Pages.shot)
+SHOT_TIMEOUT_MS = 120_000
+
+
 class Pages:
     """A browser context that blocks every request leaving live_server (no internet)."""
 
@@ -90,7 +94,9 @@ class Pages:
     def shot(self, label: str) -> Path:
         self.shots += 1
         path = ARTIFACTS / f"{self.name}-{self.shots:02d}-{label}.png"
-        self.page.screenshot(path=str(path), full_page=True)
+        # a picture is an artifact, not an assertion: a full page of drawn charts can take
+        # longer than an action's 30 s to render on a loaded machine
+        self.page.screenshot(path=str(path), full_page=True, timeout=SHOT_TIMEOUT_MS)
         return path
 
     def close(self) -> None:

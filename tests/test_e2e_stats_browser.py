@@ -145,6 +145,9 @@ def _public_checks(pages: Pages, release: Release) -> None:
     # a page carries one level's numbers: another level is a new page
     with page.expect_navigation():
         page.get_by_label("99 %").check()
+    # the new page draws the charts near its first window only: scroll to them, as a reader
+    page.wait_for_selector("body[data-charts-ready='1']")
+    draw_every_chart(page)
     wide = _intervals(mean, confidence="0.99")[0]
     page.wait_for_function(
         "([p, h]) => Math.abs(document.getElementById('chart-' + p).data[0].y[0]"
