@@ -508,16 +508,19 @@ class Plan:
         relation: str,
         id_column: str | None,
         key: str = "CAST($key::UBIGINT AS VARCHAR)",
-        *,
-        rows: str | None = None,
     ) -> str:
-        """One statistic of the categories found in the data over `relation` (the rows the
-        privacy unit keeps), or over `rows` when given (those rows' `rows_sql` columns
-        made already, the ID as `PERSON` when there is one): rows (k, n, shared) -- a
-        key's text, the distinct persons holding it, and how many texts share its id
-        (more than 1: the engines refuse the release, `checked_keys`). Each person is
-        counted in at most keys_per_person of their distinct keys, those with the
-        smallest keyed hash h(person, key id, K)
+        """`keys_sql_over` the `rows_sql` rows of `relation` (the rows the privacy unit
+        keeps), with the ID column as `PERSON` when there is one."""
+        extra = {PERSON: self.dialect.ident(id_column)} if id_column else None
+        return self.keys_sql_over(part, self.rows_sql(relation, extra), bool(id_column), key)
+
+    def keys_sql_over(self, part: Part, rows: str, by_person: bool, key: str) -> str:
+        """One statistic of the categories found in the data over `rows` (a query of
+        `rows_sql`'s columns, the rows the privacy unit keeps, with `PERSON` when
+        `by_person`): rows (k, n, shared) -- a key's text, the distinct persons holding
+        it, and how many texts share its id (more than 1: the engines refuse the
+        release, `checked_keys`). Each person is counted in at most keys_per_person of
+        their distinct keys, those with the smallest keyed hash h(person, key id, K)
         (`key`: SQL of the release's secret's decimal text, spelled as the engine binds
         it), ties by the id. Without a person column, rows per key (shared 1). Missing
         keys (and rows without an ID) are not counted.
@@ -550,13 +553,11 @@ class Plan:
         keep the same keys for the same K; only a person with more keys than the bound
         is hashed (a count per person beside the ranking, the same partition)."""
         d, k = self.dialect, part.keys
-        if not id_column:
-            rows = rows or self.rows_sql(relation)
+        if not by_person:
             return (
                 f"SELECT {k} AS k, count(*) AS n, 1 AS shared FROM ({rows}) AS r "  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
                 f"WHERE {k} IS NOT NULL GROUP BY {k}"
             )
-        rows = rows or self.rows_sql(relation, extra={PERSON: d.ident(id_column)})
         kept = (
             f"(SELECT {PERSON} AS p, {k} AS t FROM ({rows}) AS r "  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
             f"WHERE {k} IS NOT NULL AND {PERSON} IS NOT NULL)"
@@ -719,9 +720,9 @@ def _cell_sql(axis: Axis, value: str, d: Dialect) -> str:
 
 
 #: `_category_tree`: the most categories found by a tree (its SQL grows with them, and a
-#: generated method past the JVM's compile limit would run interpreted); at most this many
-#: equality tests at a leaf
+#: generated method past the JVM's compile limit would run interpreted)
 TREE_CATEGORIES = 64
+#: `_category_tree`: the most equality tests at a leaf
 TREE_LEAF = 4
 
 

@@ -432,7 +432,7 @@ def run_plan(
             result, names = aggregate(session, plan, rows, args)
         for i, part in enumerate(plan.parts):  # categories found in the data: one query each
             if part.keys is not None:
-                sql = plan.keys_sql(part, "", id_column, key=":key", rows=rows)
+                sql = plan.keys_sql_over(part, rows, bool(id_column), key=":key")
                 found = session.sql(sql, args=args or None).collect()
                 keys[i] = checked_keys(tuple(r) for r in found)
     finally:
