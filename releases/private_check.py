@@ -33,8 +33,9 @@ from django.utils.translation import gettext
 from datasets.external import external_spec
 from dpportal import formatting
 from dpportal.errors import ValidationFailed
+from releases.compute.dialect import DUCKDB
 from releases.compute.duckdb_engine import _connection, open_source
-from releases.compute.plan import DUCKDB, _plain_numeric
+from releases.compute.plan import _plain_numeric
 from releases.kinds.domains import column_domain
 from releases.plans import ReleasePlan
 

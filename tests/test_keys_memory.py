@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from releases.compute import duckdb_engine, plan
+from releases.compute import duckdb_engine, keyed_hash
 from releases.compute.plan import KeyIdCollision
 
 DOMAIN = {"name": "tag", "kind": "categorical", "type": "string", "categories": [],
@@ -85,7 +85,7 @@ def test_two_texts_sharing_an_id_refuse_the_release(media, monkeypatch):
     rather than publish the merged count under any of the texts; one text alone is not.
     The persons' texts share one id too: two persons are then counted as one (a collision
     lowers a count, never raises one)."""
-    monkeypatch.setitem(plan._HEX_BIGINT, "duckdb", "CAST(0 * strlen({x}) AS BIGINT)")
+    monkeypatch.setitem(keyed_hash.HEX_BIGINT, "duckdb", "CAST(0 * strlen({x}) AS BIGINT)")
     spec = _spec(_tags(media), 3)
     with pytest.raises(KeyIdCollision):
         duckdb_engine.run_plan(spec, duckdb_engine.duckdb_plan(spec))

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from releases.compute import duckdb_engine, plan, spark_engine
+from releases.compute import duckdb_engine, keyed_hash, spark_engine
 from releases.compute.plan import KeyIdCollision
 from releases.compute.readers_keys import distinct_person_counts
 
@@ -81,8 +81,8 @@ def test_spark_refuses_texts_sharing_an_id_as_duckdb_does(media, monkeypatch):
         "statistics": [entry],
         "privacy_unit": {"id_column": "person", "contribution_bound": 5},
     }
-    monkeypatch.setitem(plan._HEX_BIGINT, "spark", "CAST(0 * length({x}) AS BIGINT)")
-    monkeypatch.setitem(plan._HEX_BIGINT, "duckdb", "CAST(0 * strlen({x}) AS BIGINT)")
+    monkeypatch.setitem(keyed_hash.HEX_BIGINT, "spark", "CAST(0 * length({x}) AS BIGINT)")
+    monkeypatch.setitem(keyed_hash.HEX_BIGINT, "duckdb", "CAST(0 * strlen({x}) AS BIGINT)")
     with pytest.raises(KeyIdCollision):
         spark_engine.run_plan(spec, spark_engine.spark_plan(spec))
     with pytest.raises(KeyIdCollision):

@@ -28,7 +28,7 @@ from datasets import person_rows
 from dpportal.privacy.params import exact_str
 from dpportal.privacy.rng import SeededTestRandom
 from dpportal.privacy.unbounded_bounds import SearchGrid
-from releases.compute import duckdb_engine
+from releases.compute import dialect, duckdb_engine, keyed_hash
 from releases.compute import person_rows as copy_path
 from releases.compute import plan as plan_module
 from releases.compute.readers import StatisticReader
@@ -301,11 +301,9 @@ INT64 = st.integers(-(2**63), 2**63 - 1)
 
 
 def _bound_hashes(ids: pa.Array, key: int) -> list[int]:
-    """plan.bound_hash_sql on DuckDB over the IDs `ids`, the i-th one's n being i + 1."""
-    id_rows = pa.table({"p": ids, plan_module.NTH: range(1, len(ids) + 1)})
-    sql = plan_module.bound_hash_sql(
-        plan_module.DUCKDB, "p", ids.type, "CAST($key::UBIGINT AS VARCHAR)"
-    )
+    """keyed_hash.bound_hash_sql on DuckDB over the IDs `ids`, the i-th one's n being i + 1."""
+    id_rows = pa.table({"p": ids, dialect.NTH: range(1, len(ids) + 1)})
+    sql = keyed_hash.bound_hash_sql(dialect.DUCKDB, "p", ids.type, "CAST($key::UBIGINT AS VARCHAR)")
     con = duckdb.connect()
     con.register("id_rows", id_rows)
     return [h for (h,) in con.execute(f"SELECT {sql} FROM id_rows AS s", {"key": key}).fetchall()]
@@ -314,14 +312,14 @@ def _bound_hashes(ids: pa.Array, key: int) -> list[int]:
 @settings(max_examples=30, deadline=None)
 @given(ids=st.lists(INT64, min_size=1, max_size=40), key=st.integers(0, 2**64 - 1))
 def test_the_integer_bound_hash_is_its_python_definition(ids, key):
-    """plan.bound_hash_sql over an integer ID is plan.mix of n and the ID's 31-bit pieces
-    (every value below 2**63: no overflow on DuckDB, which raises on one), at the extremes
-    of BIGINT and of the key too."""
+    """keyed_hash.bound_hash_sql over an integer ID is keyed_hash.mix of n and the ID's
+    31-bit pieces (every value below 2**63: no overflow on DuckDB, which raises on one), at
+    the extremes of BIGINT and of the key too."""
     ids = [*ids, 0, -1, 2**63 - 1, -(2**63), 2**31, 2**31 - 1]
     found = _bound_hashes(pa.array(ids, pa.int64()), key)
-    mask = plan_module.MIX_P
+    mask = keyed_hash.MIX_P
     expected = [
-        plan_module.mix(key, [n & mask, x & mask, (x >> 31) & mask, (x >> 62) & 3])
+        keyed_hash.mix(key, [n & mask, x & mask, (x >> 31) & mask, (x >> 62) & 3])
         for n, x in enumerate(ids, start=1)
     ]
     assert found == expected
@@ -331,15 +329,15 @@ def test_the_integer_bound_hash_is_its_python_definition(ids, key):
 @settings(max_examples=20, deadline=None)
 @given(ids=st.lists(st.text(max_size=12), min_size=1, max_size=20), key=st.integers(0, 2**64 - 1))
 def test_the_text_bound_hash_is_its_python_definition(ids, key):
-    """Over a text ID, plan.bound_hash_sql is plan.mix of n and 31 bits of the MD5 of K's
-    decimal text, "|t|" and the ID's UTF-8 bytes (any text: empty, "|", CJK)."""
+    """Over a text ID, keyed_hash.bound_hash_sql is keyed_hash.mix of n and 31 bits of the
+    MD5 of K's decimal text, "|t|" and the ID's UTF-8 bytes (any text: empty, "|", CJK)."""
     ids = [*ids, "", "|", "北京", "a|t|b"]
     found = _bound_hashes(pa.array(ids), key)
-    mask = plan_module.MIX_P
+    mask = keyed_hash.MIX_P
     expected = []
     for n, text in enumerate(ids, start=1):
         digest = hashlib.md5(f"{key}|t|{text}".encode()).hexdigest()  # noqa: S324 - its definition
-        expected.append(plan_module.mix(key, [n & mask, int(digest[:8], 16) & mask]))
+        expected.append(keyed_hash.mix(key, [n & mask, int(digest[:8], 16) & mask]))
     assert found == expected
 
 
@@ -448,7 +446,7 @@ def test_the_category_tree_finds_a_text_where_the_array_does(cats, probes):
     text among the categories, or the number of categories for any other text: what
     `position` over the array gives. Repeated categories, empty texts, quotes,
     backslashes and non-ASCII included; up to 70 categories (the tree's leaves of 4)."""
-    tree = plan_module._category_tree(cats, "x", plan_module.DUCKDB)
+    tree = plan_module._category_tree(cats, "x", dialect.DUCKDB)
     con = duckdb.connect()
     for probe in [*cats, *probes]:
         (found,) = con.execute(f"SELECT {tree} FROM (SELECT ? AS x)", [probe]).fetchone()

@@ -30,7 +30,7 @@ from datasets import storage
 from datasets.models import Dataset
 from dpportal.privacy.rng import SeededTestRandom
 from releases import lifecycle
-from releases.compute import duckdb_engine, spark_engine
+from releases.compute import dialect, duckdb_engine, keyed_hash, spark_engine
 from releases.compute import plan as plan_module
 from releases.compute.run import compute_backend, release_aggregate_numpy
 from releases.models import Release, ReleaseResult
@@ -272,7 +272,7 @@ def test_spark_reads_the_bucket_and_agrees_with_the_local_path(
 
 
 def test_the_keyed_row_hash_is_the_same_on_spark_and_duckdb(media):
-    """plan.row_hash_sql gives the same 64 bits on both engines for the same key and row:
+    """keyed_hash.row_hash_sql gives the same 64 bits on both engines for the same key and row:
     floats of every kind (subnormal, the largest, powers of two, -0.0, NaN, inf), text
     of several UTF-8 lengths, integers of several widths and missing values."""
     floats = [0.1, -0.0, 0.0, 5e-324, 2.0**-1022, 2.225073858507201e-308, 1.7976931348623157e308]
@@ -292,13 +292,13 @@ def test_the_keyed_row_hash_is_the_same_on_spark_and_duckdb(media):
     typed = [(f.name, f.type) for f in hash_rows.schema]
     key = 2**64 - 3
     duck = duckdb.connect()
-    hashed = plan_module.row_hash_sql(plan_module.DUCKDB, typed, "CAST($key::UBIGINT AS VARCHAR)")
+    hashed = keyed_hash.row_hash_sql(dialect.DUCKDB, typed, "CAST($key::UBIGINT AS VARCHAR)")
     found = duck.execute(f"SELECT {hashed} FROM hash_rows AS s", {"key": key}).fetchall()
     expected = [h for (h,) in found]
     session = spark_engine.spark_session()
     frame = spark_engine.native_frame(session, [str(media / "h.parquet")], hash_rows.column_names)
     frame.createOrReplaceTempView("hashed_rows")
-    sql = plan_module.row_hash_sql(plan_module.SPARK, typed, ":key")
+    sql = keyed_hash.row_hash_sql(dialect.SPARK, typed, ":key")
     got = session.sql(
         f"SELECT {sql} AS h FROM hashed_rows AS s ORDER BY s.__row", args={"key": str(key)}
     ).collect()
@@ -307,10 +307,10 @@ def test_the_keyed_row_hash_is_the_same_on_spark_and_duckdb(media):
 
 
 def test_the_person_bound_hash_is_the_same_on_spark_and_duckdb(media):
-    """plan.bound_hash_sql gives the same value on both engines for the same key: integer
+    """keyed_hash.bound_hash_sql gives the same value on both engines for the same key: integer
     IDs of several widths (the keyed integer mix, at BIGINT's extremes and across the
     31-bit pieces' edges, negative ones too) and text IDs (by their MD5), and on DuckDB the
-    integer one is plan.mix."""
+    integer one is keyed_hash.mix."""
     big = [0, 1, -1, 2**63 - 1, -(2**63), 2**31 - 1, 2**31, -(2**31), 2**62, -(2**62) - 1]
     n = len(big)
     id_rows = pa.table(
@@ -319,7 +319,7 @@ def test_the_person_bound_hash_is_the_same_on_spark_and_duckdb(media):
             "i": pa.array([-(2**31), 2**31 - 1, *range(-4, n - 6)], pa.int32()),
             "u": pa.array([2**32 - 1, *range(n - 1)], pa.uint32()),
             "t": pa.array(["", "北京", "x" * 40, *[f"p{i}" for i in range(n - 3)]]),
-            plan_module.NTH: pa.array([1, 2, 3, 2**31 - 1, *range(4, n)], pa.int64()),
+            dialect.NTH: pa.array([1, 2, 3, 2**31 - 1, *range(4, n)], pa.int64()),
         }
     )
     pq.write_table(id_rows, media / "ids.parquet", row_group_size=4)
@@ -330,27 +330,27 @@ def test_the_person_bound_hash_is_the_same_on_spark_and_duckdb(media):
     frame = spark_engine.native_frame(session, [str(media / "ids.parquet")], id_rows.column_names)
     frame.createOrReplaceTempView("id_rows")
     for field in id_rows.schema:
-        if field.name == plan_module.NTH:
+        if field.name == dialect.NTH:
             continue
-        h = plan_module.bound_hash_sql
-        duck_sql = h(plan_module.DUCKDB, field.name, field.type, "CAST($key::UBIGINT AS VARCHAR)")
+        h = keyed_hash.bound_hash_sql
+        duck_sql = h(dialect.DUCKDB, field.name, field.type, "CAST($key::UBIGINT AS VARCHAR)")
         expected = [
             v
             for (v,) in duck.execute(
                 f"SELECT {duck_sql} FROM id_rows AS s", {"key": key}
             ).fetchall()
         ]
-        spark_sql = h(plan_module.SPARK, field.name, field.type, ":key")
+        spark_sql = h(dialect.SPARK, field.name, field.type, ":key")
         got = session.sql(
             f"SELECT {spark_sql} AS h FROM id_rows AS s ORDER BY s.__row", args={"key": str(key)}
         ).collect()
         assert [r["h"] for r in got] == expected, field.name
         assert len(set(expected)) == n, field.name
         if field.name == "b":
-            mask = plan_module.MIX_P
-            places = id_rows.column(plan_module.NTH).to_pylist()
+            mask = keyed_hash.MIX_P
+            places = id_rows.column(dialect.NTH).to_pylist()
             assert expected == [
-                plan_module.mix(key, [p & mask, x & mask, (x >> 31) & mask, (x >> 62) & 3])
+                keyed_hash.mix(key, [p & mask, x & mask, (x >> 31) & mask, (x >> 62) & 3])
                 for x, p in zip(big, places, strict=True)
             ]
 

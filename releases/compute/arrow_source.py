@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from releases.compute.plan import ROW
+from releases.compute.dialect import ROW
 
 #: the name the plan's SQL reads the data by
 NAME = "dpportal_source"

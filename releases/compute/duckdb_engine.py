@@ -12,7 +12,7 @@ rows (1, 2, ... in row-number order), K a per-release 64-bit secret from the CSP
 (dpportal.privacy.rng.uniform_keys; passed as a query parameter, never in SQL text).
 Rows without an ID are dropped. The choice for a person depends only on that
 person's rows and K (DESIGN.md section 7): n counts only the person's own rows, never
-another's. h is the engine-neutral `plan.bound_hash_sql` (a keyed integer mix of n and
+another's. h is the engine-neutral `keyed_hash.bound_hash_sql` (a keyed integer mix of n and
 the ID, a text ID by its MD5; an ID type without a canonical text, e.g. a date, is left
 out), the hash Spark's plan orders by: for the same K both engines keep the same rows, and
 so give the same true aggregates. It is computed for heavy persons' rows only. A keys
@@ -60,7 +60,8 @@ from django.conf import settings
 from datasets import storage
 from dpportal.privacy.rng import RandomSource, uniform_keys
 from releases.compute import arrow_source, person_rows
-from releases.compute.plan import DUCKDB, NTH, ROW, Plan, checked_keys, plan_or_none
+from releases.compute.dialect import DUCKDB, NTH, ROW
+from releases.compute.plan import Plan, checked_keys, plan_or_none
 
 logger = logging.getLogger(__name__)
 

@@ -35,7 +35,9 @@ import numpy as np
 import pyarrow as pa
 
 from datasets import person_rows
-from releases.compute.plan import NTH, Dialect, Plan, bound_hash_sql
+from releases.compute.dialect import NTH, Dialect
+from releases.compute.keyed_hash import bound_hash_sql
+from releases.compute.plan import Plan
 
 BATCH_ROWS = 262_144
 
@@ -210,6 +212,6 @@ def keep_lowest(pid: np.ndarray, h: np.ndarray, bound: int, *, rounds: int = 16)
 
 
 def keyed_hash_sql(d: Dialect, id_column: str, id_type: pa.DataType) -> str:
-    """h(K, person, n) over the relation `s` (plan.bound_hash_sql, a BIGINT), the key as
+    """h(K, person, n) over the relation `s` (keyed_hash.bound_hash_sql, a BIGINT), the key as
     $key: the one spelling both DuckDB paths use, so they choose the same rows."""
     return bound_hash_sql(d, id_column, id_type, "CAST($key::UBIGINT AS VARCHAR)")

@@ -44,229 +44,18 @@ from dpportal.privacy.grid_cells import GridCells
 from dpportal.privacy.sensitivity import check_granularity, grid_bounds
 from dpportal.privacy.unbounded_bounds import SearchGrid
 from releases import kinds
+from releases.compute.dialect import DUCKDB, PERSON, ROW, Dialect
+from releases.compute.keyed_hash import HEX_BIGINT, row_hash_sql, text_id_sql
 from releases.compute.readers import Axis, maximal_marginals
 from releases.compute.readers_bounds import grid_edges
 from releases.compute.readers_stats import Partial
 from releases.kinds.bounds import grid_of
 from releases.kinds.quantiles import grid_of as grid_of_quantiles
 
-PERSON = "__person"  # the privacy unit's ID column, carried to a keys query's rows
 #: the kinds the plan aggregates (rows per person through its own query over the ID column,
 #: releases.compute.rows_per_person; quantiles only on an evenly spaced grid: `_ranks_part`)
 OFF_PLAN = ("persons",)
 PLAN_KINDS = tuple(n for n, kind in kinds.REGISTRY.items() if kind.aggregate not in OFF_PLAN)
-ROW = "__row"  # the source's row number (a stable row identity for the person bound)
-NTH = "__nth"  # a row's place among its person's rows (1, 2, ... in row-number order)
-
-
-@dataclass(frozen=True)
-class Dialect:
-    """The few spellings that differ between engines."""
-
-    name: str
-    position: str  # 1-based position of {x} in the array literal {items}; NULL/0 when absent
-    array: str
-    round_even: str  # {x} rounded half to even, for the CAST to BIGINT that follows
-    exact_sum: str
-    keyed_hash: str  # a 64-bit hash of the row's {values} under the secret {key}
-    finite: str  # {x} is a finite number (not NaN, not +-inf)
-    string: str  # the text type
-    anti_join: str  # rows of the left side with no match on the right
-    quote: str
-    sha256: str  # the lower-case hex SHA-256 of the UTF-8 text {x}
-    octets: str  # the length of the text {x} in UTF-8 bytes
-    md5: str  # the lower-case hex MD5 of the UTF-8 text {x}
-    xor: str  # the bitwise exclusive or of the BIGINTs {a} and {b}
-    shift_right: str  # the BIGINT {x} shifted right by {n} bits, the sign copied in
-    element: str = "{items}[{i}]"  # the {i}-th (1-based) element of the array {items}
-    # an array of doubles from their texts {}, as ONE constant: spelled as an array of
-    # casts, DuckDB builds the array again for every vector of rows (a grid of thousands
-    # of edges then costs more time and memory than the rest of a release)
-    doubles: str | None = None
-    # a category's cell found by a tree of comparisons (`_category_tree`) rather than by
-    # `position` over the array: Spark's array_position reads each element through generic
-    # array access, about 5x slower than the tree at 50 categories
-    category_tree: bool = False
-    # a backslash in a text literal escapes the next character (Spark's parser): written
-    # doubled, or a text ending in one would run its literal on into the SQL after it
-    backslash_escapes: bool = False
-
-    def ident(self, name: str) -> str:
-        q = self.quote
-        return q + name.replace(q, q + q) + q
-
-    def double(self, x: float) -> str:
-        return f"CAST('{float(x)!r}' AS DOUBLE)"
-
-    def double_array(self, xs) -> str:
-        """The array of the floats `xs`, each exactly (its shortest round-trip text)."""
-        if self.doubles is None:
-            return self.array.format(", ".join(self.double(x) for x in xs))
-        return self.doubles.format(", ".join(repr(float(x)) for x in xs))
-
-    def text(self, s: str) -> str:
-        """The SQL literal of the text `s`, exactly (whatever characters it holds)."""
-        if self.backslash_escapes:
-            s = s.replace("\\", "\\\\")
-        return "'" + s.replace("'", "''") + "'"
-
-
-DUCKDB = Dialect(
-    name="duckdb",
-    position="list_position({items}, {x})",
-    array="[{}]",
-    # DuckDB's DOUBLE -> BIGINT cast itself rounds half to even (2.5 -> 2, -0.5 -> 0):
-    # round_even() before it only cost time (~0.1 s per column at 10M rows); the
-    # property tests' halves check the cast against numpy's rint
-    round_even="{x}",
-    exact_sum="sum({x})",  # BIGINT sums into HUGEINT
-    keyed_hash="hash({values}, {key})",
-    finite="isfinite({x})",
-    string="VARCHAR",
-    anti_join="ANTI JOIN",
-    quote='"',
-    sha256="sha256({x})",
-    octets="strlen({x})",
-    md5="md5({x})",
-    xor="xor({a}, {b})",
-    shift_right="({x} >> {n})",
-    doubles="CAST('[{}]' AS DOUBLE[])",
-)
-SPARK = Dialect(
-    name="spark",
-    position="nullif(array_position({items}, {x}), 0)",
-    array="array({})",
-    # rint (Java's Math.rint) rounds a double half to even, as bround does, without
-    # bround's detour through BigDecimal and the double's text (~7 % of a release's CPU)
-    round_even="rint({x})",
-    exact_sum="sum(CAST({x} AS DECIMAL(38, 0)))",
-    keyed_hash="xxhash64({values}, {key})",
-    finite="(NOT isnan({x}) AND abs({x}) < CAST('Infinity' AS DOUBLE))",
-    string="STRING",
-    anti_join="LEFT ANTI JOIN",
-    quote="`",
-    sha256="sha2(CAST({x} AS BINARY), 256)",
-    octets="octet_length({x})",
-    md5="md5(CAST({x} AS BINARY))",
-    xor="({a} ^ {b})",
-    shift_right="shiftright({x}, {n})",
-    element="element_at({items}, CAST({i} AS INT))",
-    category_tree=True,
-    backslash_escapes=True,
-)
-
-
-def row_hash_sql(
-    d: Dialect, typed: list[tuple[str, pa.DataType]], key: str, *, skip_others: bool = False
-) -> str | None:
-    """A keyed 64-bit hash of a row of the relation `s` that every dialect computes
-    identically: the first 16 hex digits (64 bits; as text, their order is the number's)
-    of SHA-256 over a canonical text of the secret `key` (SQL of its decimal text) and
-    the columns `typed` (stored name, stored Arrow type), so two engines choose the
-    same rows for the same key. Each value is a self-delimiting token: `n` (missing),
-    `i<decimal>;` (an integer of any width), `s<bytes>:<text>` (text, its UTF-8 length
-    first), `f...;` (a float: `_float_token`). Another stored type (a date, a boolean, a
-    decimal: its text differs between engines) gives None, or with `skip_others` is left
-    out of the text: the hash then still depends on the row's other columns alone (never
-    on its position), so the choice is still the person's own rows' and K's."""
-    tokens = []
-    for name, kind in typed:
-        x = f"s.{d.ident(name)}"
-        if pa.types.is_integer(kind):
-            token = f"'i' || CAST({x} AS {d.string}) || ';'"
-        elif pa.types.is_string(kind) or pa.types.is_large_string(kind):
-            token = _text_token(d, x)
-        elif pa.types.is_floating(kind):
-            token = _float_token(f"CAST({x} AS DOUBLE)", d)
-        elif skip_others:
-            continue
-        else:
-            return None
-        tokens.append(f"coalesce({token}, 'n')")
-    # one concat of the tokens (each never NULL): about 15 % faster on DuckDB than a chain of ||
-    parts = ", ".join([key, "'|'", *tokens])
-    text = f"concat({parts})"
-    return f"substr({d.sha256.format(x=text)}, 1, 16)"
-
-
-def _text_token(d: Dialect, x: str) -> str:
-    """The canonical token of the text {x}: `s<bytes>:<text>`, its UTF-8 length first."""
-    return f"'s' || CAST({d.octets.format(x=x)} AS {d.string}) || ':' || {x}"
-
-
-def bound_hash_sql(d: Dialect, id_column: str, id_type: pa.DataType, key: str) -> str:
-    """The person bound's keyed hash h(K, person, n) of a row of the relation `s` (its ID
-    column and `NTH`, the row's place n among its person's rows) as a BIGINT in [0, 2**31),
-    the same on every engine, so every engine keeps the same rows for the same key
-    (`key`: SQL of K's decimal text). It depends on the person's rows alone: the ID, and
-    each row's place among them (never its position in the dataset). Not over the row's
-    content: building the canonical text of every read column cost more than the rest of
-    a first release.
-
-    h is `mix_sql` (integer arithmetic) over n and the ID's 31-bit pieces: an integer ID
-    (signed, or unsigned of at most 32 bits) as it is; a text ID (or a wider unsigned
-    one, by its decimal text) by 31 bits of MD5 over K and the text; an ID type without a
-    canonical text is left out (h then depends on n alone). The choice needs no
-    cryptographic strength: any choice that depends on the person's rows and K alone
-    bounds a person's rows, and two persons sharing 31 bits only choose alike. SHA-256
-    over a canonical text of K, the ID and n made the ranking step of a 10M-row first
-    release (1.9M heavy persons) about 0.4 s slower than this."""
-    x = f"s.{d.ident(id_column)}"
-    pieces = [f"(CAST(s.{d.ident(NTH)} AS BIGINT) & {MIX_P})"]
-    if pa.types.is_signed_integer(id_type) or (
-        pa.types.is_unsigned_integer(id_type) and id_type.bit_width <= 32
-    ):
-        wide = f"CAST({x} AS BIGINT)"
-        pieces += [
-            f"({wide} & {MIX_P})",
-            f"({d.shift_right.format(x=wide, n=31)} & {MIX_P})",
-            f"({d.shift_right.format(x=wide, n=62)} & 3)",
-        ]
-    elif (
-        pa.types.is_integer(id_type)
-        or pa.types.is_string(id_type)
-        or pa.types.is_large_string(id_type)
-    ):
-        # K's decimal text has no '|': the text after the tag is the ID's, whatever it holds
-        tag, text = ("u", f"CAST({x} AS {d.string})") if pa.types.is_integer(id_type) else ("t", x)
-        digest = d.md5.format(x=f"concat({key}, '|{tag}|', {text})")
-        pieces.append(f"({_HEX_BIGINT[d.name].format(x=f'substr({digest}, 1, 8)')} & {MIX_P})")
-    return mix_sql(d, key, pieces)
-
-
-#: the keyed mixer's modulus: the prime 2**31 - 1
-MIX_P = 2_147_483_647
-#: its multipliers (full-period Lehmer multipliers modulo MIX_P, L'Ecuyer's tables)
-MIX_A = (742938285, 950706376, 1226874159, 1343714438, 2049513912, 784588716, 1914720637)
-#: the constants its last rounds take in after the inputs (each below MIX_P)
-MIX_C = (1540483477, 668265263, 1673464199, 1023358326)
-
-
-def mix_sql(d: Dialect, key: str, inputs: list[str]) -> str:
-    """A keyed mix of `inputs` (SQL of BIGINTs in [0, 2**31)) into [0, MIX_P) that every
-    engine computes exactly: BIGINT arithmetic whose every value stays below 2**63 (no
-    engine's overflow), so `mix` below is its definition. K's decimal text, padded to 21
-    digits, gives three keys below 10**7; each round is s <- ((s xor v) + k) * a mod P,
-    the state starting at the first key, v each input and then the constants MIX_C (the
-    multiplication mod a prime after an exclusive or is linear in neither operation; the
-    constant rounds mix the last input in further)."""
-    padded = f"lpad({key}, 21, '0')"
-    keys = [f"CAST(substr({padded}, {1 + 7 * i}, 7) AS BIGINT)" for i in range(3)]
-    state = keys[0]
-    for i, v in enumerate([*inputs, *(str(c) for c in MIX_C)]):
-        mixed = d.xor.format(a=state, b=v)
-        state = f"((({mixed}) + {keys[(i + 1) % 3]}) * {MIX_A[i % len(MIX_A)]} % {MIX_P})"
-    return state
-
-
-def mix(key: int, inputs: list[int]) -> int:
-    """`mix_sql` in Python: its definition, for the tests."""
-    padded = str(key).rjust(21, "0")
-    keys = [int(padded[7 * i : 7 * i + 7]) for i in range(3)]
-    state = keys[0]
-    for i, v in enumerate([*inputs, *MIX_C]):
-        state = ((state ^ v) + keys[(i + 1) % 3]) * MIX_A[i % len(MIX_A)] % MIX_P
-    return state
 
 
 class KeyIdCollision(RuntimeError):
@@ -283,49 +72,6 @@ def checked_keys(rows) -> dict[str, int]:
             raise KeyIdCollision("Two keys share an id under this release's key; run it again.")
         out[str(k)] = int(n)
     return out
-
-
-#: a hexadecimal text {x} of at most 15 digits as a BIGINT, per dialect
-_HEX_BIGINT = {
-    "duckdb": "CAST('0x' || {x} AS BIGINT)",
-    "spark": "CAST(conv({x}, 16, 10) AS BIGINT)",
-}
-
-
-def _text_id_sql(d: Dialect, x: str, key: str, role: str, names: list[str]) -> str:
-    """BIGINT columns `names` (one or two, 60 bits each) of the SHA-256 of the text {x}
-    keyed by the release's secret (`key`, SQL of its decimal text) and `role` ("key" or
-    "person": a key's id is never a person's): the same on every engine, and
-    unforeseeable without K (no one can choose two texts sharing an id)."""
-    digest = d.sha256.format(x=f"concat({key}, '|{role}|', {_text_token(d, x)})")
-    hexed = _HEX_BIGINT[d.name]
-    return ", ".join(
-        f"{hexed.format(x=f'substr({digest}, {1 + 15 * i}, 15)')} AS {name}"
-        for i, name in enumerate(names)
-    )
-
-
-def _float_token(v: str, d: Dialect) -> str:
-    """A double's exact canonical text, from arithmetic both engines do exactly (their
-    float-to-text conversions differ): `f<sign><m>e<p>;` with |v| = m * 2**p, m < 2**53 an
-    integer and p the exponent of v's binary64 form less 52 (at least -1074: subnormals);
-    `f0;` for zero (either sign), `fnan;`, `f+inf;`, `f-inf;`. floor(log2) may be one off
-    near a power of two: the comparisons with powers of two (exact) correct it, and the
-    division by one is exact."""
-    a = f"abs({v})"
-    guess = f"CAST(floor(log2({a})) AS BIGINT)"
-    exponent = (
-        f"(greatest({guess} + CASE WHEN {a} >= pow(2, {guess} + 1) THEN 1 "
-        f"WHEN {a} < pow(2, {guess}) THEN -1 ELSE 0 END, -1022) - 52)"
-    )
-    mantissa = f"CAST({a} / pow(2, {exponent}) AS BIGINT)"
-    return (
-        f"CASE WHEN isnan({v}) THEN 'fnan;' "
-        f"WHEN NOT {d.finite.format(x=v)} THEN CASE WHEN {v} > 0 THEN 'f+inf;' ELSE 'f-inf;' END "
-        f"WHEN {v} = 0 THEN 'f0;' "
-        f"ELSE 'f' || CASE WHEN {v} < 0 THEN '-' ELSE '' END || CAST({mantissa} AS {d.string}) "
-        f"|| 'e' || CAST({exponent} AS {d.string}) || ';' END"
-    )
 
 
 @dataclass(frozen=True)
@@ -528,7 +274,7 @@ class Plan:
         On integers: a text as a group key or a window's partition keeps its bytes where
         DuckDB's memory limit cannot evict them, so the distinct (person, key id) pairs
         and the ranking are over BIGINTs -- the key's id, 60 bits of SHA-256 over K and
-        its text (`_text_id_sql`, the same on every engine), and the person itself when
+        its text (`text_id_sql`, the same on every engine), and the person itself when
         its ID is not text, else 120 bits of its own (two BIGINTs). Two columns, not
         more: at 100M rows (80M persons, 192 MB) DuckDB's distinct over (person, two
         BIGINTs) ran out of memory, over (person, one) it spilled and completed. The
@@ -567,20 +313,20 @@ class Plan:
         if pa.types.is_string(id_type) or pa.types.is_large_string(id_type):
             person = ["p1", "p2"]
             typed = [("p1", pa.int64()), ("p2", pa.int64())]
-            person_ids = _text_id_sql(d, "s.p", key, "person", person)
+            person_ids = text_id_sql(d, "s.p", key, "person", person)
         else:
             person, typed, person_ids = ["p"], [("p", id_type)], "s.p"
         ids = ["kid"]
         pairs = (
             f"SELECT DISTINCT {', '.join([*person, *ids])} FROM (SELECT {person_ids}, "  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
-            f"{_text_id_sql(d, 's.t', key, 'key', ids)} FROM {kept} AS s) AS i"
+            f"{text_id_sql(d, 's.t', key, 'key', ids)} FROM {kept} AS s) AS i"
         )
         by = ", ".join(f"s.{c}" for c in person)
         # "keys|" after K: not the text of any row's hash (row_hash_sql's tokens follow "K|")
         typed = [*typed, ("kid", pa.int64())]
         order = row_hash_sql(d, typed, f"{key} || '|keys'", skip_others=True)
         # its first 60 bits as a BIGINT: a text sort key is held in the window's memory too
-        order = _HEX_BIGINT[d.name].format(x=f"substr({order}, 1, 15)")
+        order = HEX_BIGINT[d.name].format(x=f"substr({order}, 1, 15)")
         counts = (
             f"SELECT kid, count(*) AS n FROM ("  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
             f"SELECT s.kid, row_number() OVER (PARTITION BY {by} ORDER BY "
@@ -589,7 +335,7 @@ class Plan:
             f") AS ranked WHERE rn <= {bound} GROUP BY kid"
         )
         texts = (
-            f"SELECT s.t, {_text_id_sql(d, 's.t', key, 'key', ids)} FROM "  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
+            f"SELECT s.t, {text_id_sql(d, 's.t', key, 'key', ids)} FROM "  # noqa: S608 - names quoted (Dialect.ident), literals (Dialect.text)
             f"(SELECT DISTINCT t FROM {kept} AS s) AS s"
         )
         return (

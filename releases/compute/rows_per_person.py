@@ -23,8 +23,8 @@ import pyarrow.parquet as pq
 
 from dpportal.privacy.rows_per_person import Bucket, buckets
 from releases.compute import arrow_source
+from releases.compute.dialect import DUCKDB, SPARK, Dialect
 from releases.compute.duckdb_engine import _connection, open_source
-from releases.compute.plan import DUCKDB, SPARK, Dialect
 
 
 def statistic_cap(entry: dict[str, Any]) -> int:

@@ -3,7 +3,7 @@
 The same plan as releases.compute.duckdb_engine; only where the rows are read and
 aggregated differs. Both give the same true aggregates, with a privacy unit too: for the
 same key both keep the same rows per person (both order them by the engine-neutral
-`plan.bound_hash_sql`) and the same keys per person (`Plan.keys_sql`); tests/
+`keyed_hash.bound_hash_sql`) and the same keys per person (`Plan.keys_sql`); tests/
 test_releases_spark.py runs the two. The session
 comes from settings (DPPORTAL_SPARK_MASTER, default "local[*]") with the web UI
 and the event log off and log level WARN; it is made once per process and kept
@@ -21,7 +21,7 @@ over that list has each task read its fragment with pyarrow through the storage
 layer's filesystem (the same numbering). No Python function runs per row.
 
 Privacy unit (an ID column and a bound L): per person the L rows with the
-smallest keyed hash `plan.bound_hash_sql` (integer arithmetic over the secret K,
+smallest keyed hash `keyed_hash.bound_hash_sql` (integer arithmetic over the secret K,
 the person and the row's place among the person's rows: the hash any engine
 computes identically), ties broken by the row number; K a per-release 64-bit secret from
 the CSPRNG (dpportal.privacy.rng.uniform_keys), bound as a query parameter,
@@ -59,16 +59,9 @@ from django.conf import settings
 
 from datasets import storage
 from dpportal.privacy.rng import RandomSource, uniform_keys
-from releases.compute.plan import (
-    NTH,
-    PERSON,
-    ROW,
-    SPARK,
-    Plan,
-    bound_hash_sql,
-    checked_keys,
-    plan_or_none,
-)
+from releases.compute.dialect import NTH, PERSON, ROW, SPARK
+from releases.compute.keyed_hash import bound_hash_sql
+from releases.compute.plan import Plan, checked_keys, plan_or_none
 
 _lock = threading.Lock()
 FRAGMENT_SCHEMA = "path STRING, row_group INT, offset BIGINT"
