@@ -226,6 +226,24 @@ def test_the_child_profiles_many_small_batches_as_the_careful_reader_profiles(
     assert both(tmp_path, census(1000)) == "polars"
 
 
+def test_integer_counts_across_batches_that_widen_their_span(tmp_path, monkeypatch):
+    """The child counts an integer column by value while its values span few numbers,
+    growing the count as batches go above and below what it has seen, and by text once
+    one batch widens the span past millions: the counts, and the extremes of the widest
+    integers read as such (18 digits), must be the careful reader's."""
+    monkeypatch.setattr("datasets.ingest.writer.ROW_GROUP_ROWS", 64)
+    monkeypatch.setattr("datasets.ingest.fast.BATCH_ROWS", 37)
+    rng = random.Random(11)
+    phases = [(-5, 30), (100, 130), (-20, -10), (0, 9)]
+    lines = ["shifting,edges,late"]
+    for i in range(1200):
+        low, high = phases[i // 300]
+        edge = [1 - 10**18, 10**18 - 1][i % 2] if i % 97 == 0 else rng.randint(-3, 3)
+        late = 10**12 + rng.randint(0, 2) if i > 1000 and i % 50 == 0 else rng.randint(0, 9)
+        lines.append(f"{rng.randint(low, high)},{edge},{late}")
+    assert both(tmp_path, ("\n".join(lines) + "\n").encode()) == "polars"
+
+
 @pytest.mark.parametrize(
     ("content", "dialect"),
     [

@@ -160,6 +160,7 @@ class State:
         self.readable: int | None = 0
         self.separators = 0  # separators inside the text values
         self.book: Codebook | None = None  # a coded column's texts and uses, by code
+        self.tally: Tally | None = None  # an integer column's uses by value, while few
 
     def numbers(self, values: np.ndarray) -> None:
         """A batch of a number column's values (no nulls)."""
@@ -213,12 +214,29 @@ class State:
             self.counts = None
 
     def _numbers(self, values: np.ndarray, low, high) -> None:
-        """Counts an integer column's values while it has few."""
+        """Counts an integer column's values while it has few: by value in a `Tally` while
+        all it has seen spans fewer than TALLY_SPAN values (no text made per batch), else
+        by their texts."""
         if self.counts is None:
             return
         low, high = int(low), int(high)
-        if high - low < 1 << 22:
-            low = min(low, 0) if high < 1 << 22 else low  # small counts need no shift
+        if self.tally is None and not self.counts and high - low < TALLY_SPAN:
+            self.tally = Tally(0 if 0 <= low and high < TALLY_SPAN else low)
+        if self.tally is not None:
+            fresh = self.tally.add(values, low, high)
+            if fresh is not None:
+                if self.tally.distinct <= self.limit:
+                    self.counted_bytes += sum(len(str(v)) for v in fresh.tolist())
+                if self.tally.distinct > self.limit or self.counted_bytes > self.track_bytes:
+                    self.counts = self.tally = None
+                return
+            self.counted_bytes = 0  # counted again as `_merge` takes the tally's keys
+            self._merge(*self.tally.items())
+            self.tally = None
+            if self.counts is None:
+                return
+        if high - low < TALLY_SPAN:
+            low = min(low, 0) if high < TALLY_SPAN else low  # small counts need no shift
             uses = np.bincount(values - low if low else values)
             seen = np.flatnonzero(uses)
             if len(seen) > self.limit:
@@ -241,7 +259,7 @@ class State:
         if lows is None or len(lows) < self.k or low < lows.max():
             self.lows = _smallest(values, lows, self.k)
         if highs is None or len(highs) < self.k or high > highs.min():
-            self.highs = -_smallest(-values, None if highs is None else -highs, self.k)
+            self.highs = _largest(values, highs, self.k)
 
     def _merge(self, values: list, uses: np.ndarray) -> None:
         if self.counts is None:
@@ -262,6 +280,9 @@ class State:
         if self.book is not None and self.counts is not None:
             used = np.flatnonzero(self.book.uses).tolist()
             self.counts = {self.book.texts[c]: int(self.book.uses[c]) for c in used}
+        if self.tally is not None and self.counts is not None:
+            texts, uses = self.tally.items()
+            self.counts = dict(zip(texts, uses.tolist(), strict=True))
         return {
             "cells": self.cells,
             "counts": self.counts,
@@ -290,6 +311,44 @@ class Codebook:
             self.within = np.concatenate([self.within, np.zeros(extra, np.int64)])
             self.finite = np.concatenate([self.finite, np.zeros(extra, np.int8)])
             self.known = np.concatenate([self.known, np.zeros(extra, bool)])
+
+
+#: `State._numbers`: the widest span of integers counted by value (a Tally of at most
+#: this many counters, 32 MiB); a wider column is counted by its values' texts
+TALLY_SPAN = 1 << 22
+
+
+class Tally:
+    """An integer column's uses by value: `uses[v - base]`, grown as values come."""
+
+    def __init__(self, base: int) -> None:
+        self.base = base
+        self.uses = np.zeros(0, np.int64)
+        self.distinct = 0
+
+    def add(self, values: np.ndarray, low: int, high: int) -> np.ndarray | None:
+        """Counts a batch (its smallest and largest value: `low`, `high`); the values
+        seen for the first time, or None (nothing counted) when the values seen would
+        span TALLY_SPAN or more."""
+        base = min(self.base, low)
+        if max(self.base + len(self.uses) - 1, high) - base >= TALLY_SPAN:
+            return None
+        if base < self.base:
+            self.uses = np.concatenate([np.zeros(self.base - base, np.int64), self.uses])
+            self.base = base
+        uses = np.bincount(values - base if base else values)
+        if len(uses) > len(self.uses):
+            self.uses = np.concatenate([self.uses, np.zeros(len(uses) - len(self.uses), np.int64)])
+        seen = np.flatnonzero(uses)
+        fresh = seen[self.uses[seen] == 0]
+        self.uses[: len(uses)] += uses
+        self.distinct += len(fresh)
+        return fresh + base
+
+    def items(self) -> tuple[list[str], np.ndarray]:
+        """The values seen, as texts, and their uses."""
+        seen = np.flatnonzero(self.uses)
+        return [str(v) for v in (seen + self.base).tolist()], self.uses[seen]
 
 
 def _check(text: pa.Array) -> None:
@@ -322,6 +381,20 @@ def _smallest(values: np.ndarray, kept: np.ndarray | None, k: int) -> np.ndarray
         values = values[values <= _sampled_bound(values, k)]
     pool = values if kept is None else np.concatenate([kept, values])
     return np.partition(pool, k - 1)[:k] if len(pool) > k else pool
+
+
+def _largest(values: np.ndarray, kept: np.ndarray | None, k: int) -> np.ndarray:
+    """The k largest of `kept` and `values` (with repeats): `_smallest` mirrored, without
+    a negated copy of the batch."""
+    if kept is not None and len(kept) >= k:
+        values = values[values > kept.min()]
+        if not len(values):
+            return kept
+    if len(values) > SAMPLE_STRIDE * (k + 1):
+        sample = values[::SAMPLE_STRIDE]
+        values = values[values >= np.partition(sample, len(sample) - k)[len(sample) - k]]
+    pool = values if kept is None else np.concatenate([kept, values])
+    return np.partition(pool, len(pool) - k)[len(pool) - k :] if len(pool) > k else pool
 
 
 #: `_smallest` first keeps the values at or below the k-th smallest of every
