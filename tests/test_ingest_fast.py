@@ -229,7 +229,7 @@ def test_the_child_profiles_many_small_batches_as_the_careful_reader_profiles(
 def test_integer_counts_across_batches_that_widen_their_span(tmp_path, monkeypatch):
     """The child counts an integer column by value while its values span few numbers,
     growing the count as batches go above and below what it has seen, and by text once
-    one batch widens the span past millions: the counts, and the extremes of the widest
+    a batch widens the span past thousands: the counts, and the extremes of the widest
     integers read as such (18 digits), must be the careful reader's."""
     monkeypatch.setattr("datasets.ingest.writer.ROW_GROUP_ROWS", 64)
     monkeypatch.setattr("datasets.ingest.fast.BATCH_ROWS", 37)

@@ -215,7 +215,7 @@ class State:
 
     def _numbers(self, values: np.ndarray, low, high) -> None:
         """Counts an integer column's values while it has few: by value in a `Tally` while
-        all it has seen spans fewer than TALLY_SPAN values (no text made per batch), else
+        all it has seen spans fewer than TALLY_SPAN numbers (no text made per batch), else
         by their texts."""
         if self.counts is None:
             return
@@ -235,8 +235,8 @@ class State:
             self.tally = None
             if self.counts is None:
                 return
-        if high - low < TALLY_SPAN:
-            low = min(low, 0) if high < TALLY_SPAN else low  # small counts need no shift
+        if high - low < COUNT_SPAN:
+            low = min(low, 0) if high < COUNT_SPAN else low  # small counts need no shift
             uses = np.bincount(values - low if low else values)
             seen = np.flatnonzero(uses)
             if len(seen) > self.limit:
@@ -313,9 +313,12 @@ class Codebook:
             self.known = np.concatenate([self.known, np.zeros(extra, bool)])
 
 
-#: `State._numbers`: the widest span of integers counted by value (a Tally of at most
-#: this many counters, 32 MiB); a wider column is counted by its values' texts
-TALLY_SPAN = 1 << 22
+#: `State._numbers`: the widest span of integers a column keeps counted by value (a
+#: Tally of at most this many counters, 32 KiB a column: bounded whatever the number
+#: of columns); a wider column is counted by its values' texts, each batch's by value
+#: first while it spans fewer than COUNT_SPAN (one array for the batch, then freed)
+TALLY_SPAN = 1 << 12
+COUNT_SPAN = 1 << 22
 
 
 class Tally:
