@@ -48,6 +48,7 @@ from datasets.ingest.reader import (
     plain_copy,
     read_header_and_sample,
 )
+from datasets.ingest.removal import remove
 from datasets.ingest.sink import LocalSink, ParquetSink
 from dpportal.messages import Record
 
@@ -131,7 +132,7 @@ def ingest_csv(
         if child is not None:
             child.close()
         if unpacked is not None:
-            unpacked.unlink(missing_ok=True)
+            remove(unpacked)
         if child is not None:
             keep_spare(limits)  # for the next conversion in this process
 
@@ -224,7 +225,7 @@ def _overlapped(source, unpacked, sink, limits, on_progress, dialect, child) -> 
         feed.cancel()
         writer.join()
         for part in feed.given:
-            part.unlink(missing_ok=True)
+            remove(part)
 
 
 class _CopyEnded(Exception):

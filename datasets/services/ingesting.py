@@ -58,6 +58,7 @@ from datasets.ingest import (
 )
 from datasets.ingest.fast import spare_later
 from datasets.ingest.formats import ingest_file
+from datasets.ingest.removal import remove
 from datasets.models import Column, Dataset
 from datasets.private_files import private_folder
 from datasets.services.common import dataset_folder
@@ -305,11 +306,12 @@ def _run(*, dataset: Dataset) -> Dataset | None:
 def _remove_upload(*, dataset_id: int, upload: Path) -> None:
     """Delete the raw upload once the dataset is committed ready: no later run reads it
     (a redelivered task finds the dataset ready and does nothing), and a failure before
-    the commit keeps it for the retry. A failed ingest's files go in _mark_failed."""
+    the commit keeps it for the retry. A failed ingest's files go in _mark_failed. Its
+    name goes at once; its space is freed by a thread (datasets.ingest.removal)."""
     if upload == Path(settings.MEDIA_ROOT) or upload.is_dir():
         return  # no upload was named
     try:
-        upload.unlink(missing_ok=True)
+        remove(upload)
     except OSError as exc:
         logger.warning(
             "dataset %s: the upload was not removed (%s)", dataset_id, type(exc).__name__

@@ -33,6 +33,7 @@ from datasets.ingest.formats.stats import StatsReader
 from datasets.ingest.formats.unwrap import gunzip, unzip_single
 from datasets.ingest.formats.widen import unreadable_warnings
 from datasets.ingest.reader import PLAIN
+from datasets.ingest.removal import remove
 from datasets.ingest.sink import LocalSink, ParquetSink
 from datasets.ingest.writer import IngestResult, ingest_csv
 
@@ -154,7 +155,7 @@ def ingest_file(
         _check_magic(fmt, path)
         return _ingest_typed(fmt, path, sink, unpacked_limits, on_progress, sheet)
     finally:
-        unpacked.unlink(missing_ok=True)
+        remove(unpacked)
 
 
 def _ingest_typed(fmt, path, sink, limits, on_progress, sheet) -> IngestResult:
