@@ -21,7 +21,8 @@ per-column suggestions), `writer` (the conversion to Parquet: `ingest_csv`),
 `decoding` (encodings and the streaming check-and-transcode), `dialect` (detection
 and the preview before ingest), `header` (the header line's checks), `fast` (Polars in
 a child process, `polars_child`, for plain UTF-8 files; `batch_profile` checks and
-profiles the rows there as they are written).
+profiles the rows there as they are written), `removal` (a large file's name removed at
+once, its space freed by a thread).
 """
 
 from datasets.ingest.common import CsvDialect, IngestLimits, IngestRejected, human_size
