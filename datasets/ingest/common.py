@@ -11,7 +11,9 @@ from django.utils.translation import gettext_noop
 from dpportal.errors import RecordedError, ValidationFailed
 from dpportal.messages import Record, record
 
-INT_PATTERN = r"^\s*[+-]?[0-9]{1,18}\s*$"
+#: the most digits an integer cell has (any more may not fit in 64 bits: read as a float)
+INT_DIGITS = 18
+INT_PATTERN = rf"^\s*[+-]?[0-9]{{1,{INT_DIGITS}}}\s*$"
 FLOAT_PATTERN = r"^\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\s*$"
 LEADING_ZERO_PATTERN = r"^\s*[+-]?0[0-9]"
 INTEGER, FLOAT, STRING = "integer", "float", "string"

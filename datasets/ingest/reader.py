@@ -29,6 +29,7 @@ from datasets.ingest.common import (
     FLOAT,
     FLOAT_PATTERN,
     GZIP_MAGIC,
+    INT_DIGITS,
     INT_PATTERN,
     INTEGER,
     LEADING_ZERO_PATTERN,
@@ -436,13 +437,13 @@ def _infer_types(
 def _digits_alone(values: pa.Array) -> str | None:
     """The type of a column whose every cell is ASCII digits alone (IDs, counts: the
     commonest numeric column), without the patterns: each such cell matches FLOAT_PATTERN,
-    INT_PATTERN when it has at most 18 digits, LEADING_ZERO_PATTERN when it starts with
+    INT_PATTERN when it has at most INT_DIGITS, LEADING_ZERO_PATTERN when it starts with
     0 and has more; None when a cell is anything else, or longer (the patterns decide).
     A unique ID column's three pattern passes cost about three times these checks."""
     if not pc.all(pc.ascii_is_decimal(values)).as_py():  # false for an empty text
         return None
     lengths = pc.binary_length(values)
-    if pc.max(lengths).as_py() > 18:
+    if pc.max(lengths).as_py() > INT_DIGITS:
         return None
     leading_zero = pc.and_(pc.starts_with(values, "0"), pc.greater(lengths, 1))
     return STRING if pc.any(leading_zero).as_py() else INTEGER
