@@ -8,6 +8,7 @@ Fuzzy entries are compiled out (as msgfmt does), so a fuzzy guess never reaches 
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -30,7 +31,9 @@ def compile_all(root: Path = LOCALE_DIR) -> list[Path]:
             continue
         with po.open("rb") as handle:
             catalog = read_po(handle, locale=po.parent.parent.name)
-        tmp = mo.with_suffix(".mo.tmp")
+        # A name of this process's own: test processes running side by side may compile
+        # the same catalogue at once, and each renames its whole file into place.
+        tmp = mo.with_suffix(f".mo.{os.getpid()}.tmp")
         with tmp.open("wb") as handle:
             write_mo(handle, catalog, use_fuzzy=False)
         tmp.replace(mo)

@@ -2,7 +2,8 @@
 # Runs the whole test suite on the real services: PostgreSQL and Redis.
 #   DATABASE_URL  default postgres://postgres@127.0.0.1:5432/dpportal
 #   REDIS_URL     default redis://127.0.0.1:6379/0
-# Extra arguments go to pytest (e.g. scripts/test.sh tests/privacy -x).
+#   DPPORTAL_TEST_PROCESSES  side-by-side test processes, default auto: one a core, at most 4
+# Extra arguments go to pytest (e.g. scripts/test.sh tests/privacy -x; -n 0 runs in one process).
 set -euo pipefail
 source "$(dirname "$0")/_venv.sh" requirements-dev.txt
 
@@ -42,7 +43,8 @@ PY
 .venv/bin/ruff check . || { echo "ruff found problems"; exit 1; }
 
 set +e
-.venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest -n "${DPPORTAL_TEST_PROCESSES:-auto}" --maxprocesses 4 \
+  --dist loadgroup "$@"
 status=$?
 set -e
 if [ "$status" = 5 ]; then
