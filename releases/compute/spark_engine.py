@@ -28,8 +28,9 @@ the CSPRNG (dpportal.privacy.rng.uniform_keys), bound as a query parameter,
 never in SQL text. As in DuckDB's plan, only heavy persons' rows are hashed: the
 rows (the plan's cell codes and grid units by then, `Plan.rows_sql`) are shuffled by
 person and sorted once, counted and numbered per person (one window), and a heavy
-person's L smallest (hash, row number) kept by a bottom-k aggregate over the person's
-rows (`bound_relation`); a person with at most L rows keeps them all.
+person's L smallest (hash, row number) kept by the person's least rank key (L = 1) or
+a bottom-k aggregate over the person's rows (`bound_relation`); a person with at most L
+rows keeps them all.
 
 What a cluster operator can see: the dataset's rows and task-level intermediate
 rows (partial aggregates, counts per person, the shuffled rows of the person
@@ -70,6 +71,8 @@ FILE_BITS = 40  # a row's number: the file's index above these bits (duckdb_engi
 FINEST_CELLS = 1 << 16
 #: `bound_relation`: the largest bound whose heavy persons are ranked by a bottom-k heap
 HEAP_BOUND = 64
+#: `rank_key`: the bits of a person's row's place n below its keyed hash
+NTH_BITS = 32
 #: the driver's and executors' JVM options (`session_conf`)
 JVM_OPTIONS = "-XX:+UseParallelGC"
 
@@ -289,11 +292,14 @@ def bound_relation(rows: str, columns: list[str], bound: int, order: str) -> str
     its person's row count and its place n among them. The keyed hash `order` (over n)
     is computed only for the rows of persons with more than `bound` rows; a lighter
     person's rows are all kept. Among a heavy person's rows the `bound` smallest (hash,
-    row number) are kept: for a bound up to HEAP_BOUND by a bottom-k aggregate over the
-    person's window (min_by with k: a heap per person, no second sort of the rows);
-    above it by a second row_number window ordered by (hash, row number), a second sort
-    of every row, which the heap's per-row copy of its k kept row numbers would
-    outweigh. Both keep the same rows: (hash, row number) is unique within a person."""
+    n) are kept -- n orders a person's rows as their row numbers do, and both are
+    packed in one BIGINT rank key (`rank_key`), cheaper to compare than a pair: for a
+    bound of one, the rows whose key is the person's smallest (a plain min over the
+    person's window); up to HEAP_BOUND by a bottom-k aggregate over the window (min_by
+    with k: a heap per person, no second sort of the rows); above it by a second
+    row_number window ordered by the key, a second sort of every row, which the heap's
+    per-row copy of its k kept row numbers would outweigh. All keep the same rows: the
+    key is unique within a person."""
     person = SPARK.ident(PERSON)
     names = ", ".join(SPARK.ident(c) for c in columns)
     # the count's frame is the whole partition, but its window order is n's: one Window, one sort
@@ -303,18 +309,38 @@ def bound_relation(rows: str, columns: list[str], bound: int, order: str) -> str
         f"FOLLOWING) AS __n, row_number() OVER ({by}) AS {NTH} FROM ({rows}) AS s "
         f"WHERE s.{person} IS NOT NULL)"
     )
-    if bound <= HEAP_BOUND:
-        key = f"CASE WHEN s.__n > {bound} THEN struct({order}, s.{ROW}) END"
-        kept = f"min_by(s.{ROW}, s.__k, {bound}) OVER (PARTITION BY s.{person})"
+    keyed = (
+        f"(SELECT s.*, CASE WHEN s.__n > {bound} THEN {rank_key(order)} END AS __k "  # noqa: S608 - names quoted (Dialect.ident)
+        f"FROM {counted} AS s)"
+    )
+    whole = f"PARTITION BY s.{person}"
+    if bound == 1:
         return (
-            f"SELECT {names} FROM (SELECT s.*, {kept} AS __kept FROM (SELECT s.*, {key} "  # noqa: S608 - names quoted (Dialect.ident)
-            f"AS __k FROM {counted} AS s) AS s) WHERE __n <= {bound} "
-            f"OR array_contains(__kept, {ROW})"
+            f"SELECT {names} FROM (SELECT s.*, min(s.__k) OVER ({whole}) AS __least "  # noqa: S608 - names quoted (Dialect.ident)
+            f"FROM {keyed} AS s) WHERE __n <= 1 OR __k = __least"
         )
-    key = f"CASE WHEN s.__n > {bound} THEN {order} END"
+    if bound <= HEAP_BOUND:
+        return (
+            f"SELECT {names} FROM (SELECT s.*, min_by(s.{ROW}, s.__k, {bound}) OVER ({whole}) "  # noqa: S608 - names quoted (Dialect.ident)
+            f"AS __kept FROM {keyed} AS s) WHERE __n <= {bound} OR array_contains(__kept, {ROW})"
+        )
     return (
-        f"SELECT {names} FROM (SELECT s.*, row_number() OVER (PARTITION BY s.{person} "  # noqa: S608 - names quoted (Dialect.ident)
-        f"ORDER BY {key}, s.{ROW}) AS __rank FROM {counted} AS s) WHERE __rank <= {bound}"
+        f"SELECT {names} FROM (SELECT s.*, row_number() OVER ({whole} ORDER BY s.__k) "  # noqa: S608 - names quoted (Dialect.ident)
+        f"AS __rank FROM {keyed} AS s) WHERE __rank <= {bound}"
+    )
+
+
+def rank_key(order: str) -> str:
+    """A heavy person's row's rank as one BIGINT: the keyed hash `order` (in [0, 2**31))
+    above NTH_BITS bits of n, the row's place among its person's rows, so that keys order
+    as the pairs (hash, n) do and no two of a person's rows share one. Below 2**63 (no
+    overflow); a person with 2**NTH_BITS rows or more would need more bits, and the query
+    fails on it rather than rank by a wrapped n."""
+    n = f"s.{NTH}"
+    too_many = f"raise_error('a person with {1 << NTH_BITS} rows or more')"
+    return (
+        f"CASE WHEN {n} < {1 << NTH_BITS} THEN ({order}) * {1 << NTH_BITS} + {n} "
+        f"ELSE {too_many} END"
     )
 
 
