@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 import re
 
+import pytest
+
 REDIS_DATABASES = 16
 
 
@@ -37,8 +39,6 @@ if _worker and GIVEN_REDIS_URL:
 def pytest_collection_modifyitems(items):
     """The Spark tests share one process (``--dist loadgroup``): each process that runs
     one starts a JVM of its own, some 10-20 s and a gigabyte."""
-    import pytest
-
     for item in items:
         if item.get_closest_marker("spark"):
             item.add_marker(pytest.mark.xdist_group("spark"))

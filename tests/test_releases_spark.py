@@ -125,9 +125,11 @@ def test_a_local_session_has_few_shuffle_partitions_and_several_splits(settings)
     assert spark_engine.session_conf("spark://m:7077")["spark.sql.shuffle.partitions"] == "6"
 
 
-def test_the_session_jvm_collects_with_the_parallel_collector():
-    """The option reaches the JVM the session starts (a local master: the driver)."""
-    jvm = spark_engine.spark_session().sparkContext._jvm
+def test_the_session_jvm_collects_with_the_parallel_collector(spark):
+    """The option reaches the JVM the session starts (a local master: the driver). The
+    run's session (the fixture's, made by spark_session): one made here first would set
+    the process's master for every later test."""
+    jvm = spark.sparkContext._jvm
     beans = jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
     names = {bean.getName() for bean in beans}
     assert names == {"PS Scavenge", "PS MarkSweep"}

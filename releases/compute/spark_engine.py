@@ -315,33 +315,21 @@ def bound_relation(rows: str, columns: list[str], bound: int, order: str) -> str
     )
     whole = f"PARTITION BY s.{person}"
     if bound == 1:
-        return (
-            f"SELECT {names} FROM (SELECT s.*, min(s.__k) OVER ({whole}) AS __least "  # noqa: S608 - names quoted (Dialect.ident)
-            f"FROM {keyed} AS s) WHERE __n <= 1 OR __k = __least"
-        )
-    if bound <= HEAP_BOUND:
-        return (
-            f"SELECT {names} FROM (SELECT s.*, min_by(s.{ROW}, s.__k, {bound}) OVER ({whole}) "  # noqa: S608 - names quoted (Dialect.ident)
-            f"AS __kept FROM {keyed} AS s) WHERE __n <= {bound} OR array_contains(__kept, {ROW})"
-        )
-    return (
-        f"SELECT {names} FROM (SELECT s.*, row_number() OVER ({whole} ORDER BY s.__k) "  # noqa: S608 - names quoted (Dialect.ident)
-        f"AS __rank FROM {keyed} AS s) WHERE __rank <= {bound}"
-    )
+        ranked, kept = f"min(s.__k) OVER ({whole})", "__n <= 1 OR __k = __ranked"
+    elif bound <= HEAP_BOUND:
+        ranked = f"min_by(s.{ROW}, s.__k, {bound}) OVER ({whole})"
+        kept = f"__n <= {bound} OR array_contains(__ranked, {ROW})"
+    else:
+        ranked, kept = f"row_number() OVER ({whole} ORDER BY s.__k)", f"__ranked <= {bound}"
+    return f"SELECT {names} FROM (SELECT s.*, {ranked} AS __ranked FROM {keyed} AS s) WHERE {kept}"  # noqa: S608 - names quoted (Dialect.ident)
 
 
 def rank_key(order: str) -> str:
     """A heavy person's row's rank as one BIGINT: the keyed hash `order` (in [0, 2**31))
     above NTH_BITS bits of n, the row's place among its person's rows, so that keys order
-    as the pairs (hash, n) do and no two of a person's rows share one. Below 2**63 (no
-    overflow); a person with 2**NTH_BITS rows or more would need more bits, and the query
-    fails on it rather than rank by a wrapped n."""
-    n = f"s.{NTH}"
-    too_many = f"raise_error('a person with {1 << NTH_BITS} rows or more')"
-    return (
-        f"CASE WHEN {n} < {1 << NTH_BITS} THEN ({order}) * {1 << NTH_BITS} + {n} "
-        f"ELSE {too_many} END"
-    )
+    as the pairs (hash, n) do and no two of a person's rows share one. n is Spark's
+    row_number, an INT (below 2**31), so it fits; the key stays below 2**63."""
+    return f"({order}) * {1 << NTH_BITS} + s.{NTH}"
 
 
 def cell_codes(plan: Plan) -> dict[str, int]:
