@@ -114,6 +114,9 @@ def test_a_local_session_has_few_shuffle_partitions_and_several_splits(settings)
     assert spark_engine.session_conf("local[2]") == {
         "spark.sql.shuffle.partitions": "8",
         "spark.sql.files.minPartitionNum": "8",
+        "spark.shuffle.compress": "false",
+        "spark.shuffle.spill.compress": "false",
+        "spark.sql.adaptive.enabled": "false",
         **jvm,
     }
     assert spark_engine.session_conf("local")["spark.sql.shuffle.partitions"] == "4"
@@ -133,6 +136,13 @@ def test_the_session_jvm_collects_with_the_parallel_collector(spark):
     beans = jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
     names = {bean.getName() for bean in beans}
     assert names == {"PS Scavenge", "PS MarkSweep"}
+
+
+def test_a_local_session_shuffles_uncompressed_without_adaptive_planning(spark):
+    """The local settings reach the run's session (a local master): the shuffle's one
+    read at session start, the planner's on every query."""
+    assert spark.sparkContext.getConf().get("spark.shuffle.compress") == "false"
+    assert spark.conf.get("spark.sql.adaptive.enabled") == "false"
 
 
 @settings(

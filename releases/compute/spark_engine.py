@@ -75,6 +75,12 @@ HEAP_BOUND = 64
 NTH_BITS = 32
 #: the driver's and executors' JVM options (`session_conf`)
 JVM_OPTIONS = "-XX:+UseParallelGC"
+#: `session_conf`: a local master's shuffle files uncompressed, its plans not re-planned
+LOCAL_CONF = {
+    "spark.shuffle.compress": "false",
+    "spark.shuffle.spill.compress": "false",
+    "spark.sql.adaptive.enabled": "false",
+}
 
 
 def master() -> str:
@@ -128,7 +134,16 @@ def session_conf(url: str) -> dict[str, str]:
     The JVMs collect garbage with the parallel (throughput) collector, not G1: a
     release allocates and drops rows at a high rate, and on two cores G1's barriers
     and concurrent work made a warm 10M-row person-level release take 22-23 s against
-    19 s (repeated releases in one session; bench/compute_spark.py)."""
+    19 s (repeated releases in one session; bench/compute_spark.py).
+
+    A local master also writes its shuffle files uncompressed and plans without
+    adaptive execution. The files never leave the machine (they are read back from
+    the page cache), so compressing them spends the few cores on nothing; and the plan
+    has no join and sets its partitions, so re-planning between its stages (what
+    adaptive execution does) finds nothing to change. Together, on two cores, a
+    10M-row person-level release took 17.4 s warm and 20.5 s first against 20.1 and
+    24.4 s (medians of five and seven sessions, interleaved). A cluster keeps both:
+    its shuffles cross the network."""
     cores = local_cores(url)
     partitions = int(settings.DPPORTAL_SPARK_SHUFFLE_PARTITIONS or 0)
     conf = {
@@ -138,6 +153,7 @@ def session_conf(url: str) -> dict[str, str]:
     }
     if cores:
         conf["spark.sql.files.minPartitionNum"] = str(4 * cores)
+        conf.update(LOCAL_CONF)
     return conf
 
 
