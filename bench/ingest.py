@@ -31,7 +31,8 @@ phases; times are medians, peak memory the highest seen):
   reader alone.
 
 Prints seconds, rows/s and peak RSS per phase and the ratios of medians. Goals:
-csv <= 1.2x Polars at 10M rows with peak RSS <= 500 MB, flat in rows;
+csv <= 1.2x Polars at 10M rows with peak RSS <= 500 MB, flat in rows, and <= 1.3x
+below 10M rows (at 1M the ingest's fixed costs, a few tens of milliseconds, weigh more);
 gzip <= 1.5x the fastest reader; gb18030 <= 1.3x the fastest transcode-and-parse;
 xlsx, dta <= 1.5x the reading library.
 """
@@ -321,6 +322,8 @@ CASES = {  # case: (file name, the phases compared, the reference the goal names
     "xlsx": ("census.xlsx", ["dpportal", "openpyxl"], "openpyxl", 1.5),
     "dta": ("census.dta", ["dpportal", "pyreadstat"], "pyreadstat", 1.5),
 }
+#: `bench_case`: a CSV of fewer rows than SMALL_CSV_ROWS is held to SMALL_CSV_GOAL
+SMALL_CSV_ROWS, SMALL_CSV_GOAL = 10_000_000, 1.3
 
 
 def run_child(*args: str) -> dict:
@@ -332,6 +335,8 @@ def run_child(*args: str) -> dict:
 
 def bench_case(case: str, rows: int, repeat: int, workdir: Path) -> None:
     name, phases, reference, goal = CASES[case]
+    if case == "csv" and rows < SMALL_CSV_ROWS:
+        goal = SMALL_CSV_GOAL
     path = workdir / name
     started = time.perf_counter()
     run_child("--phase", "generate", "--case", case, "--file", str(path), "--rows", str(rows))
