@@ -125,11 +125,11 @@ def session_conf(url: str) -> dict[str, str]:
 
     Shuffle partitions (the person bound's and the aggregate's): DPPORTAL_SPARK_SHUFFLE_
     PARTITIONS, or by default 4 per core of a local master (Spark's 200 are tiny tasks
-    whose overhead dominates on a few cores; AQE coalesces small ones) and 16 on a
-    cluster. Input splits: a local master's Parquet read is cut into at least 4 splits
-    per core (spark.sql.files.minPartitionNum; a split is whole row groups), so every
-    core has work and a slow split does not leave the others idle; a cluster keeps
-    Spark's default (its executors' total cores).
+    whose overhead dominates on a few cores) and 16 on a cluster (where adaptive
+    execution coalesces small ones). Input splits: a local master's Parquet read is
+    cut into at least 4 splits per core (spark.sql.files.minPartitionNum; a split is
+    whole row groups), so every core has work and a slow split does not leave the
+    others idle; a cluster keeps Spark's default (its executors' total cores).
 
     The JVMs collect garbage with the parallel (throughput) collector, not G1: a
     release allocates and drops rows at a high rate, and on two cores G1's barriers
