@@ -315,7 +315,14 @@ def bound_relation(rows: str, columns: list[str], bound: int, order: str) -> str
     with k: a heap per person, no second sort of the rows); above it by a second
     row_number window ordered by the key, a second sort of every row, which the heap's
     per-row copy of its k kept row numbers would outweigh. All keep the same rows: the
-    key is unique within a person."""
+    key is unique within a person.
+
+    Plans without the windows were slower on two cores (10M rows, L = 1: 21.5 s this
+    way): a hash aggregate per person keeping each column's value at the least key
+    (min_by) 32 s, the same grouped by 120 bits of the ID's MD5 101 s, a person's rows
+    collected into one array, sorted and ranked by higher-order functions 32 s, and
+    DuckDB's three passes (the heavy IDs' hashes aggregated, the rows joined to them,
+    broadcast or not) 37-45 s."""
     person = SPARK.ident(PERSON)
     names = ", ".join(SPARK.ident(c) for c in columns)
     # the count's frame is the whole partition, but its window order is n's: one Window, one sort
